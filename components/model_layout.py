@@ -1,0 +1,63 @@
+"""What the trainer's `Model` artifact holds and how to find it.
+
+    <model uri>/embedding_spec.json   the resolved spec (vocabulary sizes set)
+    <model uri>/vocabulary.tsv        table row i = line i
+    <model uri>/metadata.json         steps, examples seen, final loss, spans, device
+    <model uri>/checkpoint/           tf.train.CheckpointManager directory
+
+The checkpoint is `tf.train.Checkpoint(embedding=<TPUEmbedding or
+TPUEmbeddingForServing>, step=<int64>, examples_seen=<int64>)`: the tables are
+`embedding/<table>/.ATTRIBUTES/VARIABLE_VALUE`, their optimizer slots
+`embedding/<table>.S<slot>/.ATTRIBUTES/VARIABLE_VALUE`, exactly as the TPU writes
+them.
+"""
+
+import json
+from typing import Any, Dict, Optional
+
+CHECKPOINT_DIR = 'checkpoint'
+METADATA_FILENAME = 'metadata.json'
+EMBEDDING_KEY = 'embedding'
+
+
+def table_key(table: str) -> str:
+  return f'{EMBEDDING_KEY}/{table}/.ATTRIBUTES/VARIABLE_VALUE'
+
+
+def slot_key(table: str, slot: str) -> str:
+  return f'{EMBEDDING_KEY}/{table}.S{slot}/.ATTRIBUTES/VARIABLE_VALUE'
+
+
+def join(*parts: str) -> str:
+  return '/'.join([parts[0].rstrip('/')] + [p.strip('/') for p in parts[1:]])
+
+
+def checkpoint_dir(model_uri: str) -> str:
+  return join(model_uri, CHECKPOINT_DIR)
+
+
+def latest_checkpoint(model_uri: str) -> str:
+  """Path prefix of the newest checkpoint in a Model artifact; clear error if none."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  directory = checkpoint_dir(model_uri)
+  path = tf.train.latest_checkpoint(directory)
+  if path is None:
+    raise FileNotFoundError(
+        f'model {model_uri}: no checkpoint in {directory} (expected a '
+        'tf.train.CheckpointManager directory)')
+  return path
+
+
+def write_metadata(model_uri: str, metadata: Dict[str, Any]):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with tf.io.gfile.GFile(join(model_uri, METADATA_FILENAME), 'w') as f:
+    f.write(json.dumps(metadata, indent=2, sort_keys=True) + '\n')
+
+
+def read_metadata(model_uri: str) -> Optional[Dict[str, Any]]:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  path = join(model_uri, METADATA_FILENAME)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
