@@ -1,0 +1,38 @@
+"""`python -m pipelines COMMAND ...`: one entry point for every command.
+
+Each command lives in its own module under `pipelines/commands/` with
+`register(subparsers)` adding a parser whose `func(args) -> int` runs it.
+"""
+
+import argparse
+import importlib
+import sys
+from typing import List, Optional
+
+COMMAND_MODULES = (
+    'demo_data',
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(
+      prog='python -m pipelines',
+      description='TPU embedding pipeline on TFX.')
+  sub = parser.add_subparsers(dest='command', metavar='COMMAND')
+  sub.required = True
+  for name in COMMAND_MODULES:
+    importlib.import_module(f'pipelines.commands.{name}').register(sub)
+  return parser
+
+
+class UsageError(Exception):
+  """A bad argument or input; printed as one line, exit code 2."""
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  args = build_parser().parse_args(argv)
+  try:
+    return int(args.func(args) or 0)
+  except (UsageError, ValueError, FileNotFoundError, RuntimeError) as e:
+    print(f'error: {e}', file=sys.stderr)
+    return 2
