@@ -33,6 +33,6 @@ def main(argv: Optional[List[str]] = None) -> int:
   args = build_parser().parse_args(argv)
   try:
     return int(args.func(args) or 0)
-  except (UsageError, ValueError, FileNotFoundError, RuntimeError) as e:
+  except (UsageError, ValueError, OSError, RuntimeError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 2
