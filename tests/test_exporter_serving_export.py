@@ -1,0 +1,106 @@
+"""Tests for components/exporter/serving_export.py."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components import checkpoint_restore
+from components import vocabulary_file
+from components.embedding_spec import skipgram_spec
+from components.exporter import serving_export
+from tests import artifact_fixtures
+
+TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'é']
+
+
+@pytest.fixture(scope='module')
+def exported(tmp_path_factory):
+  root = tmp_path_factory.mktemp('serving')
+  model_uri = str(root / 'model')
+  artifact_fixtures.write_tpu_format_model(
+      model_uri, TOKENS, spec=skipgram_spec(dim=8, optimizer='adam'), seed=3)
+  restored = checkpoint_restore.restore_for_serving(model_uri)
+  export_dir = str(root / 'serving')
+  serving_export.export_serving_model(restored, export_dir)
+  return restored.table_numpy('tokens'), export_dir
+
+
+def test_layout_has_vocabulary_asset_and_no_slots(exported):
+  table, export_dir = exported
+  assert os.path.exists(os.path.join(export_dir, 'saved_model.pb'))
+  with open(os.path.join(export_dir, 'assets',
+                         vocabulary_file.TOKENS_ASSET_FILENAME),
+            encoding='utf-8') as f:
+    assert f.read().splitlines() == TOKENS
+  keys = dict(tf.train.list_variables(
+      os.path.join(export_dir, 'variables', 'variables')))
+  keys.pop('_CHECKPOINTABLE_OBJECT_GRAPH')
+  assert keys[serving_export.table_checkpoint_key()] == list(table.shape)
+  for key in keys:
+    for slot in ('momenta', 'velocities', 'accumulators', 'linears'):
+      assert slot not in key
+
+
+def test_saved_model_cli_lists_three_signatures(exported):
+  _, export_dir = exported
+  cli = os.path.join(os.path.dirname(sys.executable), 'saved_model_cli')
+  out = subprocess.run([cli, 'show', '--all', '--dir', export_dir],
+                       capture_output=True, text=True, check=True).stdout
+  for name in serving_export.SIGNATURES:
+    assert f"signature_def['{name}']" in out
+  assert 'accumulator' not in out and 'momenta' not in out
+
+
+def test_signatures_match_table_rows(exported):
+  table, export_dir = exported
+  loaded = tf.saved_model.load(export_dir)
+  ids = {t: i for i, t in enumerate(TOKENS)}
+  got = loaded.signatures['lookup'](
+      tokens=tf.constant(['cat', 'nope', '', 'é']))['embeddings'].numpy()
+  np.testing.assert_allclose(got[0], table[ids['cat']], atol=1e-6)
+  np.testing.assert_array_equal(got[1], np.zeros(8, np.float32))
+  np.testing.assert_array_equal(got[2], np.zeros(8, np.float32))
+  np.testing.assert_allclose(got[3], table[ids['é']], atol=1e-6)
+
+  sentences = ['cat cat', '', 'the nope', '  sat\ton mat ']
+  got = loaded.signatures['serving_default'](
+      sentences=tf.constant(sentences))['embeddings'].numpy()
+  v = lambda t: table[ids[t]]
+  np.testing.assert_allclose(got[0], 2 * v('cat') / np.sqrt(2), atol=1e-6)
+  np.testing.assert_array_equal(got[1], np.zeros(8, np.float32))
+  # OOV adds nothing to the sum but counts in sqrt(n).
+  np.testing.assert_allclose(got[2], v('the') / np.sqrt(2), atol=1e-6)
+  np.testing.assert_allclose(got[3], (v('sat') + v('on') + v('mat')) /
+                             np.sqrt(3), atol=1e-6)
+
+
+def test_neighbors_are_cosine_top_k(exported):
+  table, export_dir = exported
+  loaded = tf.saved_model.load(export_dir)
+  out = loaded.signatures['neighbors'](tokens=tf.constant(['cat', 'nope']),
+                                       k=tf.constant(3))
+  unit = table / np.linalg.norm(table, axis=1, keepdims=True)
+  cosine = unit @ unit[1]
+  cosine[1] = -np.inf
+  order = np.argsort(-cosine)[:3]
+  assert [t.decode() for t in out['tokens'].numpy()[0]] == [
+      TOKENS[i] for i in order]
+  np.testing.assert_allclose(out['scores'].numpy()[0], cosine[order],
+                             atol=1e-6)
+  assert list(out['tokens'].numpy()[1]) == [b''] * 3
+  # k larger than the other rows is clipped.
+  out = loaded.signatures['neighbors'](tokens=tf.constant(['cat']),
+                                       k=tf.constant(50))
+  assert out['tokens'].shape == (1, len(TOKENS) - 1)
+
+
+def test_refuses_non_empty_export_dir(exported, tmp_path):
+  _, export_dir = exported
+  with pytest.raises(FileExistsError, match='not empty'):
+    serving_export.export_serving_model(
+        checkpoint_restore.restore_for_serving(
+            os.path.join(os.path.dirname(export_dir), 'model')), export_dir)
