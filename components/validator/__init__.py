@@ -1,0 +1,1 @@
+"""CheckpointValidator: restores a trained table on CPU, checks it, blesses it."""

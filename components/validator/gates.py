@@ -1,0 +1,178 @@
+"""Blessing gates: numeric health, absolute thresholds, and the pushed baseline.
+
+Each gate is one named check with its value, its limit, pass/fail and a
+one-line reason; the model is blessed only when every gate passes. With no
+baseline only health and absolute gates apply (TFX's "rubber stamp").
+"""
+
+import dataclasses
+import math
+from typing import Any, Dict, List, Optional
+
+# Quality metrics the gates know, and whether higher is better.
+HIGHER_IS_BETTER = {
+    'eval_loss': False,
+    'recall_at_k': True,
+    'spearman': True,
+    'related_recall_at_k': True,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+  """Limits for blessing. None disables an absolute quality gate.
+
+  `regression_margin` is the fraction of the baseline's value the candidate
+  may lose on any quality metric (0.05: a loss up to 5% higher, a recall up
+  to 5% lower).
+  """
+  max_mean_cosine: float = 0.9
+  max_row_norm: float = 100.0
+  max_eval_loss: Optional[float] = None
+  min_recall_at_k: Optional[float] = None
+  min_spearman: Optional[float] = None
+  min_related_recall_at_k: Optional[float] = None
+  regression_margin: float = 0.05
+
+  def __post_init__(self):
+    for field in dataclasses.fields(self):
+      value = getattr(self, field.name)
+      if value is None:
+        continue
+      if (isinstance(value, bool) or not isinstance(value, (int, float)) or
+          not math.isfinite(value)):
+        raise ValueError(f'validator threshold {field.name} must be a finite '
+                         f'number, got {value!r}')
+    if not -1.0 <= self.max_mean_cosine <= 1.0:
+      raise ValueError('validator threshold max_mean_cosine must be in '
+                       f'[-1, 1], got {self.max_mean_cosine}')
+    if self.max_row_norm <= 0:
+      raise ValueError('validator threshold max_row_norm must be > 0, got '
+                       f'{self.max_row_norm}')
+    if self.regression_margin < 0:
+      raise ValueError('validator regression_margin must be >= 0, got '
+                       f'{self.regression_margin}')
+
+  def absolute(self) -> Dict[str, float]:
+    """{metric: limit} of the enabled absolute quality gates."""
+    limits = {'eval_loss': self.max_eval_loss,
+              'recall_at_k': self.min_recall_at_k,
+              'spearman': self.min_spearman,
+              'related_recall_at_k': self.min_related_recall_at_k}
+    return {m: v for m, v in limits.items() if v is not None}
+
+
+@dataclasses.dataclass
+class Gate:
+  name: str
+  passed: bool
+  reason: str
+  value: Optional[float] = None
+  limit: Optional[float] = None
+  comparison: str = ''
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+
+def _fmt(x: Optional[float]) -> str:
+  return 'none' if x is None else f'{x:.6g}'
+
+
+def _compare(name: str, value: Optional[float], limit: float,
+             higher_is_better: bool, what: str) -> Gate:
+  op = '>=' if higher_is_better else '<='
+  if value is None:
+    return Gate(name, False, f'{what}: not computed (no data to score it)',
+                None, limit, op)
+  ok = value >= limit if higher_is_better else value <= limit
+  verdict = 'ok' if ok else 'FAILED'
+  return Gate(name, ok, f'{what} {_fmt(value)} {op} {_fmt(limit)}: {verdict}',
+              value, limit, op)
+
+
+def restore_gate(error: Optional[str]) -> Gate:
+  if error:
+    return Gate('restore', False, error)
+  return Gate('restore', True, 'checkpoint restored completely (every table, '
+              'spec shapes, no optimizer slots)')
+
+
+def health_gates(table: str, health: Dict[str, Any],
+                 thresholds: Thresholds) -> List[Gate]:
+  """No NaN/Inf, no collapse (mean pairwise cosine), no exploded norms."""
+  gates = []
+  bad = health['nonfinite_values']
+  gates.append(Gate(
+      f'health/{table}/finite', bad == 0,
+      f'table {table!r}: ' + ('all values finite' if bad == 0 else
+                              f'{bad} NaN/Inf values in '
+                              f'{health["nonfinite_rows"]} rows'),
+      float(bad), 0.0, '=='))
+  cos = health['mean_pairwise_cosine']
+  if cos is None:
+    gates.append(Gate(
+        f'health/{table}/not_collapsed', False,
+        f'table {table!r}: collapsed (fewer than two non-zero finite rows)',
+        None, thresholds.max_mean_cosine, '<='))
+  else:
+    ok = cos <= thresholds.max_mean_cosine
+    gates.append(Gate(
+        f'health/{table}/not_collapsed', ok,
+        f'table {table!r}: mean pairwise cosine {cos:.4f} '
+        + ('<=' if ok else '>') + f' {thresholds.max_mean_cosine:g}'
+        + ('' if ok else ' (collapsed: rows are near-identical)'),
+        cos, thresholds.max_mean_cosine, '<='))
+  norm = health['max_norm']
+  ok = norm is not None and norm <= thresholds.max_row_norm
+  gates.append(Gate(
+      f'health/{table}/norms', ok,
+      f'table {table!r}: max row norm {_fmt(norm)} '
+      + ('<=' if ok else 'exceeds') + f' {thresholds.max_row_norm:g}'
+      + ('' if ok else ' (exploded norms)'),
+      norm, thresholds.max_row_norm, '<='))
+  return gates
+
+
+def absolute_gates(metrics: Dict[str, Optional[float]],
+                   thresholds: Thresholds) -> List[Gate]:
+  return [_compare(f'absolute/{m}', metrics.get(m), limit,
+                   HIGHER_IS_BETTER[m], m)
+          for m, limit in thresholds.absolute().items()]
+
+
+def baseline_limit(metric: str, baseline: float, margin: float) -> float:
+  """The worst candidate value still within `margin` of the baseline."""
+  slack = margin * abs(baseline)
+  return baseline - slack if HIGHER_IS_BETTER[metric] else baseline + slack
+
+
+def baseline_gates(candidate: Dict[str, Optional[float]],
+                   baseline: Dict[str, Optional[float]],
+                   margin: float) -> List[Gate]:
+  """Candidate vs baseline on every metric the baseline has a value for."""
+  gates = []
+  for metric, higher in HIGHER_IS_BETTER.items():
+    if metric not in baseline and metric not in candidate:
+      continue
+    base = baseline.get(metric)
+    if base is None:
+      gates.append(Gate(f'baseline/{metric}', True,
+                        f'{metric}: baseline has no value; not compared'))
+      continue
+    limit = baseline_limit(metric, base, margin)
+    gate = _compare(f'baseline/{metric}', candidate.get(metric), limit, higher,
+                    f'{metric} vs baseline {_fmt(base)} (margin {margin:g})')
+    gates.append(gate)
+  return gates
+
+
+def blessed(gates: List[Gate]) -> bool:
+  return bool(gates) and all(g.passed for g in gates)
+
+
+def summary(gates: List[Gate]) -> str:
+  failed = [g for g in gates if not g.passed]
+  if not failed:
+    return f'blessed: all {len(gates)} gates passed'
+  return 'not blessed: ' + '; '.join(g.reason for g in failed)

@@ -1,0 +1,319 @@
+"""Metrics of one embedding table: numeric health and held-out quality.
+
+Every quality metric takes a table already aligned to the evaluation
+vocabulary (row i = evaluation token i, zeros for tokens the model does not
+know, as the exports do), so the candidate and the pushed baseline are scored
+on the same data by the same code.
+
+* health: NaN/Inf count, row norms, mean pairwise cosine (collapse).
+* skip-gram loss on held-out (target, context) pairs with shared negatives,
+  by the trainer's definition (`components.skipgram`).
+* recall@k: is the true context among the k nearest tokens (cosine) of the
+  target, over the whole evaluation vocabulary.
+* Spearman correlation with human similarity scores (WordSim-353 format).
+* recall@k of related pairs (one "tokenA<TAB>tokenB" per line).
+"""
+
+import dataclasses
+import math
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from components import skipgram
+
+# A row whose norm is below this counts as a zero row (never trained with a
+# zeros initializer, or an OOV row of an aligned table).
+ZERO_NORM = 1e-12
+_CHUNK = 1024
+
+
+# -- numeric health ------------------------------------------------------------
+def row_norms(table: np.ndarray) -> np.ndarray:
+  """L2 norm of each row (float64); NaN for rows holding a non-finite value."""
+  with np.errstate(over='ignore', invalid='ignore'):
+    return np.sqrt(np.sum(np.square(table.astype(np.float64)), axis=1))
+
+
+def mean_pairwise_cosine(table: np.ndarray) -> Optional[float]:
+  """Mean cosine over all pairs of distinct non-zero finite rows; exact, O(n d).
+
+  With unit rows u_i: sum_{i != j} u_i.u_j = |sum_i u_i|^2 - n. None when
+  fewer than two such rows exist.
+  """
+  t = table.astype(np.float64)
+  norms = row_norms(t)
+  keep = np.isfinite(norms) & (norms > ZERO_NORM)
+  n = int(keep.sum())
+  if n < 2:
+    return None
+  unit = t[keep] / norms[keep, None]
+  total = unit.sum(axis=0)
+  return float((total @ total - n) / (n * (n - 1)))
+
+
+def table_health(table: np.ndarray) -> Dict[str, object]:
+  """JSON-ready health summary of one table."""
+  finite_rows = np.isfinite(table).all(axis=1)
+  norms = row_norms(table)
+  finite_norms = norms[finite_rows]
+  return {
+      'rows': int(table.shape[0]),
+      'dim': int(table.shape[1]),
+      'nonfinite_values': int(np.size(table) - np.isfinite(table).sum()),
+      'nonfinite_rows': int((~finite_rows).sum()),
+      'zero_rows': int((finite_norms <= ZERO_NORM).sum()),
+      'mean_norm': _float(finite_norms.mean()) if finite_norms.size else None,
+      'max_norm': _float(finite_norms.max()) if finite_norms.size else None,
+      'p99_norm': (_float(np.percentile(finite_norms, 99))
+                   if finite_norms.size else None),
+      'mean_pairwise_cosine': mean_pairwise_cosine(table),
+  }
+
+
+def _float(x) -> Optional[float]:
+  x = float(x)
+  return x if math.isfinite(x) else None
+
+
+# -- aligning a model's table to the evaluation vocabulary ---------------------
+def align_table(model_tokens: Sequence[str], table: np.ndarray,
+                eval_tokens: Sequence[str]) -> np.ndarray:
+  """Rows of `table` reordered to `eval_tokens`; unknown tokens get zeros."""
+  if len(model_tokens) != table.shape[0]:
+    raise ValueError(f'align_table: {len(model_tokens)} tokens but the table '
+                     f'has {table.shape[0]} rows')
+  row = {t: i for i, t in enumerate(model_tokens)}
+  index = np.array([row.get(t, -1) for t in eval_tokens], dtype=np.int64)
+  out = np.zeros((len(eval_tokens), table.shape[1]), dtype=np.float32)
+  known = index >= 0
+  out[known] = table[index[known]]
+  return out
+
+
+# -- held-out skip-gram pairs ---------------------------------------------------
+@dataclasses.dataclass
+class EvalPairs:
+  """(target, context) ids of held-out windows and one shared negative draw."""
+  targets: np.ndarray    # [P] int32
+  contexts: np.ndarray   # [P] int32
+  negatives: np.ndarray  # [P, K] int32
+  sequences: int         # sequences read
+  oov_tokens: int        # tokens dropped as out-of-vocabulary
+
+
+def eval_pairs(sequences: Iterable[Sequence[str]], tokens: Sequence[str],
+               counts: Sequence[int], window: int, num_negatives: int,
+               subsample: float, seed: int = 0) -> EvalPairs:
+  """Held-out pairs and negatives by the trainer's own definition.
+
+  `components.skipgram` makes them (OOV and subsampled tokens dropped before
+  windows, word2vec reduced window, unigram^0.75 negatives) with a fixed
+  seed, so every model is scored on the same pairs and negatives.
+  """
+  skipgram.SkipGramConfig(window=window, negatives=num_negatives,
+                          subsample=subsample).validate()
+  sequences = [list(s) for s in sequences]
+  empty = np.zeros([0], np.int32)
+  if not sequences:
+    return EvalPairs(empty, empty, np.zeros([0, num_negatives], np.int32), 0, 0)
+  ids = skipgram.id_lookup_table(tokens).lookup(
+      tf.ragged.constant(sequences, dtype=tf.string, ragged_rank=1))
+  oov = int(tf.reduce_sum(tf.cast(ids.flat_values < 0, tf.int32)))
+  keep = tf.constant(skipgram.keep_probabilities(counts, subsample))
+  targets, contexts = skipgram.skipgram_pairs(ids, keep, window,
+                                              tf.constant([seed, 0], tf.int64))
+  negatives = skipgram.sample_negatives(
+      tf.constant(skipgram.negative_sampling_cdf(counts)),
+      tf.stack([tf.shape(targets)[0], num_negatives]),
+      tf.constant([seed, 1], tf.int64))
+  return EvalPairs(targets.numpy(), contexts.numpy(), negatives.numpy(),
+                   len(sequences), oov)
+
+
+def skipgram_loss(table: np.ndarray, targets: np.ndarray, contexts: np.ndarray,
+                  negatives: np.ndarray) -> Optional[float]:
+  """Mean negative-sampling loss per pair, by the trainer's loss function.
+
+  Target and context rows come from the same table (tied vectors). None when
+  there are no pairs or the loss is not finite.
+  """
+  if targets.size == 0:
+    return None
+  t = tf.constant(table, tf.float32)
+  total = 0.0
+  step = _CHUNK * 8
+  for s in range(0, targets.size, step):
+    loss, _ = skipgram.loss_and_gradients(
+        tf.gather(t, targets[s:s + step]), tf.gather(t, contexts[s:s + step]),
+        tf.gather(t, negatives[s:s + step]), global_batch_size=1)
+    total += float(loss)
+  loss = total / targets.size
+  return loss if math.isfinite(loss) else None
+
+
+# -- nearest neighbours -----------------------------------------------------------
+def _unit_rows(table: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+  t = np.nan_to_num(table.astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
+  norms = np.linalg.norm(t, axis=1)
+  nonzero = norms > ZERO_NORM
+  unit = np.zeros_like(t)
+  unit[nonzero] = t[nonzero] / norms[nonzero, None]
+  return unit, nonzero
+
+
+def recall_at_k(table: np.ndarray, queries: np.ndarray, answers: np.ndarray,
+                k: int) -> Optional[float]:
+  """Fraction of queries whose answer is among their k nearest rows (cosine).
+
+  The query row itself is never a candidate. Ties count against the model
+  (the answer must beat or tie fewer than k others), and a zero query or
+  answer row (an unknown token, or a dead row) is a miss, so a constant or
+  empty table scores 0. Pairs with answer == query are skipped; None when no
+  query is left.
+  """
+  if k < 1:
+    raise ValueError(f'k must be >= 1, got {k}')
+  keep = queries != answers
+  queries, answers = queries[keep], answers[keep]
+  if queries.size == 0:
+    return None
+  unit, nonzero = _unit_rows(table)
+  hits = 0
+  for s in range(0, queries.size, _CHUNK):
+    q = queries[s:s + _CHUNK]
+    a = answers[s:s + _CHUNK]
+    scores = unit[q] @ unit.T                       # [b, V]
+    rows = np.arange(q.size)
+    answer_score = scores[rows, a].copy()
+    scores[rows, q] = -np.inf                       # never the query itself
+    scores[rows, a] = -np.inf                       # count the others only
+    others_at_least = np.sum(scores >= answer_score[:, None] - 1e-6, axis=1)
+    hit = (others_at_least < k) & nonzero[q] & nonzero[a]
+    hits += int(hit.sum())
+  return hits / queries.size
+
+
+# -- similarity and related-pairs files -----------------------------------------
+def _fields(line: str) -> List[str]:
+  sep = '\t' if '\t' in line else ','
+  return [f.strip() for f in line.split(sep)]
+
+
+def read_similarity_file(path: str) -> List[Tuple[str, str, float]]:
+  """WordSim-353 style "word1<TAB>word2<TAB>score" lines; a header is allowed."""
+  triples = []
+  for n, line in _lines(path):
+    parts = _fields(line)
+    if len(parts) < 3 or not parts[0] or not parts[1]:
+      raise ValueError(f'similarity file {path} line {n}: expected '
+                       f'"word1<TAB>word2<TAB>score", got {line[:80]!r}')
+    try:
+      score = float(parts[2])
+    except ValueError:
+      if n == 1 and not triples:
+        continue  # header, e.g. "Word 1<TAB>Word 2<TAB>Human (mean)"
+      raise ValueError(f'similarity file {path} line {n}: score '
+                       f'{parts[2]!r} is not a number') from None
+    if not math.isfinite(score):
+      raise ValueError(f'similarity file {path} line {n}: score {score} is '
+                       'not finite')
+    triples.append((parts[0], parts[1], score))
+  if not triples:
+    raise ValueError(f'similarity file {path} has no scored pairs')
+  return triples
+
+
+def read_related_pairs(path: str) -> List[Tuple[str, str]]:
+  """One "tokenA<TAB>tokenB" pair per line (extra columns ignored)."""
+  pairs = []
+  for n, line in _lines(path):
+    parts = line.split('\t')
+    if len(parts) < 2 or not parts[0].strip() or not parts[1].strip():
+      raise ValueError(f'related-pairs file {path} line {n}: expected '
+                       f'"tokenA<TAB>tokenB", got {line[:80]!r}')
+    pairs.append((parts[0].strip(), parts[1].strip()))
+  if not pairs:
+    raise ValueError(f'related-pairs file {path} has no pairs')
+  return pairs
+
+
+def _lines(path: str):
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f'{path} does not exist')
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    for n, raw in enumerate(f, start=1):
+      line = raw.decode('utf-8').rstrip('\r\n')
+      if line.strip() and not line.lstrip().startswith('#'):
+        yield n, line
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+  """1-based ranks, ties sharing their average rank."""
+  x = np.asarray(x, dtype=np.float64)
+  order = np.argsort(x, kind='stable')
+  sorted_x = x[order]
+  ranks = np.empty(x.size, dtype=np.float64)
+  start = 0
+  while start < x.size:
+    end = start
+    while end + 1 < x.size and sorted_x[end + 1] == sorted_x[start]:
+      end += 1
+    ranks[order[start:end + 1]] = (start + end) / 2.0 + 1.0
+    start = end + 1
+  return ranks
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> Optional[float]:
+  """Spearman's rho (Pearson on average ranks); None if undefined."""
+  x = np.asarray(x, dtype=np.float64)
+  y = np.asarray(y, dtype=np.float64)
+  if x.size < 2 or x.size != y.size:
+    return None
+  rx = average_ranks(x) - (x.size + 1) / 2.0
+  ry = average_ranks(y) - (y.size + 1) / 2.0
+  denom = math.sqrt(float(rx @ rx) * float(ry @ ry))
+  if denom == 0.0:
+    return None
+  return float(rx @ ry) / denom
+
+
+def cosine(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+  """Row-wise cosine of table[a] and table[b]; 0 where either row is zero."""
+  unit, _ = _unit_rows(table)
+  return np.sum(unit[a] * unit[b], axis=1)
+
+
+def covered(pairs: Sequence[Tuple], ids: Dict[str, int]) -> List[int]:
+  """Indices of pairs whose two tokens are both in the evaluation vocabulary."""
+  return [i for i, p in enumerate(pairs) if p[0] in ids and p[1] in ids]
+
+
+def similarity_spearman(table: np.ndarray, ids: Dict[str, int],
+                        triples: Sequence[Tuple[str, str, float]]
+                        ) -> Dict[str, object]:
+  """Spearman of model cosine vs human score over covered pairs."""
+  idx = covered(triples, ids)
+  result = {'pairs': len(triples), 'covered_pairs': len(idx), 'spearman': None}
+  if len(idx) >= 3:
+    a = np.array([ids[triples[i][0]] for i in idx])
+    b = np.array([ids[triples[i][1]] for i in idx])
+    human = [triples[i][2] for i in idx]
+    result['spearman'] = spearman(cosine(table, a, b), human)
+  return result
+
+
+def related_recall_at_k(table: np.ndarray, ids: Dict[str, int],
+                        pairs: Sequence[Tuple[str, str]], k: int
+                        ) -> Dict[str, object]:
+  """recall@k of B among A's neighbours, both directions, over covered pairs."""
+  idx = [i for i in covered(pairs, ids) if pairs[i][0] != pairs[i][1]]
+  result = {'pairs': len(pairs), 'covered_pairs': len(idx),
+            'recall_at_k': None}
+  if idx:
+    a = np.array([ids[pairs[i][0]] for i in idx])
+    b = np.array([ids[pairs[i][1]] for i in idx])
+    result['recall_at_k'] = recall_at_k(
+        table, np.concatenate([a, b]), np.concatenate([b, a]), k)
+  return result

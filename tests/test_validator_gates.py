@@ -1,0 +1,91 @@
+"""Tests of components/validator/gates.py."""
+
+import pytest
+
+from components.validator import gates
+
+
+def _health(**overrides):
+  h = {'nonfinite_values': 0, 'nonfinite_rows': 0, 'mean_pairwise_cosine': 0.1,
+       'max_norm': 3.0}
+  h.update(overrides)
+  return h
+
+
+def test_thresholds_reject_bad_values_by_name():
+  with pytest.raises(ValueError, match='max_row_norm must be > 0'):
+    gates.Thresholds(max_row_norm=0)
+  with pytest.raises(ValueError, match='min_recall_at_k must be a finite'):
+    gates.Thresholds(min_recall_at_k=float('nan'))
+  with pytest.raises(ValueError, match='regression_margin must be >= 0'):
+    gates.Thresholds(regression_margin=-0.1)
+  with pytest.raises(ValueError, match='max_mean_cosine must be in'):
+    gates.Thresholds(max_mean_cosine=2.0)
+
+
+def test_healthy_table_passes_every_health_gate():
+  result = gates.health_gates('tokens', _health(), gates.Thresholds())
+  assert [g.name for g in result] == ['health/tokens/finite',
+                                      'health/tokens/not_collapsed',
+                                      'health/tokens/norms']
+  assert all(g.passed for g in result)
+
+
+@pytest.mark.parametrize('overrides, failing, words', [
+    ({'nonfinite_values': 3, 'nonfinite_rows': 1}, 'finite', '3 NaN/Inf'),
+    ({'mean_pairwise_cosine': 0.97}, 'not_collapsed', 'collapsed'),
+    ({'mean_pairwise_cosine': None}, 'not_collapsed', 'fewer than two'),
+    ({'max_norm': 1e6}, 'norms', 'exploded'),
+    ({'max_norm': None}, 'norms', 'exploded'),
+])
+def test_each_unhealthy_table_fails_its_gate_with_a_reason(overrides, failing,
+                                                          words):
+  result = gates.health_gates('tokens', _health(**overrides),
+                              gates.Thresholds())
+  failed = [g for g in result if not g.passed]
+  assert [g.name for g in failed] == [f'health/tokens/{failing}']
+  assert words in failed[0].reason and "'tokens'" in failed[0].reason
+  assert not gates.blessed(result)
+
+
+def test_absolute_gates_only_for_set_thresholds():
+  t = gates.Thresholds(max_eval_loss=2.0, min_recall_at_k=0.3)
+  result = gates.absolute_gates({'eval_loss': 1.5, 'recall_at_k': 0.2,
+                                 'spearman': -1.0}, t)
+  assert {g.name: g.passed for g in result} == {
+      'absolute/eval_loss': True, 'absolute/recall_at_k': False}
+  missing = gates.absolute_gates({'eval_loss': None}, gates.Thresholds(
+      max_eval_loss=2.0))
+  assert not missing[0].passed and 'not computed' in missing[0].reason
+
+
+def test_baseline_margin_is_relative_and_direction_aware():
+  base = {'eval_loss': 2.0, 'recall_at_k': 0.5}
+  margin = 0.1
+  assert gates.baseline_limit('eval_loss', 2.0, margin) == pytest.approx(2.2)
+  assert gates.baseline_limit('recall_at_k', 0.5, margin) == pytest.approx(
+      0.45)
+  within = gates.baseline_gates({'eval_loss': 2.19, 'recall_at_k': 0.46},
+                                base, margin)
+  assert all(g.passed for g in within)
+  beyond = gates.baseline_gates({'eval_loss': 2.21, 'recall_at_k': 0.6},
+                                base, margin)
+  assert {g.name: g.passed for g in beyond} == {
+      'baseline/eval_loss': False, 'baseline/recall_at_k': True}
+  assert 'vs baseline 2' in beyond[0].reason
+
+
+def test_baseline_without_a_value_is_not_compared():
+  result = gates.baseline_gates({'recall_at_k': 0.1}, {'recall_at_k': None},
+                                0.05)
+  assert result[0].passed and 'not compared' in result[0].reason
+
+
+def test_blessed_needs_gates_and_all_passing():
+  assert not gates.blessed([])
+  ok = gates.restore_gate(None)
+  bad = gates.restore_gate('CheckpointError: table missing')
+  assert gates.blessed([ok])
+  assert not gates.blessed([ok, bad])
+  assert gates.summary([ok, bad]) == ('not blessed: CheckpointError: table '
+                                      'missing')

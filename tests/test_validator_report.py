@@ -1,0 +1,60 @@
+"""Tests of components/validator/report.py."""
+
+import json
+import re
+
+import numpy as np
+
+from components.validator import report
+
+
+def _report(blessed=False):
+  return {
+      'blessed': blessed,
+      'summary': 'not blessed: table <tokens> collapsed',
+      'current_model': '/m/1',
+      'baseline_model': '/push/serving/3',
+      'gates': [{'name': 'health/tokens/not_collapsed', 'passed': False,
+                 'reason': 'mean cosine 0.99 > 0.9 <b>', 'value': 0.99,
+                 'limit': 0.9, 'comparison': '<='}],
+      'metrics': {'candidate': {'eval_loss': 2.5, 'recall_at_k': 0.1},
+                  'baseline': {'eval_loss': 2.0, 'recall_at_k': 0.3}},
+  }
+
+
+def test_histogram_shares_bins_and_skips_nonfinite():
+  a = np.array([0.0, 1.0, 2.0, np.nan])
+  b = np.array([3.0, 4.0])
+  h = report.norm_histogram({'candidate': a, 'baseline': b}, bins=4)
+  assert h['edges'][0] == 0.0 and h['edges'][-1] == 4.0
+  assert sum(h['counts']['candidate']) == 3
+  assert sum(h['counts']['baseline']) == 2
+  assert report.norm_histogram({'candidate': None})['counts'] == {}
+
+
+def test_write_produces_json_and_self_contained_html(tmp_path):
+  rng = np.random.default_rng(0)
+  cand = rng.uniform(1, 2, 100)
+  base = rng.uniform(1.5, 3, 80)
+  paths = report.write(str(tmp_path), _report(), cand, base)
+  assert [p.rsplit('/', 1)[1] for p in paths] == ['report.json', 'report.html']
+  data = json.loads((tmp_path / 'report.json').read_text())
+  assert data['gates'][0]['passed'] is False
+  assert sum(data['norm_histogram']['counts']['candidate']) == 100
+  page = (tmp_path / 'report.html').read_text()
+  assert 'NOT BLESSED' in page
+  assert '<svg' in page and 'matplotlib' not in page
+  assert len(re.findall('class="bar-candidate"', page)) == sum(
+      1 for c in data['norm_histogram']['counts']['candidate'] if c)
+  assert 'class="bar-baseline"' in page
+  assert '&lt;b&gt;' in page and '<b>' not in page  # reasons are escaped
+  assert '0.3' in page  # baseline metric column
+
+
+def test_html_without_baseline_says_so(tmp_path):
+  r = dict(_report(blessed=True), baseline_model='')
+  r['metrics']['baseline'] = None
+  report.write(str(tmp_path), r, np.ones(5), None)
+  page = (tmp_path / 'report.html').read_text()
+  assert 'BLESSED' in page and 'absolute thresholds only' in page
+  assert 'class="bar-baseline"' not in page
