@@ -1,0 +1,196 @@
+"""Fresh-process load check: what TFX's InfraValidator does for serving.
+
+Exports are loaded in a new Python process (`python -m
+components.exporter.load_check CANARY.npz KIND=EXPORT_DIR ...`) that sees only the
+files on disk, and must answer canary inputs with the values computed from the
+restored table: a few vocabulary tokens, an OOV token, "" and sentences that
+exercise the sqrtn combiner. `kind` is `serving` (tf.saved_model.load and its
+three signatures) or `hub` (`hub.load(...).signatures`, the TF2 way to call a
+TF1 Hub module).
+"""
+
+import argparse
+import dataclasses
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Callable, List, Sequence, Tuple
+
+import numpy as np
+
+KINDS = ('serving', 'hub')
+_PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# Interpreter for the check; the serving environment is this one.
+PYTHON = sys.executable
+DEFAULT_TIMEOUT_SECONDS = 900
+RTOL, ATOL = 1e-5, 1e-6
+
+
+class LoadCheckError(RuntimeError):
+  """An export failed to load or to answer its canary inputs."""
+
+
+@dataclasses.dataclass
+class Canary:
+  tokens: List[str]
+  token_embeddings: np.ndarray     # [len(tokens), dim]
+  sentences: List[str]
+  sentence_embeddings: np.ndarray  # [len(sentences), dim]
+
+  def save(self, path: str):
+    np.savez(path, tokens=np.array(self.tokens, dtype=str),
+             token_embeddings=self.token_embeddings,
+             sentences=np.array(self.sentences, dtype=str),
+             sentence_embeddings=self.sentence_embeddings)
+
+  @classmethod
+  def load(cls, path: str) -> 'Canary':
+    with np.load(path) as d:
+      return cls([str(t) for t in d['tokens']], d['token_embeddings'],
+                 [str(s) for s in d['sentences']], d['sentence_embeddings'])
+
+
+def make_canary(tokens: Sequence[str],
+                read_rows: Callable[[int, int], np.ndarray]) -> Canary:
+  """Canary inputs and expected outputs for a table whose row i is tokens[i].
+
+  `read_rows(start, stop)` returns table rows; only the few canary rows are read.
+  """
+  size = len(tokens)
+  picks = sorted({0, size // 2, size - 1})
+  rows = {i: np.asarray(read_rows(i, i + 1), np.float32)[0] for i in picks}
+  dim = rows[0].shape[0]
+  oov = 'oov-canary'
+  while oov in tokens:  # only a scan in the unlikely case it is a token
+    oov += '-'
+  vector = {tokens[i]: rows[i] for i in picks}
+  zero = np.zeros([dim], np.float32)
+  embed = lambda t: vector.get(t, zero)
+
+  def sqrtn(sentence):
+    parts = sentence.split()
+    if not parts:
+      return zero
+    return (np.sum([embed(t) for t in parts], axis=0, dtype=np.float32) /
+            np.float32(np.sqrt(len(parts))))
+
+  first, middle, last = (tokens[picks[0]], tokens[picks[len(picks) // 2]],
+                         tokens[picks[-1]])
+  canary_tokens = [first, oov, '', middle, last]
+  sentences = [f'{first} {first}', '', f'{first} {oov}',
+               f' {first}\t{middle} {last} ', oov]
+  return Canary(canary_tokens,
+                np.stack([embed(t) for t in canary_tokens]),
+                sentences, np.stack([sqrtn(s) for s in sentences]))
+
+
+def _compare(what: str, got, want):
+  got = np.asarray(got)
+  if got.shape != want.shape:
+    raise LoadCheckError(f'{what}: shape {got.shape}, expected {want.shape}')
+  if not np.allclose(got, want, rtol=RTOL, atol=ATOL):
+    worst = float(np.max(np.abs(got - want)))
+    raise LoadCheckError(f'{what}: differs from the checkpoint by up to {worst}')
+
+
+def check_serving(export_dir: str, canary: Canary):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  loaded = tf.saved_model.load(export_dir)
+  missing = {'serving_default', 'lookup', 'neighbors'} - set(loaded.signatures)
+  if missing:
+    raise LoadCheckError(f'serving export lacks signature(s) {sorted(missing)}')
+  _compare('serving lookup', loaded.signatures['lookup'](
+      tokens=tf.constant(canary.tokens))['embeddings'],
+           canary.token_embeddings)
+  _compare('serving serving_default', loaded.signatures['serving_default'](
+      sentences=tf.constant(canary.sentences))['embeddings'],
+           canary.sentence_embeddings)
+  out = loaded.signatures['neighbors'](tokens=tf.constant(canary.tokens[:1]),
+                                       k=tf.constant(1))
+  scores = out['scores'].numpy()
+  if out['tokens'].shape != (1, 1) or not (np.abs(scores) <= 1 + 1e-5).all():
+    raise LoadCheckError(
+        f'serving neighbors: expected [1, 1] tokens and cosine scores, got '
+        f'{out["tokens"].shape} tokens, scores {scores.tolist()}')
+
+
+def check_hub(export_dir: str, canary: Canary):
+  if not os.path.exists(os.path.join(export_dir, 'tfhub_module.pb')):
+    raise LoadCheckError(f'hub export {export_dir} has no tfhub_module.pb')
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  loaded = hub.load(export_dir)
+  _compare('hub signature default', loaded.signatures['default'](
+      sentences=tf.constant(canary.sentences))['default'],
+           canary.sentence_embeddings)
+  _compare('hub signature tokens', loaded.signatures['tokens'](
+      tokens=tf.constant(canary.tokens))['default'], canary.token_embeddings)
+
+
+def check(kind: str, export_dir: str, canary: Canary):
+  """Runs the check in this process (the child side)."""
+  if kind not in KINDS:
+    raise LoadCheckError(f'unknown export kind {kind!r}; one of {KINDS}')
+  (check_serving if kind == 'serving' else check_hub)(export_dir, canary)
+
+
+def run_in_fresh_process(exports: Sequence[Tuple[str, str]], canary: Canary,
+                         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
+  """Loads each `(kind, export_dir)` in one new Python process.
+
+  One process for all exports pays TensorFlow's import once. Raises
+  LoadCheckError naming the export and the reason on any failure.
+  """
+  for kind, _ in exports:
+    if kind not in KINDS:
+      raise LoadCheckError(f'unknown export kind {kind!r}; one of {KINDS}')
+  names = ', '.join(f'{kind} export {path}' for kind, path in exports)
+  with tempfile.TemporaryDirectory(prefix='load-check-') as tmp:
+    canary_path = os.path.join(tmp, 'canary.npz')
+    canary.save(canary_path)
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        [_PROJECT_ROOT] + [p for p in env.get('PYTHONPATH', '').split(
+            os.pathsep) if p])
+    env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    command = [PYTHON, '-m', 'components.exporter.load_check', canary_path]
+    command += [f'{kind}={path}' for kind, path in exports]
+    try:
+      proc = subprocess.run(command, capture_output=True, text=True, env=env,
+                            timeout=timeout_seconds, check=False)
+    except subprocess.TimeoutExpired as e:
+      raise LoadCheckError(
+          f'{names}: fresh-process load check timed out after '
+          f'{timeout_seconds} s') from e
+    except OSError as e:
+      raise LoadCheckError(
+          f'{names}: cannot start {PYTHON} for the load check ({e})') from e
+  if proc.returncode != 0:
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    reason = lines[-1] if lines else f'exit code {proc.returncode}'
+    raise LoadCheckError(f'fresh-process load check failed: {reason}')
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('canary', help='.npz written by Canary.save')
+  parser.add_argument('exports', nargs='+', metavar='KIND=EXPORT_DIR',
+                      help=f'KIND is one of {KINDS}')
+  args = parser.parse_args(argv)
+  canary = Canary.load(args.canary)
+  for item in args.exports:
+    kind, _, path = item.partition('=')
+    try:
+      check(kind, path, canary)
+    except Exception as e:  # pylint: disable=broad-except
+      message = str(e).splitlines()[0] if str(e) else ''
+      print(f'{kind} export {path}: {type(e).__name__}: {message}',
+            file=sys.stderr)
+      return 1
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,0 +1,157 @@
+"""Tests for components/exporter/hub_export.py (TF1 Hub module)."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_hub as hub
+from tensorflow.core.protobuf import saved_model_pb2
+
+from components import checkpoint_restore
+from components import model_layout
+from components import vocabulary_file
+from components.exporter import hub_export
+from tests import artifact_fixtures
+
+TOKENS = ['red', 'green', 'blue', 'cyan', 'magenta', 'yellow', 'black']
+DIM = 4
+
+
+@pytest.fixture(scope='module')
+def module(tmp_path_factory):
+  root = tmp_path_factory.mktemp('hub')
+  artifact_fixtures.write_tpu_format_model(
+      str(root / 'model'), TOKENS,
+      spec=artifact_fixtures.skipgram_spec(dim=DIM, optimizer='adagrad'),
+      seed=5)
+  restored = checkpoint_restore.restore_for_serving(str(root / 'model'))
+  export_dir = str(root / 'hub')
+  # 3-row blocks: the fill crosses block boundaries and ends on a partial one.
+  hub_export.export_hub_module(
+      hub_export.TableRows.from_variable(restored.table('tokens')),
+      restored.vocabulary, export_dir, num_oov_buckets=2,
+      l2_regularization=0.01, block_rows=3)
+  return restored, export_dir
+
+
+def _run_module(export_dir, sentences, tokens, **module_args):
+  with tf.Graph().as_default():
+    m = hub.Module(export_dir, **module_args)
+    sentence_out = m(tf.constant(sentences))
+    token_out = m(dict(tokens=tf.constant(tokens)), signature='tokens')
+    with tf.compat.v1.Session() as session:
+      session.run([tf.compat.v1.global_variables_initializer(),
+                   tf.compat.v1.tables_initializer()])
+      return session.run([sentence_out, token_out])
+
+
+def test_layout_and_variables(module):
+  restored, export_dir = module
+  assert os.path.exists(os.path.join(export_dir, 'tfhub_module.pb'))
+  with open(os.path.join(export_dir, 'assets',
+                         vocabulary_file.TOKENS_ASSET_FILENAME),
+            encoding='utf-8') as f:
+    assert f.read().splitlines() == TOKENS
+  variables = dict(tf.train.list_variables(
+      os.path.join(export_dir, 'variables', 'variables')))
+  assert variables == {'embeddings': [len(TOKENS) + 2, DIM]}
+  saved = tf.train.load_checkpoint(
+      os.path.join(export_dir, 'variables', 'variables')).get_tensor(
+          'embeddings')
+  np.testing.assert_array_equal(saved[:len(TOKENS)],
+                                restored.table_numpy('tokens'))
+  np.testing.assert_array_equal(saved[len(TOKENS):], 0)
+
+
+def test_table_is_not_a_graph_constant(module):
+  restored, export_dir = module
+  table = restored.table_numpy('tokens')
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(export_dir, 'saved_model.pb'), 'rb') as f:
+    proto.ParseFromString(f.read())
+  assert len(proto.meta_graphs) == 2
+  floats = 0
+  for meta_graph in proto.meta_graphs:
+    for node in meta_graph.graph_def.node:
+      value = node.attr['value'].tensor
+      if node.op == 'Const' and value.dtype == tf.float32.as_datatype_enum:
+        floats += 1
+        assert not np.isin(table, tf.make_ndarray(value)).any(), node.name
+  assert floats  # the zeros initializer, at least
+
+
+def test_signatures_in_a_tf1_graph(module):
+  restored, export_dir = module
+  table = restored.table_numpy('tokens')
+  v = {t: table[i] for i, t in enumerate(TOKENS)}
+  sentences = ['blue blue', '', 'red unknown', 'red\tgreen  black ']
+  tokens = ['cyan', 'unknown', '', 'black']
+  got_sentences, got_tokens = _run_module(export_dir, sentences, tokens)
+  np.testing.assert_allclose(got_sentences, [
+      2 * v['blue'] / np.sqrt(2), np.zeros(DIM), v['red'] / np.sqrt(2),
+      (v['red'] + v['green'] + v['black']) / np.sqrt(3)], atol=1e-6)
+  np.testing.assert_allclose(got_tokens, [
+      v['cyan'], np.zeros(DIM), np.zeros(DIM), v['black']], atol=1e-6)
+
+
+def test_default_tags_are_inference_only(module):
+  _, export_dir = module
+  with tf.Graph().as_default():
+    hub.Module(export_dir, trainable=True)
+    assert not tf.compat.v1.trainable_variables()
+    assert not tf.compat.v1.losses.get_regularization_losses()
+
+
+def test_train_tags_fine_tune_with_regularization_loss(module):
+  restored, export_dir = module
+  table = restored.table_numpy('tokens')
+  with tf.Graph().as_default():
+    m = hub.Module(export_dir, trainable=True, tags={'train'})
+    out = m(tf.constant(['red green', 'yellow']))
+    losses = tf.compat.v1.losses.get_regularization_losses()
+    assert len(losses) == 1
+    assert len(tf.compat.v1.trainable_variables()) == 1
+    loss = tf.reduce_sum(tf.square(out - 1.0)) + tf.add_n(losses)
+    step = tf.compat.v1.train.GradientDescentOptimizer(0.5).minimize(loss)
+    with tf.compat.v1.Session() as session:
+      session.run([tf.compat.v1.global_variables_initializer(),
+                   tf.compat.v1.tables_initializer()])
+      before = session.run(m.variable_map['embeddings'])
+      reg = session.run(losses[0])
+      session.run(step)
+      after = session.run(m.variable_map['embeddings'])
+  np.testing.assert_array_equal(before[:len(TOKENS)], table)
+  np.testing.assert_allclose(reg, 0.01 * np.sum(table**2) / 2, rtol=1e-5)
+  changed = np.abs(after - before).max(axis=1) > 0
+  # Looked-up rows move with the toy loss; the L2 loss shrinks every other
+  # non-zero row too.
+  assert changed[:len(TOKENS)].all()
+
+
+def test_rows_from_a_checkpoint_are_read_in_slices(module):
+  restored, _ = module
+  rows = hub_export.TableRows.from_checkpoint(
+      restored.checkpoint_path, model_layout.table_key('tokens'))
+  assert rows.shape == (len(TOKENS), DIM)
+  np.testing.assert_array_equal(rows.read(2, 5),
+                                restored.table_numpy('tokens')[2:5])
+  with pytest.raises(ValueError, match="no 2-D tensor 'nope'"):
+    hub_export.TableRows.from_checkpoint(restored.checkpoint_path, 'nope')
+
+
+def test_bad_arguments(module, tmp_path):
+  restored, export_dir = module
+  rows = hub_export.TableRows.from_variable(restored.table('tokens'))
+  with pytest.raises(FileExistsError, match='already exists'):
+    hub_export.export_hub_module(rows, restored.vocabulary, export_dir)
+  with pytest.raises(ValueError, match='num_oov_buckets must be'):
+    hub_export.export_hub_module(rows, restored.vocabulary,
+                                 str(tmp_path / 'a'), num_oov_buckets=0)
+  with pytest.raises(ValueError, match='l2_regularization must be'):
+    hub_export.export_hub_module(rows, restored.vocabulary,
+                                 str(tmp_path / 'b'), l2_regularization=-1.0)
+  short = vocabulary_file.Vocabulary(tuple(TOKENS[:3]), (1, 1, 1))
+  with pytest.raises(ValueError, match='7 rows but the vocabulary has 3'):
+    hub_export.export_hub_module(rows, short, str(tmp_path / 'c'))
+  assert not os.listdir(tmp_path)

@@ -1,0 +1,79 @@
+"""Tests for components/exporter/load_check.py.
+
+The passing path (both kinds in one fresh process) runs in
+tests/test_exporter_executor.py, where every export is load-checked.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from components import checkpoint_restore
+from components.exporter import load_check
+from components.exporter import serving_export
+from tests import artifact_fixtures
+
+TOKENS = ['x', 'y', 'z', 'w']
+
+
+@pytest.fixture(scope='module')
+def export(tmp_path_factory):
+  root = tmp_path_factory.mktemp('load_check')
+  table = np.arange(4 * 8, dtype=np.float32).reshape(4, 8) / 10.0
+  artifact_fixtures.write_tpu_format_model(str(root / 'model'), TOKENS,
+                                           table=table)
+  restored = checkpoint_restore.restore_for_serving(str(root / 'model'))
+  serving_export.export_serving_model(restored, str(root / 'serving'))
+  return table, str(root / 'serving')
+
+
+def test_canary_expected_values():
+  table = np.arange(4 * 8, dtype=np.float32).reshape(4, 8)
+  canary = load_check.make_canary(TOKENS, lambda a, b: table[a:b])
+  ids = {t: i for i, t in enumerate(TOKENS)}
+  for token, got in zip(canary.tokens, canary.token_embeddings):
+    want = table[ids[token]] if token in ids else np.zeros(8)
+    np.testing.assert_array_equal(got, want)
+  assert '' in canary.tokens and any(t not in ids for t in canary.tokens if t)
+  # "first first" -> 2 v / sqrt(2); "" -> zeros.
+  np.testing.assert_allclose(canary.sentence_embeddings[0],
+                             2 * table[0] / np.sqrt(2), rtol=1e-6)
+  np.testing.assert_array_equal(canary.sentence_embeddings[1], np.zeros(8))
+
+
+def test_canary_round_trips_through_npz(tmp_path):
+  table = np.ones([3, 2], np.float32)
+  canary = load_check.make_canary(['a', 'é', 'c'], lambda a, b: table[a:b])
+  canary.save(str(tmp_path / 'c.npz'))
+  back = load_check.Canary.load(str(tmp_path / 'c.npz'))
+  assert back.tokens == canary.tokens and back.sentences == canary.sentences
+  np.testing.assert_array_equal(back.sentence_embeddings,
+                                canary.sentence_embeddings)
+
+
+def test_fresh_process_rejects_values_that_differ(export):
+  table, export_dir = export
+  wrong = load_check.make_canary(TOKENS, lambda a, b: table[a:b] + 0.5)
+  with pytest.raises(load_check.LoadCheckError,
+                     match=f'load check failed: serving export {export_dir}: '
+                     'LoadCheckError: serving lookup: differs'):
+    load_check.run_in_fresh_process([('serving', export_dir)], wrong)
+
+
+def test_fresh_process_rejects_a_serving_model_as_hub_module(export):
+  table, export_dir = export
+  canary = load_check.make_canary(TOKENS, lambda a, b: table[a:b])
+  with pytest.raises(load_check.LoadCheckError, match='no tfhub_module.pb'):
+    load_check.run_in_fresh_process([('hub', export_dir)], canary)
+  assert os.path.exists(os.path.join(export_dir, 'saved_model.pb'))
+
+
+def test_timeout_and_unknown_kind_are_clear_errors(export):
+  table, export_dir = export
+  canary = load_check.make_canary(TOKENS, lambda a, b: table[a:b])
+  with pytest.raises(load_check.LoadCheckError, match='timed out after'):
+    load_check.run_in_fresh_process([('serving', export_dir)], canary,
+                                    timeout_seconds=0.01)
+  with pytest.raises(load_check.LoadCheckError, match='unknown export kind'):
+    load_check.run_in_fresh_process([('onnx', export_dir)], canary)
