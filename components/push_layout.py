@@ -21,6 +21,7 @@ root (`..`, absolute names, symlinks pointing outside) raise PushLayoutError.
 import json
 import os
 import re
+import shutil
 from typing import Any, Dict, List, Optional, Union
 
 KINDS = ('serving', 'hub')
@@ -38,17 +39,57 @@ class PushLayoutError(ValueError):
   """A push root, kind or version name that is invalid or escapes the root."""
 
 
-def _gfile():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.io.gfile
-
-
 def is_local(path: str) -> bool:
   return not _SCHEME.match(path) or path.startswith('file://')
 
 
 def _local(path: str) -> str:
   return path[len('file://'):] if path.startswith('file://') else path
+
+
+class _LocalFiles:
+  """The subset of `tf.io.gfile` used here, for local paths, without TF."""
+
+  # pylint: disable=invalid-name,missing-function-docstring
+  @staticmethod
+  def exists(path):
+    return os.path.exists(_local(path))
+
+  @staticmethod
+  def isdir(path):
+    return os.path.isdir(_local(path))
+
+  @staticmethod
+  def listdir(path):
+    return os.listdir(_local(path))
+
+  @staticmethod
+  def makedirs(path):
+    os.makedirs(_local(path), exist_ok=True)
+
+  @staticmethod
+  def rmtree(path):
+    shutil.rmtree(_local(path))
+
+  @staticmethod
+  def remove(path):
+    os.remove(_local(path))
+
+  @staticmethod
+  def walk(path):
+    return os.walk(_local(path))
+
+  @staticmethod
+  def GFile(path, mode='r'):
+    return open(_local(path), mode)
+
+
+def files_for(path: str):
+  """`tf.io.gfile` for remote paths; plain `os` for local ones (no TF import)."""
+  if is_local(path):
+    return _LocalFiles
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile
 
 
 def join(*parts: str) -> str:
@@ -127,15 +168,15 @@ def version_dir(root: str, kind: str, version: Union[int, str]) -> str:
 
 def has_files(path: str, kind: str) -> bool:
   """True if `path` holds the manifest and the kind's marker file."""
-  gfile = _gfile()
+  gfile = files_for(path)
   return (gfile.exists(join(path, MANIFEST_FILENAME)) and
           gfile.exists(join(path, MARKER_FILES[kind])))
 
 
 def _numbered(root: str, kind: str) -> List[int]:
   """Integer-named entries of `<root>/<kind>` (complete or not)."""
-  gfile = _gfile()
   directory = kind_dir(root, kind)
+  gfile = files_for(directory)
   if not gfile.isdir(directory):
     return []
   out = []
@@ -148,7 +189,7 @@ def _numbered(root: str, kind: str) -> List[int]:
 
 def is_complete(root: str, version: Union[int, str]) -> bool:
   """Both kinds of `version` are in place with their manifest and marker."""
-  gfile = _gfile()
+  gfile = files_for(root)
   for kind in KINDS:
     path = version_dir(root, kind, version)
     if not gfile.isdir(path) or not has_files(path, kind):
@@ -176,5 +217,5 @@ def read_manifest(root: str, kind: str,
         f'push root {check_root(root)}: version {parse_version(version)} is '
         f'not a complete pushed version; complete: '
         f'{list_versions(root, kind) or "none"}')
-  with _gfile().GFile(join(path, MANIFEST_FILENAME)) as f:
+  with files_for(path).GFile(join(path, MANIFEST_FILENAME)) as f:
     return json.load(f)

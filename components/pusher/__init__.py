@@ -1,0 +1,1 @@
+"""EmbeddingPusher: publishes the blessed serving model and Hub module."""

@@ -1,0 +1,92 @@
+"""`manifest.json`: what one pushed version holds and where it came from.
+
+    {
+      "format_version": 1,
+      "version": 7,                      pushed version number
+      "kind": "serving" | "hub",
+      "source_model": "<trainer Model URI>",
+      "spans": [3, 4],                   data spans the model was trained on
+      "metrics": {...},                  the blessing's report.json "metrics"
+      "files": {"saved_model.pb": "<sha256>", "variables/...": ...},
+      "pipeline_run_id": "...",
+      "pushed_at": "2026-12-01T10:00:00Z",
+      "rollback_of": 5                   only on versions made by a rollback
+    }
+"""
+
+import datetime
+import hashlib
+import json
+from typing import Any, Dict, Iterable, List, Optional
+
+from components import push_layout
+
+FORMAT_VERSION = 1
+_CHUNK = 1 << 20
+
+
+def utc_now() -> str:
+  return datetime.datetime.now(datetime.timezone.utc).strftime(
+      '%Y-%m-%dT%H:%M:%SZ')
+
+
+def sha256_file(path: str) -> str:
+  digest = hashlib.sha256()
+  with push_layout.files_for(path).GFile(path, 'rb') as f:
+    while True:
+      chunk = f.read(_CHUNK)
+      if not chunk:
+        break
+      digest.update(chunk)
+  return digest.hexdigest()
+
+
+def build(version: int, kind: str, files: Dict[str, str],
+          source_model: str = '', spans: Iterable[int] = (),
+          metrics: Optional[Dict[str, Any]] = None,
+          pipeline_run_id: Optional[str] = None,
+          pushed_at: Optional[str] = None,
+          **extra: Any) -> Dict[str, Any]:
+  """A manifest dict; `files` maps relative paths to sha256 hex digests."""
+  manifest = {
+      'format_version': FORMAT_VERSION,
+      'version': int(version),
+      'kind': kind,
+      'source_model': source_model or '',
+      'spans': sorted(int(s) for s in spans),
+      'metrics': dict(metrics or {}),
+      'files': dict(sorted(files.items())),
+      'pipeline_run_id': pipeline_run_id or '',
+      'pushed_at': pushed_at or utc_now(),
+  }
+  manifest.update(extra)
+  return manifest
+
+
+def dumps(manifest: Dict[str, Any]) -> str:
+  return json.dumps(manifest, indent=2, sort_keys=True) + '\n'
+
+
+def verify(directory: str, manifest: Dict[str, Any]) -> List[str]:
+  """Relative paths whose sha256 differs from the manifest or that are missing."""
+  bad = []
+  for rel, digest in manifest.get('files', {}).items():
+    path = f'{directory.rstrip("/")}/{rel}'
+    if not push_layout.files_for(path).exists(path) or sha256_file(path) != digest:
+      bad.append(rel)
+  return bad
+
+
+def read_blessing_metrics(blessing_uri: str) -> Dict[str, Any]:
+  """`metrics` of `<blessing uri>/report.json`; {} when absent."""
+  path = f'{blessing_uri.rstrip("/")}/report.json'
+  files = push_layout.files_for(path)
+  if not files.exists(path):
+    return {}
+  with files.GFile(path) as f:
+    try:
+      report = json.load(f)
+    except ValueError as e:
+      raise ValueError(f'blessing report {path} is not valid JSON ({e})') from e
+  metrics = report.get('metrics') if isinstance(report, dict) else None
+  return dict(metrics) if isinstance(metrics, dict) else {}
