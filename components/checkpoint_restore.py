@@ -90,13 +90,14 @@ def restore_for_serving(
   embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
       spec.build_feature_config(), optimizer=None,
       experimental_sparsecore_restore_info=sparsecore_restore_info)
-  # Restore before build(): SparseCore layouts are only read this way.
-  status = tf.train.Checkpoint(
-      **{model_layout.EMBEDDING_KEY: embedding}).restore(path)
   try:
+    # Restore before build(): SparseCore layouts are only read this way.
+    status = tf.train.Checkpoint(
+        **{model_layout.EMBEDDING_KEY: embedding}).restore(path)
     embedding.build()
     status.assert_existing_objects_matched()
-  except (tf.errors.OpError, AssertionError, ValueError) as e:
+  # A truncated file raises IndexError ("Read less bytes than requested").
+  except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
     raise CheckpointError(
         f'checkpoint {path}: restore failed ({type(e).__name__}: '
         f'{str(e).splitlines()[0]})') from e
