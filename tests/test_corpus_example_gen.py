@@ -1,0 +1,98 @@
+"""The corpus ExampleGen transform on real files with a real Beam pipeline."""
+
+import json
+
+import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
+import pytest
+from tfx.proto import range_config_pb2
+from tfx.utils import proto_utils
+
+from components import examples_io
+from components import text
+from components.corpus_example_gen import component
+from components.corpus_example_gen import executor
+
+
+def _exec_properties(base, span=None, window=1, pattern='span-{SPAN}/*'):
+  gen = component.corpus_example_gen(str(base), pattern=pattern,
+                                     span_window=window)
+  props = dict(gen.exec_properties)
+  props['span'] = span
+  return props
+
+
+def _run(base, split_pattern, **kwargs):
+  sink = base / 'found.json'
+  p = beam.Pipeline()
+  out = (p | executor._TextToExample(_exec_properties(base, **kwargs),
+                                     split_pattern)
+         | beam.Map(lambda e: [t.decode() for t in e.features.feature[
+             examples_io.TOKENS_FEATURE].bytes_list.value])
+         | beam.combiners.ToList())
+  _ = out | beam.Map(lambda xs: sink.write_text(json.dumps(xs)))
+  result = p.run()
+  result.wait_until_finish()
+  found = json.loads(sink.read_text())
+  counters = {c.key.metric.name: c.committed for c in result.metrics().query(
+      MetricsFilter().with_namespace(executor.METRICS_NAMESPACE))['counters']}
+  return found, counters
+
+
+def test_bad_lines_are_skipped_and_counted(tmp_path):
+  d = tmp_path / 'span-1'
+  d.mkdir()
+  long_line = ' '.join(f'w{i}' for i in range(text.MAX_TOKENS_PER_LINE + 5))
+  (d / 'a.txt').write_bytes(
+      b'alpha beta  gamma\n'
+      b'caf\xc3\xa9 ok\n'       # valid UTF-8
+      b'bad \xff\xfe line\n'    # invalid UTF-8
+      b'\n   \t\n'              # blank lines
+      + b'x' * (text.MAX_TOKEN_BYTES + 1) + b' kept\n'
+      + long_line.encode() + b'\n')
+  found, counters = _run(tmp_path, 'span-1/*')
+  by_first = {s[0]: s for s in found}
+  assert by_first['alpha'] == ['alpha', 'beta', 'gamma']
+  assert by_first['café'] == ['café', 'ok']
+  assert by_first['kept'] == ['kept']
+  assert len(by_first['w0']) == text.MAX_TOKENS_PER_LINE
+  assert len(found) == 4
+  assert counters['undecodable_lines'] == 1
+  assert counters['capped_lines'] == 1
+  assert counters['dropped_long_tokens'] == 1
+  assert counters['blank_lines'] == 2
+
+
+def test_empty_input_is_a_clear_error(tmp_path):
+  (tmp_path / 'span-3').mkdir()
+  (tmp_path / 'span-3' / 'empty.txt').write_text('\n  \n')
+  with pytest.raises(ValueError, match=r'no token sequences under .*span-3'):
+    _run(tmp_path, 'span-3/*')
+
+
+def test_span_window_patterns(tmp_path):
+  tmp_path = tmp_path / 'data'
+  for span in (1, 2, 4):
+    (tmp_path / f'span-{span}').mkdir(parents=True)
+    (tmp_path / f'span-{span}' / 'a.txt').write_text(f's{span}\n')
+  props = _exec_properties(tmp_path, span=4, window=3)
+  # Span 3 does not exist and is skipped; span 1 is outside the window.
+  assert executor.span_patterns(props, 'span-4/*', str(tmp_path)) == [
+      'span-4/*', 'span-2/*']
+  found, _ = _run(tmp_path, 'span-4/*', span=4, window=3)
+  assert sorted(found) == [['s2'], ['s4']]
+
+
+def test_bad_parameters():
+  with pytest.raises(ValueError, match='span_window'):
+    component.corpus_example_gen('/data', span_window=0)
+  with pytest.raises(ValueError, match='buckets'):
+    component.corpus_example_gen('/data', eval_buckets=0)
+
+
+def test_fixed_span_uses_a_static_range():
+  gen = component.corpus_example_gen('/data', span=5)
+  rc = gen.exec_properties['range_config']
+  if isinstance(rc, str):
+    rc = proto_utils.json_to_proto(rc, range_config_pb2.RangeConfig())
+  assert rc.static_range.start_span_number == 5 == rc.static_range.end_span_number
