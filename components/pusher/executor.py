@@ -1,0 +1,109 @@
+"""EmbeddingPusher executor: publishes both exports as one version if blessed."""
+
+import json
+from typing import Any, Dict, List
+
+from absl import logging
+from tfx import types
+from tfx.dsl.components.base import base_executor
+from tfx.types import artifact_utils
+
+from components import model_layout
+from components import push_layout
+from components.pusher import manifest as manifest_lib
+from components.pusher import publish
+
+SERVING_MODEL_KEY = 'serving_model'
+HUB_MODULE_KEY = 'hub_module'
+MODEL_BLESSING_KEY = 'model_blessing'
+PUSHED_SERVING_KEY = 'pushed_serving'
+PUSHED_HUB_KEY = 'pushed_hub'
+PUSH_ROOT_KEY = 'push_root'
+KEEP_VERSIONS_KEY = 'keep_versions'
+
+# The TFX Pusher's output properties.
+PUSHED_PROPERTY = 'pushed'
+PUSHED_DESTINATION_PROPERTY = 'pushed_destination'
+PUSHED_VERSION_PROPERTY = 'pushed_version'
+SOURCE_MODEL_PROPERTY = 'source_model'
+
+
+def _source_model(artifact: types.Artifact) -> str:
+  if artifact.has_custom_property(SOURCE_MODEL_PROPERTY):
+    return artifact.get_string_custom_property(SOURCE_MODEL_PROPERTY)
+  return ''
+
+
+def manifest_fields(serving: types.Artifact, hub: types.Artifact,
+                    blessing: types.Artifact,
+                    pipeline_run_id: str) -> Dict[str, Any]:
+  """Manifest fields common to both kinds, read from the input artifacts."""
+  source = _source_model(serving)
+  hub_source = _source_model(hub)
+  if source and hub_source and source != hub_source:
+    raise ValueError(
+        f'EmbeddingPusher: serving_model comes from {source} but hub_module '
+        f'from {hub_source}; push exports of the same trainer model')
+  source = source or hub_source
+  spans: List[int] = []
+  if source:
+    metadata = model_layout.read_metadata(source) or {}
+    spans = [int(s) for s in metadata.get('spans', [])]
+  return {
+      'source_model': source,
+      'spans': spans,
+      'metrics': manifest_lib.read_blessing_metrics(blessing.uri),
+      'pipeline_run_id': pipeline_run_id or '',
+      'blessing': blessing.uri,
+  }
+
+
+class Executor(base_executor.BaseExecutor):
+  """Copies the serving model and Hub module under the push root."""
+
+  def Do(self, input_dict: Dict[str, List[types.Artifact]],
+         output_dict: Dict[str, List[types.Artifact]],
+         exec_properties: Dict[str, Any]) -> None:
+    self._log_startup(input_dict, output_dict, exec_properties)
+    serving = artifact_utils.get_single_instance(input_dict[SERVING_MODEL_KEY])
+    hub = artifact_utils.get_single_instance(input_dict[HUB_MODULE_KEY])
+    blessing = artifact_utils.get_single_instance(
+        input_dict[MODEL_BLESSING_KEY])
+    outputs = {
+        'serving': artifact_utils.get_single_instance(
+            output_dict[PUSHED_SERVING_KEY]),
+        'hub': artifact_utils.get_single_instance(output_dict[PUSHED_HUB_KEY]),
+    }
+    root = push_layout.check_root(exec_properties.get(PUSH_ROOT_KEY) or '')
+    keep = int(exec_properties.get(KEEP_VERSIONS_KEY) or 0)
+    if keep < 0:
+      raise ValueError(f'EmbeddingPusher: keep_versions must be >= 0, got '
+                       f'{keep}')
+
+    if blessing.get_int_custom_property('blessed') != 1:
+      logging.info('Model blessing %s is not blessed; nothing pushed.',
+                   blessing.uri)
+      for artifact in outputs.values():
+        artifact.set_int_custom_property(PUSHED_PROPERTY, 0)
+      return
+
+    run_id = self._context.pipeline_run_id if self._context else ''
+    fields = manifest_fields(serving, hub, blessing, run_id or '')
+    result = publish.publish(root, {'serving': serving.uri, 'hub': hub.uri},
+                             fields, keep_versions=keep)
+    for kind, artifact in outputs.items():
+      artifact.set_int_custom_property(PUSHED_PROPERTY, 1)
+      artifact.set_string_custom_property(PUSHED_DESTINATION_PROPERTY,
+                                          result.dirs[kind])
+      artifact.set_string_custom_property(PUSHED_VERSION_PROPERTY,
+                                          str(result.version))
+      artifact.set_string_custom_property(SOURCE_MODEL_PROPERTY,
+                                          fields['source_model'])
+      # A copy of the manifest in the output artifact, for lineage readers.
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      tf.io.gfile.makedirs(artifact.uri)
+      with tf.io.gfile.GFile(
+          f'{artifact.uri.rstrip("/")}/{push_layout.MANIFEST_FILENAME}',
+          'w') as f:
+        f.write(json.dumps(result.manifests[kind], indent=2, sort_keys=True))
+    logging.info('Pushed version %d to %s.', result.version, root)
