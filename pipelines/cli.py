@@ -11,6 +11,7 @@ from typing import List, Optional
 
 COMMAND_MODULES = (
     'demo_data',
+    'run',
 )
 
 

@@ -1,0 +1,48 @@
+# Two commands on a fresh machine:
+#   make run    generate the demo corpus and run the whole pipeline locally
+#   make test   run the test suite
+# Both create .venv with Python 3.10 and install the lock first.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-lock
+DEMO := demo
+PYTEST_ARGS ?=
+
+# python3.10 on PATH (a pyenv shim counts only if it runs), else pyenv's copy.
+PYTHON310 := $(shell \
+  if python3.10 -c 'import sys' >/dev/null 2>&1; then command -v python3.10; \
+  else ls -d $$HOME/.pyenv/versions/3.10.*/bin/python3.10 2>/dev/null | sort -V | tail -1; fi)
+
+.PHONY: run test venv bench compile clean
+
+$(PY):
+	@if [ -z "$(PYTHON310)" ]; then \
+	  echo "error: Python 3.10 not found: put python3.10 on PATH or install it with 'pyenv install 3.10' (TFX 1.15 needs Python < 3.11)" >&2; exit 2; fi
+	$(PYTHON310) -m venv $(VENV)
+
+$(STAMP): requirements.txt | $(PY)
+	$(PY) -m pip install --quiet 'uv==0.13.*'
+	$(VENV)/bin/uv pip install --python $(PY) --quiet -r requirements.txt \
+	  || $(PY) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	@if [ ! -d $(DEMO)/data ]; then $(PY) -m pipelines demo-data --out $(DEMO)/data --spans 2; fi
+	$(PY) -m pipelines run --data $(DEMO)/data --home $(DEMO)/home
+
+test: $(STAMP)
+	@$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; exit $$rc
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+compile: $(STAMP)
+	$(PY) -m pipelines compile --output kubeflow/pipeline.yaml --image $${IMAGE:-tpu-embeddings:latest} --pipeline-root $${PIPELINE_ROOT:-gs://YOUR_BUCKET/tfx}
+
+clean:
+	rm -rf $(DEMO)

@@ -1,0 +1,75 @@
+"""`run`: the whole pipeline locally (the main job)."""
+
+import dataclasses
+import json
+import os
+import sys
+
+from pipelines import pipeline as pipeline_lib
+
+
+def add_config_arguments(p):
+  p.add_argument('--config', help='JSON file of PipelineConfig fields')
+  p.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
+                 help='override one PipelineConfig field (JSON value), '
+                 'e.g. --set train_steps=2000 --set tpu=\'"auto"\'')
+  p.add_argument('--tpu', help='"" = CPU, "auto", or a TPU name')
+  p.add_argument('--beam-arg', action='append', default=[],
+                 help='Beam pipeline argument, e.g. --beam-arg=--runner=...')
+
+
+def config_from_args(args) -> pipeline_lib.PipelineConfig:
+  values = {}
+  if args.config:
+    if not os.path.exists(args.config):
+      raise FileNotFoundError(f'--config {args.config}: no such file')
+    with open(args.config) as f:
+      values.update(json.load(f))
+  for item in args.set:
+    field, sep, raw = item.partition('=')
+    if not sep:
+      raise ValueError(f'--set {item!r}: expected FIELD=VALUE')
+    try:
+      values[field] = json.loads(raw)
+    except json.JSONDecodeError:
+      values[field] = raw
+  if args.tpu is not None:
+    values['tpu'] = args.tpu
+  return pipeline_lib.PipelineConfig.from_json(json.dumps(values))
+
+
+def register(sub):
+  p = sub.add_parser('run', help='run the pipeline locally')
+  p.add_argument('--data', required=True, help='data root with span-N/ folders')
+  p.add_argument('--home', required=True,
+                 help='metadata.sqlite, pipeline/ and pushed/ go here')
+  p.add_argument('--neighbors', type=int, default=3, metavar='N',
+                 help='print nearest neighbours of N tokens from the pushed '
+                 'model (0: none)')
+  p.add_argument('--verbose', action='store_true', help='full TFX logs')
+  add_config_arguments(p)
+  p.set_defaults(func=run)
+
+
+def run(args) -> int:
+  from pipelines import local_runner  # pylint: disable=g-import-not-at-top
+  config = config_from_args(args)
+  print(f'running pipeline {pipeline_lib.PIPELINE_NAME} on {args.data} '
+        f'(home {os.path.abspath(args.home)})', flush=True)
+  summary = local_runner.run(args.data, args.home, config,
+                             beam_pipeline_args=args.beam_arg or None,
+                             verbose=args.verbose)
+  print(local_runner.format_summary(summary))
+  if args.neighbors and summary.get('pushed_version') is not None:
+    print_neighbors(local_runner.paths(args.home)['push_root'], args.neighbors)
+  return 0
+
+
+def print_neighbors(push_root: str, n: int, k: int = 5):
+  from pipelines import consumer  # pylint: disable=g-import-not-at-top
+  pushed = consumer.PushedEmbeddings(push_root)
+  tokens = pushed.tokens()[:: max(1, len(pushed.tokens()) // n)][:n]
+  print(f'nearest neighbours (pushed version {pushed.version}):')
+  for token in tokens:
+    found = pushed.neighbors(token, k=k)
+    print(f'  {token:<16} ' + '  '.join(f'{t} {s:.2f}' for t, s in found))

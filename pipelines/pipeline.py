@@ -1,0 +1,132 @@
+"""create_pipeline(): corpus -> vocabulary -> train -> validate -> export -> push."""
+
+import dataclasses
+import json
+from typing import Any, Dict, List, Optional
+
+from tfx import v1 as tfx
+
+from components.corpus_example_gen.component import corpus_example_gen
+from components.embedding_spec import EmbeddingSpec, skipgram_spec
+from components.exporter.component import EmbeddingExporter
+from components.pusher.component import EmbeddingPusher
+from components.trainer.component import EmbeddingTrainer
+from components.validator.component import CheckpointValidator
+from components.vocabulary.component import Vocabulary
+
+PIPELINE_NAME = 'tpu-embeddings'
+
+
+@dataclasses.dataclass
+class PipelineConfig:
+  """Every knob of the pipeline, with the demo's defaults."""
+  # Data.
+  input_pattern: str = 'span-{SPAN}/*'
+  span_window: int = 1
+  min_count: int = 1
+  max_tokens: int = 0
+  # Model and training.
+  dim: int = 32
+  optimizer: str = 'adagrad'
+  learning_rate: float = 0.5
+  batch_size: int = 512
+  train_steps: int = 600
+  window: int = 3
+  negatives: int = 5
+  subsample: float = 1e-3
+  checkpoint_every: int = 200
+  tpu: str = ''
+  seed: int = 0
+  # Gates.
+  k: int = 10
+  regression_margin: float = 0.05
+  min_recall_at_k: Optional[float] = None
+  min_related_recall_at_k: Optional[float] = None
+  related_pairs_file: Optional[str] = None
+  similarity_file: Optional[str] = None
+  # Push.
+  keep_versions: int = 5
+
+  def embedding_spec(self) -> EmbeddingSpec:
+    return skipgram_spec(dim=self.dim, optimizer=self.optimizer,
+                         learning_rate=self.learning_rate)
+
+  @classmethod
+  def from_json(cls, text: str) -> 'PipelineConfig':
+    values = json.loads(text)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+      raise ValueError(f'pipeline config: unknown field {unknown[0]!r}; '
+                       f'fields are {sorted(names)}')
+    return cls(**values)
+
+
+def create_components(data_root: str, push_root: str, config: PipelineConfig,
+                      warm_start_uri: str = '') -> List[Any]:
+  """The six components, wired; shared by the local and Kubeflow runners."""
+  example_gen = corpus_example_gen(data_root, pattern=config.input_pattern,
+                                   span_window=config.span_window)
+  vocabulary = Vocabulary(examples=example_gen.outputs['examples'],
+                          min_count=config.min_count,
+                          max_tokens=config.max_tokens)
+  trainer = EmbeddingTrainer(
+      examples=example_gen.outputs['examples'],
+      vocabulary=vocabulary.outputs['vocabulary'],
+      embedding_spec=config.embedding_spec().to_json(),
+      batch_size=config.batch_size,
+      train_steps=config.train_steps,
+      window=config.window,
+      negatives=config.negatives,
+      subsample=config.subsample,
+      checkpoint_every=config.checkpoint_every,
+      tpu=config.tpu,
+      seed=config.seed,
+      warm_start_uri=warm_start_uri)
+  validator = CheckpointValidator(
+      model=trainer.outputs['model'],
+      examples=example_gen.outputs['examples'],
+      vocabulary=vocabulary.outputs['vocabulary'],
+      push_root=push_root,
+      k=config.k,
+      window=config.window,
+      num_negatives=config.negatives,
+      related_pairs_file=config.related_pairs_file,
+      similarity_file=config.similarity_file,
+      min_recall_at_k=config.min_recall_at_k,
+      min_related_recall_at_k=config.min_related_recall_at_k,
+      regression_margin=config.regression_margin,
+      seed=config.seed)
+  exporter = EmbeddingExporter(model=trainer.outputs['model'])
+  pusher = EmbeddingPusher(
+      serving_model=exporter.outputs['serving_model'],
+      hub_module=exporter.outputs['hub_module'],
+      model_blessing=validator.outputs['blessing'],
+      push_root=push_root,
+      keep_versions=config.keep_versions)
+  return [example_gen, vocabulary, trainer, validator, exporter, pusher]
+
+
+def create_pipeline(pipeline_root: str,
+                    data_root: str,
+                    push_root: str,
+                    config: Optional[PipelineConfig] = None,
+                    pipeline_name: str = PIPELINE_NAME,
+                    metadata_connection_config=None,
+                    beam_pipeline_args: Optional[List[str]] = None,
+                    warm_start_uri: str = '',
+                    enable_cache: bool = True) -> tfx.dsl.Pipeline:
+  """The TFX pipeline; caching on, so an unchanged span reruns nothing."""
+  config = config or PipelineConfig()
+  return tfx.dsl.Pipeline(
+      pipeline_name=pipeline_name,
+      pipeline_root=pipeline_root,
+      components=create_components(data_root, push_root, config,
+                                   warm_start_uri),
+      enable_cache=enable_cache,
+      metadata_connection_config=metadata_connection_config,
+      beam_pipeline_args=beam_pipeline_args or [])
+
+
+def config_summary(config: PipelineConfig) -> Dict[str, Any]:
+  return dataclasses.asdict(config)
