@@ -1,0 +1,37 @@
+"""`retrain`: run the pipeline only when a newer span has landed."""
+
+import dataclasses
+
+from pipelines import retrain as retrain_lib
+from pipelines.commands import run as run_command
+
+
+def register(sub):
+  p = sub.add_parser('retrain', help='run the pipeline if the data root has a '
+                     'span newer than the pushed model (exit 0 otherwise)')
+  p.add_argument('--data', required=True, help='data root with span-N/ folders')
+  p.add_argument('--home', required=True)
+  p.add_argument('--verbose', action='store_true')
+  run_command.add_config_arguments(p)
+  p.set_defaults(func=run)
+
+
+def run(args) -> int:
+  from pipelines import local_runner  # pylint: disable=g-import-not-at-top
+  config = run_command.config_from_args(args)
+  push_root = local_runner.paths(args.home)['push_root']
+  try:
+    with retrain_lib.RetrainLock(args.home):
+      decision = retrain_lib.decide(args.data, push_root, config.input_pattern)
+      print(f'retrain: {decision.reason}', flush=True)
+      if not decision.run:
+        return 0
+      summary = local_runner.run(args.data, args.home, config,
+                                 warm_start_uri=decision.warm_start_uri,
+                                 beam_pipeline_args=args.beam_arg or None,
+                                 verbose=args.verbose)
+      print(local_runner.format_summary(summary))
+      return 0
+  except retrain_lib.LockHeld as e:
+    print(f'retrain: {e}')
+    return 0
