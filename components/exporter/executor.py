@@ -1,0 +1,151 @@
+"""Executor of `EmbeddingExporter`: checkpoint -> serving SavedModel + Hub module.
+
+1. restore the trainer's checkpoint with `TPUEmbeddingForServing(...,
+   optimizer=None)` (components.checkpoint_restore), so no slot is ever read;
+2. write the serving SavedModel from the restored table (no copy of it);
+3. release the restored table and write the Hub module from the serving
+   export's table, a block of rows at a time: the process holds one copy of a
+   multi-GB table, never two;
+4. load each export in a fresh Python process and check it answers canary
+   inputs with the checkpoint's values;
+5. only then move each into its artifact URI.
+
+Both exports are built in temporary directories beside their artifact URIs
+(names starting with "."), so an artifact URI holds a complete export or
+nothing.
+"""
+
+import gc
+import os
+import shutil
+import tempfile
+import uuid
+from typing import Any, Dict, List, Optional
+
+import tensorflow as tf
+from absl import logging
+from tfx import types
+from tfx.dsl.components.base import base_executor
+from tfx.types import artifact_utils
+
+from components import checkpoint_restore
+from components.exporter import hub_export
+from components.exporter import load_check
+from components.exporter import serving_export
+
+MODEL_KEY = 'model'
+SERVING_MODEL_KEY = 'serving_model'
+HUB_MODULE_KEY = 'hub_module'
+NUM_OOV_BUCKETS_KEY = 'num_oov_buckets'
+L2_REGULARIZATION_KEY = 'l2_regularization'
+SOURCE_MODEL_PROPERTY = 'source_model'
+
+
+def _is_local(uri: str) -> bool:
+  return '://' not in uri
+
+
+def _staging_dir(final_uri: str) -> str:
+  """A new empty directory beside `final_uri` (local) or on local disk."""
+  if _is_local(final_uri):
+    parent, name = os.path.split(os.path.abspath(final_uri).rstrip('/'))
+    os.makedirs(parent, exist_ok=True)
+    path = os.path.join(parent, f'.{name}.exporting-{uuid.uuid4().hex[:8]}')
+    os.makedirs(path)
+    return path
+  return tempfile.mkdtemp(prefix='export-')
+
+
+def _publish(built_dir: str, final_uri: str):
+  """Moves a complete export into `final_uri` (which may exist, empty)."""
+  if tf.io.gfile.exists(final_uri):
+    if tf.io.gfile.listdir(final_uri):
+      raise FileExistsError(
+          f'exporter: output {final_uri} is not empty; give each run a new '
+          'output URI')
+    tf.io.gfile.rmtree(final_uri)
+  if _is_local(final_uri):
+    os.rename(built_dir, final_uri)
+    return
+  try:
+    for root, _, files in tf.io.gfile.walk(built_dir):
+      rel = os.path.relpath(root, built_dir)
+      target = final_uri if rel == '.' else f'{final_uri}/{rel}'
+      tf.io.gfile.makedirs(target)
+      for f in files:
+        tf.io.gfile.copy(os.path.join(root, f), f'{target}/{f}')
+  except Exception:
+    if tf.io.gfile.exists(final_uri):
+      tf.io.gfile.rmtree(final_uri)
+    raise
+
+
+def export_model(model_uri: str,
+                 serving_uri: str,
+                 hub_uri: str,
+                 num_oov_buckets: int = hub_export.DEFAULT_NUM_OOV_BUCKETS,
+                 l2_regularization: float = (
+                     hub_export.DEFAULT_L2_REGULARIZATION),
+                 load_check_timeout_seconds: float = (
+                     load_check.DEFAULT_TIMEOUT_SECONDS)) -> None:
+  """Writes both exports of the Model artifact at `model_uri`, load-checked."""
+  staging: List[str] = []
+  try:
+    serving_stage = _staging_dir(serving_uri)
+    staging.append(serving_stage)
+    hub_stage = _staging_dir(hub_uri)
+    staging.append(hub_stage)
+    serving_dir = os.path.join(serving_stage, 'export')
+    hub_dir = os.path.join(hub_stage, 'export')
+
+    restored = checkpoint_restore.restore_for_serving(model_uri)
+    vocabulary = restored.vocabulary
+    table_name = restored.spec.tables[0].name
+    canary = load_check.make_canary(
+        vocabulary.tokens,
+        hub_export.TableRows.from_variable(restored.table(table_name)).read)
+    logging.info('Exporting table %r %s from %s', table_name,
+                 restored.table(table_name).shape, restored.checkpoint_path)
+    serving_export.export_serving_model(restored, serving_dir, table_name)
+    del restored
+    gc.collect()
+
+    rows = hub_export.TableRows.from_checkpoint(
+        os.path.join(serving_dir, 'variables', 'variables'),
+        serving_export.table_checkpoint_key())
+    hub_export.export_hub_module(rows, vocabulary, hub_dir,
+                                 num_oov_buckets=num_oov_buckets,
+                                 l2_regularization=l2_regularization)
+
+    load_check.run_in_fresh_process(
+        [('serving', serving_dir), ('hub', hub_dir)], canary,
+        load_check_timeout_seconds)
+    _publish(serving_dir, serving_uri)
+    _publish(hub_dir, hub_uri)
+  finally:
+    for path in staging:
+      shutil.rmtree(path, ignore_errors=True)
+
+
+class Executor(base_executor.BaseExecutor):
+  """Exports `model` as `serving_model` and `hub_module`."""
+
+  def Do(self, input_dict: Dict[str, List[types.Artifact]],
+         output_dict: Dict[str, List[types.Artifact]],
+         exec_properties: Dict[str, Any]) -> Optional[Any]:
+    self._log_startup(input_dict, output_dict, exec_properties)
+    model = artifact_utils.get_single_instance(input_dict[MODEL_KEY])
+    serving = artifact_utils.get_single_instance(
+        output_dict[SERVING_MODEL_KEY])
+    hub_module = artifact_utils.get_single_instance(
+        output_dict[HUB_MODULE_KEY])
+    num_oov_buckets = exec_properties.get(NUM_OOV_BUCKETS_KEY)
+    l2 = exec_properties.get(L2_REGULARIZATION_KEY)
+    export_model(
+        model.uri, serving.uri, hub_module.uri,
+        num_oov_buckets=(hub_export.DEFAULT_NUM_OOV_BUCKETS
+                         if num_oov_buckets is None else int(num_oov_buckets)),
+        l2_regularization=(hub_export.DEFAULT_L2_REGULARIZATION
+                           if l2 is None else float(l2)))
+    for artifact in (serving, hub_module):
+      artifact.set_string_custom_property(SOURCE_MODEL_PROPERTY, model.uri)
