@@ -1,0 +1,102 @@
+"""The main job end to end on a tiny 2-span corpus: run, retrain, lineage."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from components import push_layout
+from pipelines import demo_data
+from pipelines import retrain
+from pipelines.cli import main
+
+TINY = demo_data.CorpusShape(topics=4, tokens_per_topic=12, filler_tokens=6,
+                             lines_per_span=300, related_per_topic=4)
+FAST = ['--set', 'train_steps=150', '--set', 'batch_size=256',
+        '--set', 'dim=16', '--set', 'checkpoint_every=100',
+        '--set', 'keep_versions=3', '--neighbors', '2']
+
+
+@pytest.fixture(scope='module')
+def home(tmp_path_factory):
+  root = tmp_path_factory.mktemp('e2e')
+  data = root / 'data'
+  demo_data.generate(str(data), spans=2, seed=5, shape=TINY)
+  return root
+
+
+def _pushed(home):
+  return str(home / 'home' / 'pushed')
+
+
+def test_run_blesses_and_pushes_version_1(home, capsys):
+  rc = main(['run', '--data', str(home / 'data'), '--home',
+             str(home / 'home')] + FAST)
+  out = capsys.readouterr().out
+  assert rc == 0, out
+  assert 'validation: BLESSED' in out, out
+  assert 'pushed: version 1' in out
+  for node in ('FileBasedExampleGen', 'Vocabulary', 'EmbeddingTrainer',
+               'CheckpointValidator', 'EmbeddingExporter', 'EmbeddingPusher'):
+    assert f'  {node}' in out
+  assert 'nearest neighbours' in out
+  assert push_layout.list_versions(_pushed(home), 'serving') == [1]
+  assert push_layout.list_versions(_pushed(home), 'hub') == [1]
+  assert os.path.exists(os.path.join(
+      push_layout.version_dir(_pushed(home), 'hub', 1), 'tfhub_module.pb'))
+  manifest = push_layout.read_manifest(_pushed(home), 'serving', 1)
+  assert manifest['spans'] == [2]
+
+
+def test_retrain_on_a_new_span_warm_starts_version_2(home, capsys):
+  demo_data.generate(str(home / 'data'), spans=1, first_span=3, seed=5,
+                     shape=TINY)
+  rc = main(['retrain', '--data', str(home / 'data'), '--home',
+             str(home / 'home')] + FAST[:-2])
+  out = capsys.readouterr().out
+  assert rc == 0, out
+  assert 'span 3 is newer than pushed version 1' in out
+  assert 'warm start from' in out
+  assert push_layout.list_versions(_pushed(home), 'serving') == [1, 2]
+  assert push_layout.list_versions(_pushed(home), 'hub') == [1, 2]
+  manifest = push_layout.read_manifest(_pushed(home), 'serving', 2)
+  assert manifest['spans'] == [3]
+  first = push_layout.read_manifest(_pushed(home), 'serving', 1)
+  with open(os.path.join(manifest['source_model'], 'metadata.json')) as f:
+    meta = json.load(f)
+  assert meta.get('warm_start_from') == first['source_model'], meta
+
+
+def test_retrain_again_does_nothing(home, capsys):
+  rc = main(['retrain', '--data', str(home / 'data'), '--home',
+             str(home / 'home')])
+  out = capsys.readouterr().out
+  assert rc == 0
+  assert 'not newer than the pushed version 2' in out
+  assert push_layout.list_versions(_pushed(home), 'serving') == [1, 2]
+
+
+def test_lineage_names_the_spans(home, capsys):
+  assert main(['lineage', '--home', str(home / 'home'), '--json']) == 0
+  latest = json.loads(capsys.readouterr().out)
+  assert latest['version'] == 2 and latest['spans'] == [3]
+  assert latest['warm_start_uri']
+  assert main(['lineage', '--home', str(home / 'home'), '--version', '1']) == 0
+  out = capsys.readouterr().out
+  assert out.startswith('pushed version 1 <- trained on span(s) 2')
+  assert 'EmbeddingTrainer' in out and 'Examples span=2' in out
+  assert main(['lineage', '--home', str(home / 'home'), '--version', '9']) == 2
+
+
+def test_second_trigger_exits_while_the_first_holds_the_lock(home):
+  with retrain.RetrainLock(str(home / 'home')):
+    proc = subprocess.run(
+        [sys.executable, '-m', 'pipelines', 'retrain', '--data',
+         str(home / 'data'), '--home', str(home / 'home')],
+        capture_output=True, text=True, timeout=120,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  assert proc.returncode == 0, proc.stderr
+  assert 'another retrain is running' in proc.stdout
+  assert push_layout.list_versions(_pushed(home), 'serving') == [1, 2]
