@@ -12,6 +12,12 @@ from typing import List, Optional
 COMMAND_MODULES = (
     'demo_data',
     'run',
+    'retrain',
+    'lineage',
+    'pushed',
+    'embed',
+    'neighbors',
+    'rollback',
 )
 
 

@@ -1,0 +1,221 @@
+"""The consumer library and CLI on versions pushed from real exports.
+
+Models come from `write_tpu_format_model` + `restore_for_serving`; they are
+exported with the exporter's own functions and published with the pusher's.
+Expected vectors are computed from the tables with numpy.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_hub as hub
+
+from components import push_layout
+from components.checkpoint_restore import restore_for_serving
+from components.exporter import hub_export
+from components.exporter import serving_export
+from components.pusher import publish
+from pipelines import cli
+from pipelines import consumer
+from tests.artifact_fixtures import write_tpu_format_model
+
+TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'dog', 'ran']
+DIM = 8
+
+
+def _export(base: str, seed: int):
+  rng = np.random.default_rng(seed)
+  table = rng.normal(size=(len(TOKENS), DIM)).astype(np.float32)
+  model_uri = os.path.join(base, f'model_{seed}')
+  write_tpu_format_model(model_uri, TOKENS, table=table)
+  restored = restore_for_serving(model_uri)
+  dirs = {'serving': os.path.join(base, f'serving_{seed}'),
+          'hub': os.path.join(base, f'hub_{seed}')}
+  serving_export.export_serving_model(restored, dirs['serving'])
+  hub_export.export_hub_module(
+      hub_export.TableRows.from_variable(restored.table('tokens')),
+      restored.vocabulary, dirs['hub'])
+  return model_uri, table, dirs
+
+
+@pytest.fixture(scope='module')
+def pushed(tmp_path_factory):
+  base = str(tmp_path_factory.mktemp('consumer'))
+  home = os.path.join(base, 'home')
+  root = consumer.push_root_for_home(home)
+  tables = {}
+  for seed in (1, 2):
+    model_uri, table, dirs = _export(base, seed)
+    result = publish.publish(root, dirs, {
+        'source_model': model_uri, 'spans': [seed],
+        'metrics': {'neighbor_recall': seed / 10}, 'pipeline_run_id': f'r{seed}'})
+    tables[result.version] = table
+  return {'home': home, 'root': root, 'tables': tables}
+
+
+def _sentence(table, sentence):
+  ids = {t: i for i, t in enumerate(TOKENS)}
+  tokens = sentence.split()
+  if not tokens:
+    return np.zeros(DIM, np.float32)
+  total = sum((table[ids[t]] for t in tokens if t in ids),
+              np.zeros(DIM, np.float32))
+  return total / np.sqrt(len(tokens))
+
+
+def _cosine_neighbors(table, token, k):
+  i = TOKENS.index(token)
+  norms = np.linalg.norm(table, axis=1)
+  scores = table @ table[i] / (norms * norms[i])
+  scores[i] = -np.inf
+  order = np.argsort(-scores, kind='stable')[:k]
+  return [TOKENS[j] for j in order], scores[order]
+
+
+SENTENCES = ['the cat sat', 'dog ran on the mat', 'zebra cat', '']
+
+
+def test_list_pushed_returns_complete_versions_with_manifests(pushed):
+  versions = consumer.list_pushed(pushed['root'])
+  assert [v.version for v in versions] == [1, 2]
+  assert versions[1].manifest['spans'] == [2]
+  assert versions[1].manifest['metrics'] == {'neighbor_recall': 0.2}
+  assert versions[1].hub_manifest['kind'] == 'hub'
+  assert 'tfhub_module.pb' in versions[1].hub_manifest['files']
+  assert versions[0].serving_dir == push_layout.version_dir(
+      pushed['root'], 'serving', 1)
+
+
+def test_embed_uses_latest_or_given_version(pushed):
+  version, vectors = consumer.embed(pushed['root'], SENTENCES)
+  assert version == 2
+  for version in (1, 2):
+    got_version, vectors = consumer.embed(pushed['root'], SENTENCES,
+                                          version=version)
+    assert got_version == version
+    want = np.stack([_sentence(pushed['tables'][version], s)
+                     for s in SENTENCES])
+    np.testing.assert_allclose(vectors, want, rtol=1e-5, atol=1e-6)
+
+
+def test_neighbors_match_cosine_ranking(pushed):
+  version, rows = consumer.neighbors(pushed['root'], 'cat', k=3)
+  want_tokens, want_scores = _cosine_neighbors(pushed['tables'][2], 'cat', 3)
+  assert version == 2
+  assert [t for t, _ in rows] == want_tokens
+  np.testing.assert_allclose([s for _, s in rows], want_scores, rtol=1e-5)
+  with pytest.raises(ValueError, match="'zebra' is not in the vocabulary"):
+    consumer.neighbors(pushed['root'], 'zebra')
+  with pytest.raises(ValueError, match='k must be an integer >= 1'):
+    consumer.neighbors(pushed['root'], 'cat', k=0)
+
+
+def test_pushed_hub_module_loads_with_hub_load_and_keras_layer(pushed):
+  hub_dir = push_layout.version_dir(pushed['root'], 'hub', 2)
+  want = np.stack([_sentence(pushed['tables'][2], s) for s in SENTENCES])
+  module = hub.load(hub_dir)
+  got = module.signatures['default'](
+      sentences=tf.constant(SENTENCES))['default'].numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+  layer = hub.KerasLayer(hub_dir, signature='default',
+                         signature_outputs_as_dict=True)
+  got = layer({'sentences': tf.constant(SENTENCES)})['default'].numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+CONSUMER_COMMANDS = ('pushed', 'embed', 'neighbors', 'rollback')
+
+
+def test_commands_are_registered():
+  assert set(CONSUMER_COMMANDS) <= set(cli.COMMAND_MODULES)
+
+
+@pytest.fixture(autouse=True)
+def consumer_commands_only(monkeypatch):
+  """The real `cli.main`, without importing the pipeline's own commands."""
+  monkeypatch.setattr(cli, 'COMMAND_MODULES', CONSUMER_COMMANDS)
+
+
+def _cli(capsys, *argv):
+  code = cli.main(list(argv))
+  out, err = capsys.readouterr()
+  return code, out, err
+
+
+def test_cli_pushed_embed_neighbors(pushed, capsys):
+  code, out, _ = _cli(capsys, 'pushed', '--home', pushed['home'], '--json')
+  assert code == 0
+  listed = json.loads(out)
+  assert [v['version'] for v in listed] == [1, 2]
+  assert listed[0]['manifest']['pipeline_run_id'] == 'r1'
+  code, out, _ = _cli(capsys, 'pushed', '--push-root', pushed['root'])
+  assert code == 0 and '(served)' in out and 'neighbor_recall=0.2' in out
+
+  code, out, err = _cli(capsys, 'embed', '--home', pushed['home'],
+                        '--version', '1', 'the cat sat', 'dog')
+  assert code == 0 and 'pushed version 1' in err
+  lines = out.splitlines()
+  assert [l.split('\t')[0] for l in lines] == ['the cat sat', 'dog']
+  np.testing.assert_allclose(
+      [float(x) for x in lines[0].split('\t')[1].split()],
+      _sentence(pushed['tables'][1], 'the cat sat'), atol=1e-5)
+
+  code, out, _ = _cli(capsys, 'neighbors', '--home', pushed['home'], 'dog',
+                      '-k', '2', '--json')
+  assert code == 0
+  got = json.loads(out)
+  assert got['version'] == 2
+  assert [n['token'] for n in got['neighbors']] == _cosine_neighbors(
+      pushed['tables'][2], 'dog', 2)[0]
+
+
+@pytest.mark.parametrize('argv,match', [
+    (['embed', '--version', '9', 'cat'], 'version 9 is not a complete'),
+    (['embed', '--version', '../1', 'cat'], 'escapes the push root'),
+    (['neighbors', 'zebra'], "'zebra' is not in the vocabulary"),
+    (['neighbors', '-k', '0', 'cat'], 'k must be an integer >= 1'),
+    (['rollback', '--to', '/etc'], 'escapes the push root'),
+    (['rollback', '--to', '7'], 'cannot roll back to version 7'),
+])
+def test_cli_errors_are_one_line(pushed, capsys, argv, match):
+  code, out, err = _cli(capsys, argv[0], '--home', pushed['home'], *argv[1:])
+  assert code == 2 and out == ''
+  assert err.startswith('error: ') and match in err
+  assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_on_an_empty_home(tmp_path, capsys):
+  code, out, _ = _cli(capsys, 'pushed', '--home', str(tmp_path))
+  assert code == 0 and 'nothing pushed' in out
+  code, _, err = _cli(capsys, 'embed', '--home', str(tmp_path), 'cat')
+  assert code == 2 and 'has no pushed version' in err
+
+
+def test_rollback_serves_the_old_vectors_as_a_new_version(tmp_path, pushed,
+                                                          capsys):
+  # A private copy of the push root: rollback writes to it.
+  home = str(tmp_path / 'home')
+  root = consumer.push_root_for_home(home)
+  for v in consumer.list_pushed(pushed['root']):
+    publish.publish(root, {'serving': v.serving_dir, 'hub': v.hub_dir},
+                    {'spans': v.manifest['spans']})
+  code, out, _ = _cli(capsys, 'rollback', '--home', home, '--to', '1')
+  assert code == 0 and 're-published as version 3' in out
+  assert push_layout.list_versions(root, 'hub') == [1, 2, 3]
+  _, old = consumer.embed(root, SENTENCES, version=1)
+  version, new = consumer.embed(root, SENTENCES)
+  assert version == 3
+  np.testing.assert_array_equal(new, old)
+  assert not np.allclose(new, consumer.embed(root, SENTENCES, version=2)[1])
+  hub_new = hub.load(push_layout.version_dir(root, 'hub', 3)).signatures[
+      'default'](sentences=tf.constant(SENTENCES))['default'].numpy()
+  np.testing.assert_allclose(hub_new, old, rtol=1e-5, atol=1e-6)
+  m = push_layout.read_manifest(root, 'serving', 3)
+  assert m['rollback_of'] == 1 and m['spans'] == [1]
+  code, _, _ = _cli(capsys, 'rollback', '--home', home, '--to', '2',
+                    '--keep-versions', '2')
+  assert code == 0
+  assert push_layout.list_versions(root, 'serving') == [3, 4]
