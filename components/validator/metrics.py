@@ -103,14 +103,25 @@ class EvalPairs:
   oov_tokens: int        # tokens dropped as out-of-vocabulary
 
 
+def negative_probabilities(counts: Sequence[int]) -> np.ndarray:
+  """The trainer's negative distribution: unigram^0.75 over vocabulary rows."""
+  p = np.power(np.maximum(np.asarray(counts, dtype=np.float64), 0.0),
+               skipgram.NEGATIVE_SAMPLING_POWER)
+  if not p.sum() > 0:
+    raise ValueError('vocabulary counts are all zero; negatives cannot be '
+                     'sampled')
+  return p / p.sum()
+
+
 def eval_pairs(sequences: Iterable[Sequence[str]], tokens: Sequence[str],
                counts: Sequence[int], window: int, num_negatives: int,
                subsample: float, seed: int = 0) -> EvalPairs:
   """Held-out pairs and negatives by the trainer's own definition.
 
-  `components.skipgram` makes them (OOV and subsampled tokens dropped before
-  windows, word2vec reduced window, unigram^0.75 negatives) with a fixed
-  seed, so every model is scored on the same pairs and negatives.
+  `components.skipgram.skipgram_pairs` makes the pairs (OOV and subsampled
+  tokens dropped before windows, word2vec reduced window); negatives follow
+  the trainer's unigram^0.75 distribution. Everything is drawn once from
+  `seed`, so every model is scored on the same pairs and negatives.
   """
   skipgram.SkipGramConfig(window=window, negatives=num_negatives,
                           subsample=subsample).validate()
@@ -124,11 +135,11 @@ def eval_pairs(sequences: Iterable[Sequence[str]], tokens: Sequence[str],
   keep = tf.constant(skipgram.keep_probabilities(counts, subsample))
   targets, contexts = skipgram.skipgram_pairs(ids, keep, window,
                                               tf.constant([seed, 0], tf.int64))
-  negatives = skipgram.sample_negatives(
-      tf.constant(skipgram.negative_sampling_cdf(counts)),
-      tf.stack([tf.shape(targets)[0], num_negatives]),
-      tf.constant([seed, 1], tf.int64))
-  return EvalPairs(targets.numpy(), contexts.numpy(), negatives.numpy(),
+  rng = np.random.default_rng(seed)
+  negatives = rng.choice(len(tokens), size=(int(targets.shape[0]),
+                                            num_negatives),
+                         p=negative_probabilities(counts)).astype(np.int32)
+  return EvalPairs(targets.numpy(), contexts.numpy(), negatives,
                    len(sequences), oov)
 
 

@@ -1,0 +1,70 @@
+"""Small real inputs for the CheckpointValidator tests.
+
+A demo corpus with planted topics (Examples + vocabulary + related pairs),
+tables of known quality, and a pushed baseline made by the real exporters.
+"""
+
+import collections
+import json
+import os
+from typing import Dict
+
+import numpy as np
+
+from components import push_layout
+from components.checkpoint_restore import restore_for_serving
+from components.exporter import hub_export
+from components.exporter import serving_export
+from pipelines import demo_data
+from tests import artifact_fixtures
+
+SHAPE = demo_data.CorpusShape(topics=4, tokens_per_topic=20, filler_tokens=5,
+                              lines_per_span=300, related_per_topic=5)
+
+
+def write_corpus(base: str) -> Dict[str, object]:
+  """Examples (train = span 1, eval = span 2), vocabulary, related pairs."""
+  train = [l.split() for l in demo_data.span_lines(1, SHAPE)]
+  eval_ = [l.split() for l in demo_data.span_lines(2, SHAPE)][:150]
+  examples = artifact_fixtures.write_examples(
+      os.path.join(base, 'examples'), {'train': train, 'eval': eval_})
+  counts = collections.Counter(t for s in train for t in s)
+  vocab_uri = os.path.join(base, 'vocabulary')
+  vocab = artifact_fixtures.write_vocabulary(vocab_uri, counts)
+  related = os.path.join(base, demo_data.RELATED_PAIRS_FILENAME)
+  with open(related, 'w', encoding='utf-8') as f:
+    f.writelines(f'{a}\t{b}\n' for a, b in demo_data.related_pairs(SHAPE))
+  return {'examples': examples, 'vocabulary': vocab_uri, 'vocab': vocab,
+          'related': related}
+
+
+def topic_table(tokens, noise: float, dim: int = 8, seed: int = 0
+                ) -> np.ndarray:
+  """Rows near orthogonal per-topic directions; more noise = a worse model."""
+  rng = np.random.default_rng(seed)
+  topics = sorted({t.split('-')[0] for t in tokens})
+  center = {t: np.eye(dim)[i % dim] for i, t in enumerate(topics)}
+  return np.stack([center[t.split('-')[0]] + noise * rng.normal(size=dim)
+                   for t in tokens]).astype(np.float32)
+
+
+def random_table(tokens, scale: float, dim: int = 8, seed: int = 1
+                 ) -> np.ndarray:
+  rng = np.random.default_rng(seed)
+  return (scale * rng.normal(size=(len(tokens), dim))).astype(np.float32)
+
+
+def push_baseline(push_root: str, model_uri: str, version: int = 1) -> str:
+  """Exports `model_uri` and places it as a complete pushed version."""
+  restored = restore_for_serving(model_uri)
+  dirs = {kind: push_layout.version_dir(push_root, kind, version)
+          for kind in push_layout.KINDS}
+  hub_export.export_hub_module(
+      hub_export.TableRows.from_variable(restored.table('tokens')),
+      restored.vocabulary, dirs['hub'])
+  serving_export.export_serving_model(restored, dirs['serving'])
+  for kind, path in dirs.items():
+    with open(os.path.join(path, push_layout.MANIFEST_FILENAME), 'w') as f:
+      json.dump({'version': version, 'kind': kind,
+                 'source_model': model_uri}, f)
+  return dirs['serving']
