@@ -1,0 +1,266 @@
+"""Skip-gram with negative sampling: the training core shared by CPU and TPU.
+
+Everything here is plain TensorFlow and runs the same for both adapters:
+
+* input pipeline: token sequences -> ids through the vocabulary (OOV tokens
+  dropped), frequent-token subsampling, a word2vec "reduced window" around
+  every kept token -> (target, context) pairs, `K` negatives per pair drawn
+  from the unigram^0.75 distribution of the vocabulary counts;
+* the loss on activations and its gradients with respect to the activations.
+
+The batches are `{'target': [B], 'context': [B], 'negatives': [B, K]}` int32
+ids. The CPU adapter looks them up as they are; the TPU adapter enqueues
+`negatives` as `[B, K, 1]` (TPUEmbedding reduces the last dimension of a dense
+input), so both see activations `target [B, D]`, `context [B, D]`,
+`negatives [B, K, D]`.
+
+The pipeline is deterministic given the seed (stateless random ops keyed by
+epoch and chunk index), so a resumed run continues exactly where the
+checkpointed one stopped by skipping the batches it already trained on.
+"""
+
+import dataclasses
+from typing import Dict, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
+                                       TARGET_FEATURE)
+
+NEGATIVE_SAMPLING_POWER = 0.75
+
+
+@dataclasses.dataclass(frozen=True)
+class SkipGramConfig:
+  """How sequences become training batches.
+
+  Attributes:
+    batch_size: (target, context) pairs per global batch.
+    window: maximum distance between target and context; each target draws
+      its own window size uniformly from 1..window (word2vec).
+    negatives: negatives per pair, K.
+    subsample: word2vec's sample threshold t; a token with corpus frequency f
+      is kept with probability min(1, (sqrt(f/t) + 1) * t/f). 0 keeps all.
+    seed: seed of every random choice in the pipeline.
+    sequences_per_chunk: sequences turned into pairs together; the pairs of
+      a chunk are shuffled before batching.
+    shuffle_buffer: sequences in the shuffle buffer (per epoch).
+  """
+  batch_size: int = 1024
+  window: int = 5
+  negatives: int = 5
+  subsample: float = 1e-3
+  seed: int = 0
+  sequences_per_chunk: int = 256
+  shuffle_buffer: int = 10_000
+
+  def validate(self):
+    for name in ('batch_size', 'window', 'negatives', 'sequences_per_chunk',
+                 'shuffle_buffer'):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f'skip-gram: {name} must be an integer >= 1, '
+                         f'got {value!r}')
+    if not 0 <= self.subsample < 1:
+      raise ValueError(f'skip-gram: subsample must be in [0, 1), got '
+                       f'{self.subsample!r}')
+
+
+def keep_probabilities(counts: Sequence[int], subsample: float) -> np.ndarray:
+  """Per-id probability of keeping a token (word2vec subsampling)."""
+  counts = np.asarray(counts, dtype=np.float64)
+  if subsample <= 0:
+    return np.ones_like(counts, dtype=np.float32)
+  freq = counts / max(counts.sum(), 1.0)
+  with np.errstate(divide='ignore', invalid='ignore'):
+    keep = (np.sqrt(freq / subsample) + 1.0) * subsample / freq
+  keep = np.where(freq > 0, keep, 1.0)
+  return np.minimum(keep, 1.0).astype(np.float32)
+
+
+def negative_sampling_probabilities(counts: Sequence[int],
+                                    power: float = NEGATIVE_SAMPLING_POWER
+                                   ) -> np.ndarray:
+  """unigram^power over ids, normalized (the distribution negatives follow)."""
+  weights = np.power(np.asarray(counts, dtype=np.float64), power)
+  total = weights.sum()
+  if not total > 0:
+    raise ValueError('skip-gram: vocabulary counts are all zero; negatives '
+                     'cannot be sampled')
+  return weights / total
+
+
+def alias_table(probabilities: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+  """Walker/Vose alias table: (accept [V] float32, alias [V] int32).
+
+  Sampling draws a uniform slot i and a uniform u and returns i if
+  u < accept[i] else alias[i]: exact, O(1) per sample, two gathers.
+  """
+  n = len(probabilities)
+  scaled = np.asarray(probabilities, dtype=np.float64) * n
+  accept = np.ones(n, dtype=np.float64)
+  alias = np.arange(n, dtype=np.int64)
+  small = [i for i in range(n) if scaled[i] < 1.0]
+  large = [i for i in range(n) if scaled[i] >= 1.0]
+  while small and large:
+    s, l = small.pop(), large.pop()
+    accept[s] = scaled[s]
+    alias[s] = l
+    scaled[l] -= 1.0 - scaled[s]
+    (small if scaled[l] < 1.0 else large).append(l)
+  # Leftovers are 1 up to rounding.
+  return accept.astype(np.float32), alias.astype(np.int32)
+
+
+def sample_negatives(accept: tf.Tensor, alias: tf.Tensor, shape,
+                     seed) -> tf.Tensor:
+  """int32 ids of `shape` drawn through an alias table (see alias_table)."""
+  seed = tf.cast(seed, tf.int64)
+  slot_seed, coin_seed = tf.unstack(
+      tf.random.experimental.stateless_split(seed, 2))
+  n = tf.shape(accept, out_type=tf.int32)[0]
+  slot = tf.random.stateless_uniform(shape, seed=slot_seed, minval=0,
+                                     maxval=n, dtype=tf.int32)
+  coin = tf.random.stateless_uniform(shape, seed=coin_seed)
+  return tf.where(coin < tf.gather(accept, slot), slot, tf.gather(alias, slot))
+
+
+def id_lookup_table(tokens: Sequence[str]) -> tf.lookup.StaticHashTable:
+  """token -> row id; OOV -> -1 (vocabulary_file.OOV_ID)."""
+  return tf.lookup.StaticHashTable(
+      tf.lookup.KeyValueTensorInitializer(
+          tf.constant(list(tokens), tf.string),
+          tf.range(len(tokens), dtype=tf.int32)),
+      default_value=-1)
+
+
+def skipgram_pairs(ids, keep_prob: tf.Tensor, window: int,
+                   seed) -> Tuple[tf.Tensor, tf.Tensor]:
+  """(target, context) pairs of a ragged batch of id sequences.
+
+  OOV ids (< 0) and subsampled tokens are removed before windows are formed,
+  so they neither appear in pairs nor separate their neighbours (word2vec).
+  `seed` is a stateless seed, shape [2].
+  """
+  if not isinstance(ids, tf.RaggedTensor):  # equal-length sequences batch dense
+    ids = tf.RaggedTensor.from_tensor(ids)
+  seed = tf.cast(seed, tf.int64)
+  keep_seed, window_seed, order_seed = tf.unstack(
+      tf.random.experimental.stateless_split(seed, 3))
+  values = ids.flat_values
+  rows = ids.value_rowids()
+  valid = values >= 0
+  u = tf.random.stateless_uniform(tf.shape(values), seed=keep_seed)
+  keep = valid & (u < tf.gather(keep_prob, tf.maximum(values, 0)))
+  values = tf.boolean_mask(values, keep)
+  rows = tf.boolean_mask(rows, keep)
+  reach = tf.random.stateless_uniform(
+      tf.shape(values), seed=window_seed, minval=1, maxval=window + 1,
+      dtype=tf.int32)
+  targets, contexts = [], []
+  for d in range(1, window + 1):
+    same_row = tf.equal(rows[:-d], rows[d:])
+    left, right = values[:-d], values[d:]
+    forward = same_row & (reach[:-d] >= d)   # target left, context right
+    backward = same_row & (reach[d:] >= d)   # target right, context left
+    targets += [tf.boolean_mask(left, forward), tf.boolean_mask(right, backward)]
+    contexts += [tf.boolean_mask(right, forward),
+                 tf.boolean_mask(left, backward)]
+  target = tf.concat(targets, 0)
+  context = tf.concat(contexts, 0)
+  order = tf.random.experimental.stateless_shuffle(
+      tf.range(tf.shape(target)[0]), seed=order_seed)
+  return tf.gather(target, order), tf.gather(context, order)
+
+
+class SkipGramData:
+  """Turns a dataset of token sequences into skip-gram training batches."""
+
+  def __init__(self, tokens: Sequence[str], counts: Sequence[int],
+               config: SkipGramConfig):
+    config.validate()
+    if len(tokens) != len(counts) or not tokens:
+      raise ValueError('skip-gram: the vocabulary needs one count per token '
+                       'and at least one token')
+    self.config = config
+    self.vocabulary_size = len(tokens)
+    self._table = id_lookup_table(tokens)
+    self._keep = tf.constant(keep_probabilities(counts, config.subsample))
+    accept, alias = alias_table(negative_sampling_probabilities(counts))
+    self._accept = tf.constant(accept)
+    self._alias = tf.constant(alias)
+
+  def ids(self, tokens: tf.Tensor) -> tf.Tensor:
+    return self._table.lookup(tokens)
+
+  def _pairs(self, index, ids):
+    """Pairs and negatives of chunk `index` (a ragged batch of id sequences)."""
+    c = self.config
+    chunk_seed = tf.random.experimental.stateless_fold_in(
+        tf.constant([c.seed, 0], tf.int64), index)
+    pair_seed, negative_seed = tf.unstack(
+        tf.random.experimental.stateless_split(chunk_seed, 2))
+    target, context = skipgram_pairs(ids, self._keep, c.window, pair_seed)
+    negatives = sample_negatives(
+        self._accept, self._alias,
+        tf.stack([tf.shape(target)[0], c.negatives]), negative_seed)
+    return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
+            NEGATIVES_FEATURE: negatives}
+
+  def batches(self, sequences: tf.data.Dataset, epochs: int = 0,
+              skip: int = 0) -> tf.data.Dataset:
+    """Training batches of `epochs` passes (0 = endless), after `skip` batches.
+
+    Sequences are shuffled per epoch (seeded), turned into pairs a chunk at a
+    time and re-batched so that every batch has exactly `batch_size` pairs
+    (the static shapes a TPU needs; pairs flow across epoch boundaries and
+    only the remainder of the last epoch is dropped).
+    """
+    c = self.config
+    ds = sequences.shuffle(c.shuffle_buffer, seed=c.seed,
+                           reshuffle_each_iteration=True)
+    ds = ds.repeat(epochs if epochs > 0 else None)
+    ds = ds.map(self._table.lookup, num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True)
+    ds = ds.ragged_batch(c.sequences_per_chunk).enumerate()
+    ds = ds.map(self._pairs, num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True)
+    ds = ds.rebatch(c.batch_size, drop_remainder=True)
+    if skip:
+      ds = ds.skip(skip)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+# -- loss on activations ------------------------------------------------------
+def loss_and_gradients(target: tf.Tensor, context: tf.Tensor,
+                       negatives: tf.Tensor, global_batch_size
+                      ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+  """Negative-sampling loss and its gradients w.r.t. the activations.
+
+  loss = sum_b [softplus(-t_b.c_b) + sum_k softplus(t_b.n_bk)] / global_batch
+
+  Args:
+    target: [B, D] activations of the targets.
+    context: [B, D] activations of the contexts.
+    negatives: [B, K, D] activations of the negatives.
+    global_batch_size: divisor of the summed loss (the global batch on TPU,
+      where each replica holds B = global / replicas pairs).
+
+  Returns:
+    (this replica's share of the loss, {feature: gradient}) with gradients
+    shaped like the activations, as `TPUEmbedding.apply_gradients` expects.
+  """
+  scale = 1.0 / tf.cast(global_batch_size, target.dtype)
+  pos = tf.reduce_sum(target * context, axis=-1)                # [B]
+  neg = tf.einsum('bd,bkd->bk', target, negatives)              # [B, K]
+  loss = (tf.reduce_sum(tf.nn.softplus(-pos)) +
+          tf.reduce_sum(tf.nn.softplus(neg))) * scale
+  d_pos = (tf.sigmoid(pos) - 1.0) * scale                       # dL/dpos
+  d_neg = tf.sigmoid(neg) * scale                               # dL/dneg
+  d_target = (d_pos[:, None] * context +
+              tf.einsum('bk,bkd->bd', d_neg, negatives))
+  d_context = d_pos[:, None] * target
+  d_negatives = d_neg[:, :, None] * target[:, None, :]
+  return loss, {TARGET_FEATURE: d_target, CONTEXT_FEATURE: d_context,
+                NEGATIVES_FEATURE: d_negatives}
