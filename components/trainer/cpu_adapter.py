@@ -1,0 +1,90 @@
+"""CPU adapter: `TPUEmbeddingForServing` lookups + the embedding optimizer's rule.
+
+The embedding object is built from the spec with the spec's optimizer, so the
+mid-level API creates the slot variables itself (same names, same initial
+values, same checkpoint keys as `TPUEmbedding`). Per step:
+
+1. look the batch's ids up with the serving API (dense ids keep their shape:
+   target [B] -> [B, D], negatives [B, K] -> [B, K, D]);
+2. loss and gradients w.r.t. the activations from the shared core;
+3. per table: the rows' gradients, duplicate ids summed, then the optimizer's
+   own update rule on the parameters and their slots.
+"""
+
+import collections
+from typing import Dict, List, Tuple
+
+import tensorflow as tf
+
+from components import embedding_optimizers
+from components import skipgram
+from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
+                                       TARGET_FEATURE, EmbeddingSpec)
+
+
+class CpuAdapter:
+  """Trains the spec's tables on CPU, writing TPU-format checkpoints."""
+
+  device = 'cpu'
+
+  def __init__(self, spec: EmbeddingSpec, global_batch_size: int):
+    self.spec = spec
+    self.global_batch_size = global_batch_size
+    feature_config = spec.build_feature_config()
+    self.embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
+        feature_config, spec.build_optimizer())
+    # The mid-level API has attached the optimizer to every TableConfig.
+    self._rules = {
+        f.table.name: embedding_optimizers.rule_for(f.table.optimizer)
+        for f in feature_config.values()
+    }
+    self._features_of_table: Dict[str, List[str]] = collections.defaultdict(
+        list)
+    for name, f in sorted(feature_config.items()):
+      self._features_of_table[f.table.name].append(name)
+    self._run = tf.function(self._run_steps)
+
+  def build(self):
+    self.embedding.build()
+
+  @property
+  def variables(self) -> Dict[str, Dict[str, tf.Variable]]:
+    """{table: {'parameters': table, <slot>: slot variable}}."""
+    return self.embedding._variables  # pylint: disable=protected-access
+
+  def iterator(self, dataset: tf.data.Dataset):
+    return iter(dataset)
+
+  def step(self, features: Dict[str, tf.Tensor]) -> tf.Tensor:
+    """One training step on a batch; returns the batch's mean loss."""
+    activations = self.embedding.embedding_lookup(features)
+    loss, gradients = skipgram.loss_and_gradients(
+        activations[TARGET_FEATURE], activations[CONTEXT_FEATURE],
+        activations[NEGATIVES_FEATURE], self.global_batch_size)
+    for table, names in self._features_of_table.items():
+      dim = self.spec.table(table).dim
+      ids = tf.concat([tf.reshape(features[n], [-1]) for n in names], 0)
+      rows = tf.concat([tf.reshape(gradients[n], [-1, dim]) for n in names],
+                       0)
+      embedding_optimizers.apply_sparse(self._rules[table],
+                                        self.variables[table], ids, rows)
+    return loss
+
+  def _run_steps(self, iterator, steps):
+    total = tf.constant(0.0)
+    done = tf.constant(0, tf.int64)
+    for _ in tf.range(steps):
+      batch = iterator.get_next_as_optional()
+      if not batch.has_value():
+        break
+      total += self.step(batch.get_value())
+      done += 1
+    return total, done
+
+  def train(self, iterator, steps: int) -> Tuple[float, int]:
+    """Runs up to `steps` steps in one call (fewer if the data ends).
+
+    Returns (sum of the batch losses, steps run).
+    """
+    total, done = self._run(iterator, tf.constant(steps, tf.int64))
+    return float(total), int(done)

@@ -1,0 +1,246 @@
+"""EmbeddingTrainer executor: checks everything, then trains on CPU or TPU.
+
+1. Parameters, spec, vocabulary, Examples and the base model are checked and
+   the device is resolved (and a TPU connected) before anything is written.
+2. The output Model gets `embedding_spec.json` (vocabulary size set) and
+   `vocabulary.tsv`; a rerun on the same output checks they still match.
+3. Without a checkpoint in the output and with a base model, the warm-start
+   checkpoint (step 0) is written first.
+4. The training loop restores the latest checkpoint and trains.
+5. `metadata.json` is written last: a Model without it is incomplete.
+"""
+
+import dataclasses
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+from absl import logging
+import tensorflow as tf
+from tfx import types
+from tfx.dsl.components.base import base_executor
+from tfx.types import artifact_utils
+
+from components import examples_io
+from components import model_layout
+from components import skipgram
+from components import vocabulary_file
+from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
+                                       TARGET_FEATURE, EmbeddingSpec,
+                                       skipgram_spec)
+from components.trainer import checkpoints
+from components.trainer import cpu_adapter
+from components.trainer import device
+from components.trainer import tpu_adapter
+from components.trainer import training_loop
+from components.trainer import warm_start
+
+# Input / output keys.
+EXAMPLES_KEY = 'examples'
+VOCABULARY_KEY = 'vocabulary'
+BASE_MODEL_KEY = 'base_model'
+MODEL_KEY = 'model'
+MODEL_RUN_KEY = 'model_run'
+TRAIN_SPLIT = 'train'
+SPAN_PROPERTY = 'span'
+SUMMARY_SUBDIR = 'train'
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerConfig:
+  """Execution parameters with their defaults."""
+  embedding_spec: str = ''
+  batch_size: int = 1024
+  train_steps: int = 0
+  epochs: int = 1
+  window: int = 5
+  negatives: int = 5
+  subsample: float = 1e-3
+  checkpoint_every: int = 1000
+  log_every: int = 100
+  tpu: str = ''
+  seed: int = 0
+  warm_start_uri: str = ''
+
+  @classmethod
+  def from_exec_properties(cls, props: Dict[str, Any]) -> 'TrainerConfig':
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(props) - set(fields))
+    if unknown:
+      raise ValueError(f'EmbeddingTrainer: unknown parameter {unknown[0]!r}')
+    values = {k: v for k, v in props.items() if v is not None}
+    if 'subsample' in values and isinstance(values['subsample'], int):
+      values['subsample'] = float(values['subsample'])
+    return cls(**values)
+
+  def skipgram_config(self) -> skipgram.SkipGramConfig:
+    return skipgram.SkipGramConfig(
+        batch_size=self.batch_size, window=self.window,
+        negatives=self.negatives, subsample=self.subsample, seed=self.seed)
+
+  def loop_config(self) -> training_loop.LoopConfig:
+    return training_loop.LoopConfig(
+        train_steps=self.train_steps, epochs=self.epochs,
+        checkpoint_every=self.checkpoint_every, log_every=self.log_every)
+
+
+def resolve_spec(spec_json: str,
+                 vocabulary: vocabulary_file.Vocabulary) -> EmbeddingSpec:
+  """The spec with the `tokens` table sized from the vocabulary, checked."""
+  spec = (EmbeddingSpec.from_json(spec_json) if spec_json.strip() else
+          skipgram_spec())
+  features = {f.name: f for f in spec.features}
+  needed = (TARGET_FEATURE, CONTEXT_FEATURE, NEGATIVES_FEATURE)
+  if (set(features) != set(needed) or len(spec.tables) != 1 or
+      any(features[n].table != spec.tables[0].name for n in needed)):
+    raise ValueError(
+        'embedding_spec: the trainer needs exactly the features '
+        f'{list(needed)} reading one table (build it with '
+        'components.embedding_spec.skipgram_spec)')
+  for name in needed:
+    if features[name].max_sequence_length or features[name].output_shape:
+      raise ValueError(f'embedding_spec: feature {name!r} must have no '
+                       'max_sequence_length or output_shape (dense ids)')
+  table = spec.tables[0]
+  if table.vocabulary_size == 0:
+    spec = spec.with_vocabulary_size(table.name, len(vocabulary))
+  elif table.vocabulary_size != len(vocabulary):
+    raise ValueError(
+        f'embedding_spec: table {table.name!r} has vocabulary_size '
+        f'{table.vocabulary_size} but the vocabulary has {len(vocabulary)} '
+        'tokens; set it to 0 to size it from the vocabulary')
+  # Fail here, not mid-training, on optimizer options TF itself rejects.
+  spec.build_optimizer()
+  return spec
+
+
+def examples_spans(examples: List[types.Artifact]) -> List[int]:
+  spans = set()
+  for artifact in examples:
+    if artifact.has_custom_property(SPAN_PROPERTY):
+      spans.add(int(artifact.get_int_custom_property(SPAN_PROPERTY)))
+    elif artifact.has_property(SPAN_PROPERTY):
+      spans.add(int(getattr(artifact, SPAN_PROPERTY)))
+  return sorted(spans)
+
+
+def sequences_of(examples: List[types.Artifact]) -> tf.data.Dataset:
+  datasets = [examples_io.token_dataset(a.uri, TRAIN_SPLIT) for a in examples]
+  ds = datasets[0]
+  for other in datasets[1:]:
+    ds = ds.concatenate(other)
+  return ds
+
+
+def _check_rerun(model_uri: str, spec: EmbeddingSpec,
+                 vocabulary: vocabulary_file.Vocabulary):
+  """A rerun on the same output must train the same spec and vocabulary."""
+  path = model_layout.join(model_uri, 'embedding_spec.json')
+  if tf.io.gfile.exists(path) and EmbeddingSpec.load(model_uri) != spec:
+    raise ValueError(
+        f'model {model_uri} holds a checkpoint of another embedding spec; '
+        'use a new output or the same embedding_spec')
+  if tf.io.gfile.exists(model_layout.join(
+      model_uri, vocabulary_file.VOCABULARY_FILENAME)):
+    if vocabulary_file.read(model_uri) != vocabulary:
+      raise ValueError(
+          f'model {model_uri} holds a checkpoint of another vocabulary; use a '
+          'new output or the same vocabulary')
+
+
+def train(examples: List[types.Artifact], vocabulary_uri: str,
+          model_uri: str, model_run_uri: str, config: TrainerConfig,
+          base_model_uri: str = '') -> Dict[str, Any]:
+  """Everything the executor does; returns the metadata written."""
+  if not examples:
+    raise ValueError('EmbeddingTrainer: no Examples artifact given')
+  vocabulary = vocabulary_file.read(vocabulary_uri)
+  spec = resolve_spec(config.embedding_spec, vocabulary)
+  table = spec.tables[0].name
+  loop_config = config.loop_config()
+  loop_config.validate()
+  data = skipgram.SkipGramData(vocabulary.tokens, vocabulary.counts,
+                               config.skipgram_config())
+  for artifact in examples:
+    examples_io.split_files(artifact.uri, TRAIN_SPLIT)
+  base = base_model_uri or config.warm_start_uri
+  if (base_model_uri and config.warm_start_uri and
+      base_model_uri.rstrip('/') != config.warm_start_uri.rstrip('/')):
+    raise ValueError(
+        f'EmbeddingTrainer: base_model ({base_model_uri}) and warm_start_uri '
+        f'({config.warm_start_uri}) disagree; give one of them')
+  if base:
+    base_spec = EmbeddingSpec.load(base)
+    warm_start.check_compatible(spec, base_spec, base)
+    model_layout.latest_checkpoint(base)
+  _check_rerun(model_uri, spec, vocabulary)
+
+  choice = device.choose(config.tpu)
+  tf.random.set_seed(config.seed)  # initial table values
+  if choice.kind == 'tpu':
+    strategy = device.connect(choice)
+    adapter = tpu_adapter.TpuAdapter(spec, config.batch_size,
+                                     config.negatives, strategy)
+  else:
+    adapter = cpu_adapter.CpuAdapter(spec, config.batch_size)
+
+  # Inputs are good: from here on the output is written.
+  spec.save(model_uri)
+  vocabulary_file.write(model_uri, vocabulary)
+  warm = None
+  if base and checkpoints.latest(model_uri) is None:
+    warm = warm_start.write_initial_checkpoint(
+        base, spec, vocabulary, table, model_uri, config.seed)
+    logging.info('Warm start from %s: %d tokens kept, %d new, %d dropped',
+                 base, warm.kept_tokens, warm.new_tokens, warm.dropped_tokens)
+  result = training_loop.run(
+      adapter, spec, data, sequences_of(examples), model_uri,
+      model_layout.join(model_run_uri, SUMMARY_SUBDIR), loop_config)
+  metadata = {
+      'steps': result.steps,
+      'examples_seen': result.examples_seen,
+      'final_loss': result.final_loss,
+      'spans': examples_spans(examples),
+      'device': adapter.device,
+      'optimizer': spec.optimizer.kind,
+      'dim': spec.tables[0].dim,
+      'vocabulary_size': len(vocabulary),
+      'batch_size': config.batch_size,
+      'window': config.window,
+      'negatives': config.negatives,
+      'subsample': config.subsample,
+      'seed': config.seed,
+      'train_steps': config.train_steps,
+      'epochs': config.epochs,
+      'resumed_from_step': result.start_step,
+      'steps_this_run': result.steps_this_run,
+      'examples_per_sec': result.examples_per_sec,
+      'checkpoint': os.path.basename(result.checkpoint or ''),
+      'warm_start': warm.to_dict() if warm else None,
+      'trained_at': int(time.time()),
+  }
+  model_layout.write_metadata(model_uri, metadata)
+  logging.info('EmbeddingTrainer done: %d steps on %s, final loss %s',
+               result.steps, adapter.device, result.final_loss)
+  return metadata
+
+
+class Executor(base_executor.BaseExecutor):
+  """Trains token embeddings with skip-gram on CPU or TPU."""
+
+  def Do(self, input_dict: Dict[str, List[types.Artifact]],
+         output_dict: Dict[str, List[types.Artifact]],
+         exec_properties: Dict[str, Any]) -> None:
+    self._log_startup(input_dict, output_dict, exec_properties)
+    config = TrainerConfig.from_exec_properties(exec_properties)
+    vocabulary = artifact_utils.get_single_uri(input_dict[VOCABULARY_KEY])
+    base_models = input_dict.get(BASE_MODEL_KEY) or []
+    if len(base_models) > 1:
+      raise ValueError('EmbeddingTrainer: give at most one base_model')
+    model = artifact_utils.get_single_instance(output_dict[MODEL_KEY])
+    model_run = artifact_utils.get_single_instance(output_dict[MODEL_RUN_KEY])
+    metadata = train(input_dict[EXAMPLES_KEY], vocabulary, model.uri,
+                     model_run.uri, config,
+                     base_models[0].uri if base_models else '')
+    model.set_int_custom_property('steps', metadata['steps'])
+    model.set_string_custom_property('device', metadata['device'])

@@ -1,0 +1,119 @@
+"""The training loop shared by the CPU and TPU adapters.
+
+Restores the latest checkpoint of the output model if there is one (a rerun
+after a kill resumes; the pipeline skips the batches already trained on, so
+the data continues exactly), then trains in calls of up to `log_every`
+steps, writes TensorBoard scalars (`loss`, `examples_per_sec`) and a progress
+line per call, and saves a checkpoint every `checkpoint_every` steps and at
+the end.
+"""
+
+import dataclasses
+import math
+import time
+from typing import Optional
+
+from absl import logging
+import tensorflow as tf
+
+from components.embedding_spec import EmbeddingSpec
+from components.skipgram import SkipGramData
+from components.trainer import checkpoints
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+  """train_steps > 0 caps the total steps; epochs > 0 caps the passes
+  (0 = endless, then train_steps must be set)."""
+  train_steps: int = 0
+  epochs: int = 1
+  checkpoint_every: int = 1000
+  log_every: int = 100
+
+  def validate(self):
+    for name in ('train_steps', 'epochs'):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f'{name} must be an integer >= 0, got {value!r}')
+    for name in ('checkpoint_every', 'log_every'):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f'{name} must be an integer >= 1, got {value!r}')
+    if self.train_steps == 0 and self.epochs == 0:
+      raise ValueError('set train_steps or epochs (both are 0: training '
+                       'would never end)')
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopResult:
+  steps: int
+  examples_seen: int
+  final_loss: float
+  start_step: int
+  steps_this_run: int
+  seconds: float
+  examples_per_sec: float
+  checkpoint: str
+
+
+def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
+        sequences: tf.data.Dataset, model_uri: str, summary_dir: str,
+        config: LoopConfig) -> LoopResult:
+  """Trains from the latest checkpoint of `model_uri` (or from scratch)."""
+  config.validate()
+  batch_size = data.config.batch_size
+  adapter.build()
+  state = checkpoints.create(adapter.embedding, model_uri)
+  latest = state.manager.latest_checkpoint
+  if latest:
+    checkpoints.restore(state, spec, latest)
+    logging.info('Resuming from %s (step %d)', latest, int(state.step))
+  start_step = int(state.step)
+  if config.train_steps and start_step >= config.train_steps:
+    logging.info('Checkpoint step %d already reaches train_steps=%d; nothing '
+                 'to train', start_step, config.train_steps)
+  iterator = adapter.iterator(
+      data.batches(sequences, epochs=config.epochs, skip=start_step))
+  writer = tf.summary.create_file_writer(summary_dir)
+  began = time.perf_counter()
+  last_saved = start_step if latest else -1
+  step = start_step
+  while not config.train_steps or step < config.train_steps:
+    n = config.log_every - step % config.log_every
+    n = min(n, config.checkpoint_every - step % config.checkpoint_every)
+    if config.train_steps:
+      n = min(n, config.train_steps - step)
+    tick = time.perf_counter()
+    loss_sum, done = adapter.train(iterator, n)
+    seconds = time.perf_counter() - tick
+    if done:
+      step += done
+      loss = loss_sum / done
+      rate = done * batch_size / max(seconds, 1e-9)
+      state.step.assign(step)
+      state.examples_seen.assign_add(done * batch_size)
+      state.loss.assign(loss)
+      with writer.as_default(step=step):
+        tf.summary.scalar('loss', loss)
+        tf.summary.scalar('examples_per_sec', rate)
+      if step % config.log_every == 0 or done < n:
+        total = f'/{config.train_steps}' if config.train_steps else ''
+        logging.info('step %d%s  loss %.4f  %.0f examples/s', step, total,
+                     loss, rate)
+      if step % config.checkpoint_every == 0:
+        state.manager.save(checkpoint_number=step)
+        last_saved = step
+    if done < n:  # the data ran out (epochs done)
+      break
+  writer.flush()
+  if last_saved != step:
+    state.manager.save(checkpoint_number=step)
+  seconds = time.perf_counter() - began
+  trained = step - start_step
+  final_loss = float(state.loss.numpy())
+  return LoopResult(
+      steps=step, examples_seen=int(state.examples_seen),
+      final_loss=final_loss if math.isfinite(final_loss) else None,
+      start_step=start_step, steps_this_run=trained, seconds=seconds,
+      examples_per_sec=trained * batch_size / seconds if seconds else 0.0,
+      checkpoint=state.manager.latest_checkpoint)

@@ -1,0 +1,104 @@
+"""Warm start: the step-0 checkpoint of a new model, seeded from a base model.
+
+The base model's table and optimizer slots are read from its checkpoint
+(any adapter's, TPU or CPU: the keys are the same). Rows are matched by
+token: a token in both vocabularies keeps its vector and slot values
+bit-exact, a new token gets the table initializer's value and the
+optimizer's initial slot values, a token that left the vocabulary is
+dropped. The result is saved as checkpoint 0 of the new model, so training
+(on CPU or TPU) starts by restoring it like any other checkpoint.
+"""
+
+import dataclasses
+from typing import Any, Dict
+
+import numpy as np
+import tensorflow as tf
+
+from components import model_layout
+from components import vocabulary_file
+from components.embedding_spec import EmbeddingSpec
+from components.trainer import checkpoints
+
+
+class WarmStartError(ValueError):
+  """The base model cannot seed this training run; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmStartReport:
+  base_model: str
+  base_checkpoint: str
+  kept_tokens: int
+  new_tokens: int
+  dropped_tokens: int
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+
+def check_compatible(spec: EmbeddingSpec, base: EmbeddingSpec, base_uri: str):
+  if base.optimizer.kind != spec.optimizer.kind:
+    raise WarmStartError(
+        f'warm start from {base_uri}: its optimizer is '
+        f'{base.optimizer.kind!r} but this run uses {spec.optimizer.kind!r}; '
+        'slots cannot carry over (use the same optimizer kind or no base '
+        'model)')
+  base_tables = {t.name: t for t in base.tables}
+  for table in spec.tables:
+    if table.name not in base_tables:
+      raise WarmStartError(
+          f'warm start from {base_uri}: it has no table {table.name!r} '
+          f'(its tables: {sorted(base_tables)})')
+    if base_tables[table.name].dim != table.dim:
+      raise WarmStartError(
+          f'warm start from {base_uri}: table {table.name!r} has dim '
+          f'{base_tables[table.name].dim} there but {table.dim} here')
+
+
+def write_initial_checkpoint(base_uri: str, spec: EmbeddingSpec,
+                             vocabulary: vocabulary_file.Vocabulary,
+                             table: str, model_uri: str,
+                             seed: int) -> WarmStartReport:
+  """Saves checkpoint 0 of `model_uri` with rows remapped from `base_uri`."""
+  try:
+    base_spec = EmbeddingSpec.load(base_uri)
+    base_vocabulary = vocabulary_file.read(base_uri)
+  except ValueError as e:
+    raise WarmStartError(f'warm start from {base_uri}: {e}') from e
+  check_compatible(spec, base_spec, base_uri)
+  base_path = model_layout.latest_checkpoint(base_uri)
+  checkpoints.check_embedding_keys(base_spec, base_path)
+  base_rows = base_spec.table(table).vocabulary_size
+  if len(base_vocabulary) != base_rows:
+    raise WarmStartError(
+        f'warm start from {base_uri}: vocabulary.tsv has '
+        f'{len(base_vocabulary)} tokens but table {table!r} has {base_rows} '
+        'rows')
+
+  old_ids = base_vocabulary.ids
+  pairs = [(i, old_ids[t]) for i, t in enumerate(vocabulary.tokens)
+           if t in old_ids]
+  new_rows = np.asarray([p[0] for p in pairs], dtype=np.int64)
+  old_rows = np.asarray([p[1] for p in pairs], dtype=np.int64)
+
+  tf.random.set_seed(seed)
+  embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
+      spec.build_feature_config(), spec.build_optimizer())
+  embedding.build()
+  reader = tf.train.load_checkpoint(base_path)
+  variables = embedding._variables[table]  # pylint: disable=protected-access
+  keys = {'parameters': model_layout.table_key(table)}
+  keys.update({s: model_layout.slot_key(table, s)
+               for s in spec.optimizer.slot_names})
+  for name, key in keys.items():
+    if len(pairs):
+      values = reader.get_tensor(key)[old_rows]
+      variables[name].scatter_update(tf.IndexedSlices(
+          tf.constant(values, tf.float32), tf.constant(new_rows)))
+  saved = checkpoints.create(embedding, model_uri)
+  saved.manager.save(checkpoint_number=0)
+  return WarmStartReport(
+      base_model=base_uri, base_checkpoint=base_path, kept_tokens=len(pairs),
+      new_tokens=len(vocabulary) - len(pairs),
+      dropped_tokens=len(base_vocabulary) - len(pairs))
