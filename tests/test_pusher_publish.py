@@ -291,3 +291,18 @@ def test_manifest_is_json_with_checksums(tmp_path, exports):
     m = json.load(f)
   assert m['files']['tfhub_module.pb'] == manifest_lib.sha256_file(
       os.path.join(exports[2.0]['hub'], 'tfhub_module.pb'))
+
+
+def test_works_on_a_non_local_gfile_filesystem(tmp_path, exports):
+  """ram:// takes the object-store path (tf.io.gfile, no rename, no flock)."""
+  root = f'ram://pusher-test-{os.getpid()}-{tmp_path.name}/push'
+  for _ in range(3):
+    last = publish.publish(root, exports[3.0], {'spans': [2]},
+                           keep_versions=2)
+  assert last.version == 3
+  for kind in push_layout.KINDS:
+    assert push_layout.list_versions(root, kind) == [2, 3]
+    m = push_layout.read_manifest(root, kind, 3)
+    assert manifest_lib.verify(last.dirs[kind], m) == []
+  assert publish.rollback(root, 2).version == 4
+  assert push_layout.latest_version(root, 'hub') == 4
