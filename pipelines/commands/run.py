@@ -1,11 +1,7 @@
 """`run`: the whole pipeline locally (the main job)."""
 
-import dataclasses
 import json
 import os
-import sys
-
-from pipelines import pipeline as pipeline_lib
 
 
 def add_config_arguments(p):
@@ -18,7 +14,9 @@ def add_config_arguments(p):
                  help='Beam pipeline argument, e.g. --beam-arg=--runner=...')
 
 
-def config_from_args(args) -> pipeline_lib.PipelineConfig:
+def config_from_args(args):
+  """PipelineConfig from --config, --set and --tpu."""
+  from pipelines import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   values = {}
   if args.config:
     if not os.path.exists(args.config):
@@ -53,6 +51,7 @@ def register(sub):
 
 def run(args) -> int:
   from pipelines import local_runner  # pylint: disable=g-import-not-at-top
+  from pipelines import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   config = config_from_args(args)
   print(f'running pipeline {pipeline_lib.PIPELINE_NAME} on {args.data} '
         f'(home {os.path.abspath(args.home)})', flush=True)
@@ -66,10 +65,18 @@ def run(args) -> int:
 
 
 def print_neighbors(push_root: str, n: int, k: int = 5):
+  """Nearest neighbours of `n` tokens spread over the pushed vocabulary."""
+  from components import push_layout  # pylint: disable=g-import-not-at-top
+  from components import vocabulary_file  # pylint: disable=g-import-not-at-top
   from pipelines import consumer  # pylint: disable=g-import-not-at-top
-  pushed = consumer.PushedEmbeddings(push_root)
-  tokens = pushed.tokens()[:: max(1, len(pushed.tokens()) // n)][:n]
-  print(f'nearest neighbours (pushed version {pushed.version}):')
-  for token in tokens:
-    found = pushed.neighbors(token, k=k)
+  version, model = consumer.load_serving(push_root)
+  asset = os.path.join(push_layout.version_dir(push_root, 'serving', version),
+                       'assets', vocabulary_file.TOKENS_ASSET_FILENAME)
+  with open(asset, encoding='utf-8') as f:
+    tokens = [t.rstrip('\n') for t in f if t.strip()]
+  print(f'nearest neighbours (pushed version {version}):')
+  for token in tokens[::max(1, len(tokens) // n)][:n]:
+    _, found = consumer.neighbors(push_root, token, k=k + 1, version=version,
+                                  loaded=model)
+    found = [(t, s) for t, s in found if t != token][:k]
     print(f'  {token:<16} ' + '  '.join(f'{t} {s:.2f}' for t, s in found))
