@@ -271,3 +271,28 @@ def test_bad_parameters_and_inputs_raise_one_line_errors(tmp_path, corpus):
   with pytest.raises(FileNotFoundError, match="no files for split 'eval'"):
     run(dict(corpus, examples=no_eval), model, out)
   assert not os.listdir(out)  # nothing half-written
+
+
+def test_cpu_trainer_checkpoint_validates(tmp_path, corpus):
+  from components.trainer import executor as trainer  # pylint: disable=g-import-not-at-top
+  examples = _artifact(standard_artifacts.Examples, corpus['examples'])
+  model = str(tmp_path / 'trained')
+  config = trainer.TrainerConfig(
+      embedding_spec=skipgram_spec(dim=8, learning_rate=1.0).to_json(),
+      batch_size=256, epochs=3, window=3, negatives=4, subsample=0.0)
+  meta = trainer.train([examples], corpus['vocabulary'], model,
+                       str(tmp_path / 'run'), config)
+  assert meta['device'] == 'cpu'
+  blessing, report = run(corpus, model, str(tmp_path / 'b'))
+  assert report['blessed'], report['summary']
+  # Scored with the trainer's own skip-gram definition from metadata.json.
+  assert report['parameters']['window'] == 3
+  assert report['parameters']['num_negatives'] == 4
+  assert report['parameters']['subsample'] == 0.0
+  chance = 10 / (len(corpus['vocab']) - 1)
+  assert report['metrics']['candidate']['recall_at_k'] > 2 * chance
+  assert report['metrics']['candidate']['related_recall_at_k'] > 3 * chance
+  # Adagrad's accumulators are in the checkpoint but were not restored.
+  n = len(corpus['vocab'])
+  assert report['restore']['restored_bytes'] == n * 8 * 4
+  assert report['restore']['checkpoint_slot_bytes_not_loaded'] == n * 8 * 4
