@@ -18,6 +18,8 @@ COMMAND_MODULES = (
     'embed',
     'neighbors',
     'rollback',
+    'submit',
+    'schedule',
 )
 
 
