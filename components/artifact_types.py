@@ -6,5 +6,8 @@ from tfx.types import system_artifacts
 
 class Vocabulary(artifact.Artifact):
   """Token vocabulary: `vocabulary.tsv` (see components/vocabulary_file.py)."""
-  TYPE_NAME = 'EmbeddingVocabulary'
+  # `<module>.<Class>` importable by that path (components/__init__.py):
+  # Kubeflow V2 compiles a custom type's name into its schema title and
+  # imports the class from the title inside the container.
+  TYPE_NAME = 'components.Vocabulary'
   TYPE_ANNOTATION = system_artifacts.Dataset
