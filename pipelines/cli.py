@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     'embed',
     'neighbors',
     'rollback',
+    'compile',
     'submit',
     'schedule',
 )

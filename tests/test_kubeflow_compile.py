@@ -1,0 +1,220 @@
+"""The Kubeflow compilation: a KFP v2 YAML that the kfp SDK loads, names the
+image, runs only the trainer on a TPU and always reads the latest span."""
+
+import os
+
+from google.protobuf import json_format
+import kfp.components
+from kfp.pipeline_spec import pipeline_spec_pb2
+import pytest
+import yaml
+
+from pipelines import cli
+from pipelines import kubeflow_compile
+from pipelines import pipeline as pipeline_lib
+
+IMAGE = 'us-docker.pkg.dev/my-project/ml/tpu-embeddings:1.2.3'
+ROOTS = dict(pipeline_root='gs://my-bucket/tfx',
+             data_root='gs://my-bucket/corpus',
+             push_root='gs://my-bucket/embeddings')
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load(path):
+  """Both documents, checked against the KFP protos kfp.Client parses."""
+  with open(path) as f:
+    docs = list(yaml.safe_load_all(f))
+  json_format.ParseDict(docs[0], pipeline_spec_pb2.PipelineSpec())
+  if len(docs) > 1:
+    json_format.ParseDict(docs[1], pipeline_spec_pb2.PlatformSpec())
+  return docs
+
+
+def _executor(spec, task):
+  label = spec['components'][spec['root']['dag']['tasks'][task][
+      'componentRef']['name']]['executorLabel']
+  return label, spec['deploymentSpec']['executors'][label]
+
+
+def _param(spec, task, name):
+  return spec['root']['dag']['tasks'][task]['inputs']['parameters'][name][
+      'runtimeValue']['constant']
+
+
+@pytest.fixture(scope='module')
+def tpu_yaml(tmp_path_factory):
+  path = str(tmp_path_factory.mktemp('tpu') / 'pipeline.yaml')
+  compiled = kubeflow_compile.compile_pipeline(
+      path, image=IMAGE,
+      tpu=kubeflow_compile.TpuRequest.parse('tpu-v5-lite-podslice', '2x4'),
+      config=pipeline_lib.PipelineConfig(train_steps=1234), **ROOTS)
+  return compiled, _load(path)
+
+
+@pytest.fixture(scope='module')
+def cpu_yaml(tmp_path_factory):
+  path = str(tmp_path_factory.mktemp('cpu') / 'pipeline.yaml')
+  compiled = kubeflow_compile.compile_pipeline(path, image=IMAGE, **ROOTS)
+  return compiled, _load(path)
+
+
+def test_kfp_sdk_loads_the_package_with_its_platform_spec(tpu_yaml):
+  compiled, _ = tpu_yaml
+  component = kfp.components.load_component_from_file(compiled.path)
+  assert component.name == pipeline_lib.PIPELINE_NAME
+  assert set(component.pipeline_spec.root.dag.tasks) == set(compiled.tasks)
+  selectors = json_format.MessageToDict(component.platform_spec)[
+      'platforms']['kubernetes']['deploymentSpec']['executors']
+  assert list(selectors) == ['EmbeddingTrainer_executor']
+
+
+def test_every_task_runs_the_image(tpu_yaml):
+  _, (spec, _) = tpu_yaml
+  executors = spec['deploymentSpec']['executors']
+  assert len(executors) == 6
+  assert {e['container']['image'] for e in executors.values()} == {IMAGE}
+
+
+def test_only_the_trainer_requests_a_tpu(tpu_yaml):
+  compiled, (spec, platform) = tpu_yaml
+  assert compiled.trainer_task == 'EmbeddingTrainer'
+  with_accelerator = {
+      label for label, e in spec['deploymentSpec']['executors'].items()
+      if e['container'].get('resources', {}).get('accelerator')}
+  trainer_label, trainer = _executor(spec, 'EmbeddingTrainer')
+  assert with_accelerator == {trainer_label}
+  assert trainer['container']['resources']['accelerator'] == {
+      'type': 'google.com/tpu', 'count': '8'}  # 2x4 chips
+  assert trainer['container']['env'] == [{'name': 'TPU_NAME',
+                                          'value': 'local'}]
+  k8s = platform['platforms']['kubernetes']['deploymentSpec']['executors']
+  assert k8s == {trainer_label: {
+      'nodeSelector': {'labels': {
+          'cloud.google.com/gke-tpu-accelerator': 'tpu-v5-lite-podslice',
+          'cloud.google.com/gke-tpu-topology': '2x4'}},
+      'tolerations': [{'effect': 'NoSchedule', 'key': 'google.com/tpu',
+                       'operator': 'Exists'}]}}
+  assert _param(spec, 'EmbeddingTrainer', 'tpu') == 'auto'
+  assert _param(spec, 'EmbeddingTrainer', 'train_steps') == 1234
+
+
+def test_without_a_tpu_everything_runs_on_cpu(cpu_yaml):
+  compiled, docs = cpu_yaml
+  assert len(docs) == 1  # no Kubernetes platform section
+  spec = docs[0]
+  for e in spec['deploymentSpec']['executors'].values():
+    assert 'resources' not in e['container'] and 'env' not in e['container']
+  assert _param(spec, 'EmbeddingTrainer', 'tpu') == ''
+  assert compiled.tpu is None
+
+
+def test_example_gen_resolves_the_latest_span_in_its_container(cpu_yaml):
+  _, (spec, *_) = cpu_yaml
+  _, example_gen = _executor(spec, 'FileBasedExampleGen')
+  container = example_gen['container']
+  assert 'lifecycle' not in container  # open-source KFP would skip it
+  assert container['command'] == list(kubeflow_compile.EXAMPLE_GEN_COMMAND)
+  assert container['args'][:2] == [
+      '--executor_class_path',
+      'components.corpus_example_gen.executor.Executor']
+  tasks = spec['root']['dag']['tasks']
+  # Never cached, so a scheduled run sees a new span; the rest are cached.
+  assert not tasks['FileBasedExampleGen']['cachingOptions'].get('enableCache')
+  assert all(t['cachingOptions']['enableCache']
+             for name, t in tasks.items() if name != 'FileBasedExampleGen')
+  assert _param(spec, 'FileBasedExampleGen', 'input_base') == ROOTS[
+      'data_root']
+  assert '{SPAN}' in _param(spec, 'FileBasedExampleGen', 'input_config')
+
+
+def test_roots_and_components_importable_from_the_image(cpu_yaml):
+  _, (spec, *_) = cpu_yaml
+  assert spec['defaultPipelineRoot'] == ROOTS['pipeline_root']
+  assert _param(spec, 'CheckpointValidator', 'push_root') == ROOTS['push_root']
+  assert _param(spec, 'EmbeddingPusher', 'push_root') == ROOTS['push_root']
+  assert set(spec['root']['dag']['tasks']) == {
+      'FileBasedExampleGen', 'Vocabulary', 'EmbeddingTrainer',
+      'CheckpointValidator', 'EmbeddingExporter', 'EmbeddingPusher'}
+  for e in spec['deploymentSpec']['executors'].values():
+    assert set(e) == {'container'}  # no importer / resolver executors
+    args = e['container']['args']
+    executor = args[args.index('--executor_class_path') + 1]
+    assert executor.startswith('components.') and '__main__' not in executor
+  # Custom artifact types are imported by their schema title in the pod.
+  vocabulary = spec['components']['Vocabulary']['outputDefinitions'][
+      'artifacts']['vocabulary']['artifactType']['instanceSchema']
+  assert yaml.safe_load(vocabulary)['title'] == 'components.Vocabulary'
+
+
+@pytest.mark.parametrize('flags, message', [
+    (('tpu-v5-lite-podslice', None, None), 'needs --tpu-topology'),
+    ((None, '2x2', None), 'need --tpu-accelerator'),
+    (('nvidia-tesla-t4', '2x2', None), 'expected a GKE TPU accelerator'),
+    (('tpu-v4-podslice', '2by2', None), 'expected chips per dimension'),
+    (('tpu-v4-podslice', '2x2', 0), 'must be >= 1'),
+    (('tpu-v4-podslice', '2x2', 8), 'exceeds the 4 chips'),
+])
+def test_bad_tpu_flags(flags, message):
+  with pytest.raises(ValueError, match=message):
+    kubeflow_compile.TpuRequest.parse(*flags)
+
+
+def test_tpu_count_defaults_to_the_topology():
+  assert kubeflow_compile.TpuRequest.parse('tpu-v4-podslice', '2x2x1').count == 4
+  assert kubeflow_compile.TpuRequest.parse(None, None) is None
+
+
+def test_bad_arguments_write_nothing(tmp_path):
+  out = tmp_path / 'pipeline.yaml'
+  for kwargs, message in [
+      (dict(image='has space'), '--image'),
+      (dict(image=IMAGE, pipeline_root=''), '--pipeline-root'),
+      (dict(image=IMAGE, push_root='gs://b/with space'), '--push-root'),
+  ]:
+    args = dict(ROOTS, **kwargs)
+    with pytest.raises(ValueError, match=message):
+      kubeflow_compile.compile_pipeline(str(out), **args)
+  with pytest.raises(ValueError, match=r'\.yaml'):
+    kubeflow_compile.compile_pipeline(str(tmp_path / 'p.json'), image=IMAGE,
+                                      **ROOTS)
+  with pytest.raises(FileNotFoundError, match='does not exist'):
+    kubeflow_compile.compile_pipeline(str(tmp_path / 'no' / 'p.yaml'),
+                                      image=IMAGE, **ROOTS)
+  assert os.listdir(tmp_path) == []
+
+
+def test_compile_command(tmp_path, capsys):
+  out = tmp_path / 'pipeline.yaml'
+  rc = cli.main(['compile', '--output', str(out), '--image', IMAGE,
+                 '--pipeline-root', 'gs://b/tfx/', '--tpu-accelerator',
+                 'tpu-v5-lite-podslice', '--tpu-topology', '2x2',
+                 '--set', 'train_steps=77'])
+  assert rc == 0
+  spec, _ = _load(str(out))
+  assert _param(spec, 'EmbeddingTrainer', 'train_steps') == 77
+  # Data and push roots default under the pipeline root.
+  assert _param(spec, 'FileBasedExampleGen', 'input_base') == 'gs://b/tfx/data'
+  assert _param(spec, 'EmbeddingPusher', 'push_root') == 'gs://b/tfx/pushed'
+  printed = capsys.readouterr().out
+  assert 'EmbeddingTrainer on 4 google.com/tpu chip(s)' in printed
+  assert sorted(os.listdir(tmp_path)) == ['pipeline.yaml']  # no temp left
+
+  rc = cli.main(['compile', '--output', str(out), '--image', IMAGE,
+                 '--pipeline-root', 'gs://b/tfx', '--tpu-topology', '2x2'])
+  err = capsys.readouterr().err.strip()
+  assert rc == 2 and err.startswith('error: --tpu-topology')
+  assert len(err.splitlines()) == 1
+
+
+def test_committed_example_package():
+  """kubeflow/pipeline.yaml: loadable, placeholder names, TPU on trainer."""
+  path = os.path.join(REPO, 'kubeflow', 'pipeline.yaml')
+  spec, platform = _load(path)
+  images = {e['container']['image']
+            for e in spec['deploymentSpec']['executors'].values()}
+  assert len(images) == 1 and 'tpu-embeddings' in images.pop()
+  trainer_label, trainer = _executor(spec, 'EmbeddingTrainer')
+  assert trainer['container']['resources']['accelerator']['type'] == (
+      'google.com/tpu')
+  assert list(platform['platforms']['kubernetes']['deploymentSpec'][
+      'executors']) == [trainer_label]
