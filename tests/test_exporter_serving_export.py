@@ -104,3 +104,45 @@ def test_refuses_non_empty_export_dir(exported, tmp_path):
     serving_export.export_serving_model(
         checkpoint_restore.restore_for_serving(
             os.path.join(os.path.dirname(export_dir), 'model')), export_dir)
+
+
+def test_tpu_and_cpu_trainer_checkpoints_export_the_same(tmp_path):
+  """TPUEmbedding (CPU mode = TPU format) vs TPUEmbeddingForServing + slots."""
+  from components import model_layout  # pylint: disable=g-import-not-at-top
+  spec = skipgram_spec(dim=4, optimizer='adagrad').with_vocabulary_size(
+      'tokens', len(TOKENS))
+  table = np.random.default_rng(1).normal(size=[len(TOKENS), 4]).astype(
+      np.float32)
+  tpu_uri = str(tmp_path / 'tpu')
+  artifact_fixtures.write_tpu_format_model(tpu_uri, TOKENS, spec=spec,
+                                           table=table)
+  # The trainer's CPU adapter: TPUEmbeddingForServing built with the optimizer.
+  cpu_uri = str(tmp_path / 'cpu')
+  os.makedirs(cpu_uri)
+  spec.save(cpu_uri)
+  vocabulary_file.write(cpu_uri, vocabulary_file.read(tpu_uri))
+  embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
+      spec.build_feature_config(), spec.build_optimizer())
+  embedding.build()
+  embedding.embedding_tables[
+      list(embedding.embedding_tables)[0]].assign(table)
+  tf.train.CheckpointManager(
+      tf.train.Checkpoint(**{model_layout.EMBEDDING_KEY: embedding}),
+      model_layout.checkpoint_dir(cpu_uri), max_to_keep=1).save()
+
+  exported = {}
+  for name, uri in (('tpu', tpu_uri), ('cpu', cpu_uri)):
+    ckpt = model_layout.latest_checkpoint(uri)
+    assert model_layout.slot_key('tokens', 'accumulators') in dict(
+        tf.train.list_variables(ckpt))
+    export_dir = str(tmp_path / f'{name}-serving')
+    serving_export.export_serving_model(
+        checkpoint_restore.restore_for_serving(uri), export_dir)
+    variables = os.path.join(export_dir, 'variables', 'variables')
+    assert sorted(k for k, _ in tf.train.list_variables(variables)) == sorted(
+        ['_CHECKPOINTABLE_OBJECT_GRAPH', serving_export.table_checkpoint_key(),
+         'row_norms/.ATTRIBUTES/VARIABLE_VALUE'])
+    exported[name] = tf.train.load_checkpoint(variables).get_tensor(
+        serving_export.table_checkpoint_key())
+  np.testing.assert_array_equal(exported['tpu'], table)
+  np.testing.assert_array_equal(exported['cpu'], table)

@@ -3,9 +3,9 @@
 1. restore the trainer's checkpoint with `TPUEmbeddingForServing(...,
    optimizer=None)` (components.checkpoint_restore), so no slot is ever read;
 2. write the serving SavedModel from the restored table (no copy of it);
-3. release the restored table and write the Hub module from the serving
-   export's table, a block of rows at a time: the process holds one copy of a
-   multi-GB table, never two;
+3. release the restored table and write the Hub module, its table restored
+   from the serving export's variables: the process holds one copy of a
+   multi-GB table at a time, never two;
 4. load each export in a fresh Python process and check it answers canary
    inputs with the checkpoint's values;
 5. only then move each into its artifact URI.
@@ -101,21 +101,19 @@ def export_model(model_uri: str,
     restored = checkpoint_restore.restore_for_serving(model_uri)
     vocabulary = restored.vocabulary
     table_name = restored.spec.tables[0].name
+    table = restored.table(table_name)
     canary = load_check.make_canary(
-        vocabulary.tokens,
-        hub_export.TableRows.from_variable(restored.table(table_name)).read)
-    logging.info('Exporting table %r %s from %s', table_name,
-                 restored.table(table_name).shape, restored.checkpoint_path)
+        vocabulary.tokens, lambda start, stop: table[start:stop].numpy())
+    logging.info('Exporting table %r %s from %s', table_name, table.shape,
+                 restored.checkpoint_path)
     serving_export.export_serving_model(restored, serving_dir, table_name)
-    del restored
+    del restored, table
     gc.collect()
 
-    rows = hub_export.TableRows.from_checkpoint(
+    hub_export.export_hub_module(
         os.path.join(serving_dir, 'variables', 'variables'),
-        serving_export.table_checkpoint_key())
-    hub_export.export_hub_module(rows, vocabulary, hub_dir,
-                                 num_oov_buckets=num_oov_buckets,
-                                 l2_regularization=l2_regularization)
+        serving_export.table_checkpoint_key(), vocabulary, hub_dir,
+        num_oov_buckets=num_oov_buckets, l2_regularization=l2_regularization)
 
     load_check.run_in_fresh_process(
         [('serving', serving_dir), ('hub', hub_dir)], canary,

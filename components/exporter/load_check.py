@@ -11,6 +11,7 @@ TF1 Hub module).
 
 import argparse
 import dataclasses
+import gc
 import os
 import subprocess
 import sys
@@ -184,6 +185,7 @@ def main(argv=None) -> int:
     kind, _, path = item.partition('=')
     try:
       check(kind, path, canary)
+      gc.collect()  # release one export before loading the next
     except Exception as e:  # pylint: disable=broad-except
       message = str(e).splitlines()[0] if str(e) else ''
       print(f'{kind} export {path}: {type(e).__name__}: {message}',

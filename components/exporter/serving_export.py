@@ -19,6 +19,7 @@ Signatures (all lookups go through the vocabulary asset; an OOV token, including
   has no direction: its row is "" with score 0.
 """
 
+import gc
 import os
 import tempfile
 
@@ -174,3 +175,7 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
     vocabulary_file.write_tokens(vocab_path, restored.vocabulary)
     module = EmbeddingServingModule(variable, vocab_path)
     tf.saved_model.save(module, export_dir, signatures=module.signatures())
+  # The module's lookup tables hold every token twice; free them now rather
+  # than whenever the cyclic garbage collector next runs.
+  del module
+  gc.collect()
