@@ -14,9 +14,10 @@ ids. The CPU adapter looks them up as they are; the TPU adapter enqueues
 input), so both see activations `target [B, D]`, `context [B, D]`,
 `negatives [B, K, D]`.
 
-The pipeline is deterministic given the seed (stateless random ops keyed by
-epoch and chunk index), so a resumed run continues exactly where the
-checkpointed one stopped by skipping the batches it already trained on.
+The pipeline is deterministic given the seed (a seeded per-epoch shuffle, then
+stateless random ops keyed by the chunk index), so a resumed run continues
+exactly where the checkpointed one stopped by skipping the batches it already
+trained on.
 """
 
 import dataclasses

@@ -23,7 +23,6 @@ def test_pairs_respect_window_and_drop_oov():
 
 
 def test_reduced_window_never_exceeds_window():
-  rng = np.random.default_rng(0)
   seqs = [list(range(i * 30, i * 30 + 30)) for i in range(20)]
   ids = tf.ragged.constant(seqs, dtype=tf.int32)
   target, context = skipgram.skipgram_pairs(ids, tf.ones([600]), window=3,
@@ -33,7 +32,6 @@ def test_reduced_window_never_exceeds_window():
   # word2vec's reduced window: closer pairs are more frequent.
   counts = collections.Counter(distance.tolist())
   assert counts[1] > counts[2] > counts[3]
-  del rng
 
 
 def test_keep_probabilities_follow_word2vec():

@@ -174,11 +174,10 @@ def test_bad_inputs_fail_before_anything_is_written(small_inputs, tmp_path,
 
 
 def test_unknown_parameter_and_missing_split_are_named(small_inputs, tmp_path):
-  examples, vocabulary = small_inputs
+  _, vocabulary = small_inputs
   with pytest.raises(ValueError, match="unknown parameter 'windows'"):
     executor.TrainerConfig.from_exec_properties({'windows': 3})
   with pytest.raises(FileNotFoundError, match="split 'train'"):
     executor.train([_Examples(str(tmp_path))], vocabulary,
                    str(tmp_path / 'model'), str(tmp_path / 'run'),
                    executor.TrainerConfig(train_steps=1))
-  del examples

@@ -13,7 +13,7 @@
 import dataclasses
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from absl import logging
 import tensorflow as tf

@@ -60,8 +60,9 @@ class TpuAdapter:
     self._run = tf.function(self._run_steps)
 
   def build(self):
-    self.embedding.build(per_replica_input_shapes(
-        self.per_replica_batch_size, self.negatives))
+    with self.strategy.scope():
+      self.embedding.build(per_replica_input_shapes(
+          self.per_replica_batch_size, self.negatives))
 
   def iterator(self, dataset: tf.data.Dataset):
     distributed = self.strategy.experimental_distribute_dataset(

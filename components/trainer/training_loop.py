@@ -48,7 +48,7 @@ class LoopConfig:
 class LoopResult:
   steps: int
   examples_seen: int
-  final_loss: float
+  final_loss: Optional[float]
   start_step: int
   steps_this_run: int
   seconds: float
