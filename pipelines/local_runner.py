@@ -9,13 +9,13 @@ import dataclasses
 import json
 import logging as py_logging
 import os
-import re
 import sys
 import time
 from typing import Any, Dict, List, Optional, TextIO
 
 from absl import logging
-from tfx import v1 as tfx
+from tfx.orchestration import metadata
+from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
 from pipelines import metadata_queries
 from pipelines import pipeline as pipeline_lib
@@ -31,38 +31,46 @@ def paths(home: str) -> Dict[str, str]:
   }
 
 
-class _ProgressHandler(py_logging.Handler):
-  """Turns LocalDagRunner's log records into one line per component."""
+class _Progress:
+  """Prints one line per component by wrapping the portable launcher.
 
-  _RUNNING = re.compile(r'^Component (\S+) is running\.$')
-  _FINISHED = re.compile(r'^Component (\S+) is finished\.$')
-  _CACHED = re.compile(r'^A cached execution \d+ is used\.$')
+  LocalDagRunner runs each node through `Launcher.launch()`; wrapping it gives
+  exact per-component timings whatever the logging configuration is.
+  """
 
   def __init__(self, out: TextIO):
-    super().__init__(level=py_logging.INFO)
     self._out = out
-    self._started: Dict[str, float] = {}
-    self._current: Optional[str] = None
-    self._cached = False
     self.timings: Dict[str, float] = {}
+    self._original = None
 
-  def emit(self, record):
-    try:
-      message = record.getMessage()
-    except Exception:  # pylint: disable=broad-except
-      return
-    if m := self._RUNNING.match(message):
-      self._current, self._cached = m.group(1), False
-      self._started[self._current] = time.monotonic()
-      print(f'  {self._current:<22} running ...', file=self._out, flush=True)
-    elif self._CACHED.match(message):
-      self._cached = True
-    elif m := self._FINISHED.match(message):
-      node = m.group(1)
-      took = time.monotonic() - self._started.get(node, time.monotonic())
-      self.timings[node] = took
-      note = 'cached' if self._cached and node == self._current else 'done'
-      print(f'  {node:<22} {note} in {took:.1f}s', file=self._out, flush=True)
+  def __enter__(self):
+    from tfx.orchestration.portable import launcher  # pylint: disable=g-import-not-at-top
+    original = launcher.Launcher.launch
+    progress = self
+
+    def launch(launcher_self):
+      node = launcher_self._pipeline_node.node_info.id  # pylint: disable=protected-access
+      print(f'  {node:<22} running ...', file=progress._out, flush=True)
+      start = time.monotonic()
+      try:
+        result = original(launcher_self)
+      except BaseException:
+        print(f'  {node:<22} FAILED after {time.monotonic() - start:.1f}s',
+              file=progress._out, flush=True)
+        raise
+      took = time.monotonic() - start
+      progress.timings[node] = took
+      print(f'  {node:<22} done in {took:.1f}s', file=progress._out,
+            flush=True)
+      return result
+
+    self._original = original
+    launcher.Launcher.launch = launch
+    return self
+
+  def __exit__(self, *exc):
+    from tfx.orchestration.portable import launcher  # pylint: disable=g-import-not-at-top
+    launcher.Launcher.launch = self._original
 
 
 def run(data_root: str,
@@ -88,30 +96,35 @@ def run(data_root: str,
       push_root=p['push_root'],
       config=config,
       metadata_connection_config=(
-          tfx.orchestration.metadata.sqlite_metadata_connection_config(
+          metadata.sqlite_metadata_connection_config(
               p['metadata'])),
       beam_pipeline_args=beam_pipeline_args or [
           '--direct_running_mode=in_memory', '--direct_num_workers=1'],
       warm_start_uri=warm_start_uri)
-  handler = _ProgressHandler(out)
-  absl_logger = logging.get_absl_logger()
-  old_level = absl_logger.level
-  absl_logger.addHandler(handler)
+  # Without --verbose, the existing handlers show errors only; _Progress
+  # prints one line per component.
+  quieted = []
   if not verbose:
-    logging.set_verbosity(logging.INFO)
-    logging.get_absl_handler().setLevel(py_logging.WARNING)
+    for h in py_logging.getLogger().handlers + [logging.get_absl_handler()]:
+      quieted.append((h, h.level))
+      h.setLevel(max(h.level, py_logging.ERROR))
+    tf_logger = py_logging.getLogger('tensorflow')
+    quieted.append((tf_logger, tf_logger.level))
+    tf_logger.setLevel(py_logging.ERROR)
   start = time.monotonic()
+  progress = _Progress(out)
   try:
-    tfx.orchestration.LocalDagRunner().run(pipeline)
+    with progress:
+      LocalDagRunner().run(pipeline)
   finally:
-    absl_logger.removeHandler(handler)
-    absl_logger.setLevel(old_level)
+    for h, level in quieted:
+      h.setLevel(level)
   wall = time.monotonic() - start
   summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME)
   summary['timing'] = {
       'wall_seconds': round(wall, 1),
-      'component_seconds': round(sum(handler.timings.values()), 1),
-      'per_component': {k: round(v, 1) for k, v in handler.timings.items()},
+      'component_seconds': round(sum(progress.timings.values()), 1),
+      'per_component': {k: round(v, 1) for k, v in progress.timings.items()},
   }
   return summary
 
@@ -123,6 +136,9 @@ def summarize(home: str, pipeline_name: str) -> Dict[str, Any]:
   p = paths(home)
   summary: Dict[str, Any] = {'paths': p}
   cp = metadata_queries.custom_property
+  summary['cached'] = sorted(
+      node for node, outs in outputs.items()
+      if outs and all(o.cached for o in outs.values()))
   if 'CheckpointValidator' in outputs:
     blessing = outputs['CheckpointValidator']['blessing'].artifact
     summary['blessed'] = bool(cp(blessing, 'blessed'))
@@ -181,6 +197,8 @@ def format_summary(summary: Dict[str, Any]) -> str:
         f'{training.get("examples_seen")} examples, final loss '
         f'{training.get("final_loss")}, device {training.get("device")}, '
         f'spans {training.get("spans")}')
+  if summary.get('cached'):
+    lines.append(f'cached (inputs unchanged): {", ".join(summary["cached"])}')
   t = summary.get('timing')
   if t:
     outside = t['wall_seconds'] - t['component_seconds']

@@ -4,7 +4,7 @@ import dataclasses
 import json
 from typing import Any, Dict, List, Optional
 
-from tfx import v1 as tfx
+from tfx.orchestration import pipeline as tfx_pipeline
 
 from components.corpus_example_gen.component import corpus_example_gen
 from components.embedding_spec import EmbeddingSpec, skipgram_spec
@@ -31,6 +31,7 @@ class PipelineConfig:
   learning_rate: float = 0.5
   batch_size: int = 512
   train_steps: int = 600
+  epochs: int = 0  # 0: as many passes as train_steps needs
   window: int = 3
   negatives: int = 5
   subsample: float = 1e-3
@@ -76,6 +77,7 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
       embedding_spec=config.embedding_spec().to_json(),
       batch_size=config.batch_size,
       train_steps=config.train_steps,
+      epochs=config.epochs,
       window=config.window,
       negatives=config.negatives,
       subsample=config.subsample,
@@ -115,10 +117,10 @@ def create_pipeline(pipeline_root: str,
                     metadata_connection_config=None,
                     beam_pipeline_args: Optional[List[str]] = None,
                     warm_start_uri: str = '',
-                    enable_cache: bool = True) -> tfx.dsl.Pipeline:
+                    enable_cache: bool = True) -> tfx_pipeline.Pipeline:
   """The TFX pipeline; caching on, so an unchanged span reruns nothing."""
   config = config or PipelineConfig()
-  return tfx.dsl.Pipeline(
+  return tfx_pipeline.Pipeline(
       pipeline_name=pipeline_name,
       pipeline_root=pipeline_root,
       components=create_components(data_root, push_root, config,

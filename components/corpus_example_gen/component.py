@@ -3,10 +3,12 @@
 from typing import Optional
 
 from google.protobuf import struct_pb2
-from tfx import v1 as tfx
-from tfx.components import FileBasedExampleGen
+# Import the one component class: `tfx.v1` / `tfx.components` import every
+# TFX component and its cloud extensions (tens of seconds).
+from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import executor_spec
 from tfx.proto import example_gen_pb2
+from tfx.proto import range_config_pb2
 
 from components.corpus_example_gen import executor
 
@@ -36,18 +38,18 @@ def corpus_example_gen(input_base: str,
   custom_config.custom_config.Pack(struct)
   range_config = None
   if span is not None:
-    range_config = tfx.proto.RangeConfig(
-        static_range=tfx.proto.StaticRange(start_span_number=span,
+    range_config = range_config_pb2.RangeConfig(
+        static_range=range_config_pb2.StaticRange(start_span_number=span,
                                            end_span_number=span))
   return FileBasedExampleGen(
       input_base=input_base,
-      input_config=tfx.proto.Input(splits=[
-          tfx.proto.Input.Split(name='corpus', pattern=pattern)]),
-      output_config=tfx.proto.Output(split_config=tfx.proto.SplitConfig(
+      input_config=example_gen_pb2.Input(splits=[
+          example_gen_pb2.Input.Split(name='corpus', pattern=pattern)]),
+      output_config=example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
           splits=[
-              tfx.proto.SplitConfig.Split(name='train',
+              example_gen_pb2.SplitConfig.Split(name='train',
                                           hash_buckets=train_buckets),
-              tfx.proto.SplitConfig.Split(name='eval',
+              example_gen_pb2.SplitConfig.Split(name='eval',
                                           hash_buckets=eval_buckets),
           ])),
       custom_config=custom_config,
