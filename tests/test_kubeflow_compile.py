@@ -218,3 +218,26 @@ def test_committed_example_package():
       'google.com/tpu')
   assert list(platform['platforms']['kubernetes']['deploymentSpec'][
       'executors']) == [trainer_label]
+
+
+def test_dockerfile_ships_every_module_the_package_runs(cpu_yaml):
+  """Each task's module is under a folder the image copies onto PYTHONPATH."""
+  with open(os.path.join(REPO, 'kubeflow', 'Dockerfile')) as f:
+    lines = [l.split() for l in f if l.strip() and not l.startswith('#')]
+  assert lines[0][:2] == ['FROM', 'python:3.10-slim-bookworm']
+  copied = {l[1].strip('/') for l in lines if l[0] == 'COPY'}
+  assert 'requirements.txt' in copied
+  workdir = [l[1] for l in lines if l[0] == 'WORKDIR'][-1]
+  assert ['ENV', f'PYTHONPATH={workdir}'] in lines
+  _, (spec, *_) = cpu_yaml
+  modules = set()
+  for e in spec['deploymentSpec']['executors'].values():
+    args, command = e['container']['args'], e['container']['command']
+    modules.add(args[args.index('--executor_class_path') + 1])
+    modules.add(command[command.index('-m') + 1])
+  for module in modules:
+    top = module.split('.')[0]
+    assert top == 'tfx' or top in copied, module
+    if top != 'tfx':
+      path = os.path.join(REPO, *module.split('.')[:2])
+      assert os.path.isdir(path) or os.path.isfile(path + '.py'), module
