@@ -152,14 +152,16 @@ def _check_nodes(components):
 def build_pipeline(pipeline_root: str, data_root: str, push_root: str,
                    config: pipeline_lib.PipelineConfig,
                    tpu: Optional[TpuRequest],
-                   beam_pipeline_args: Optional[List[str]] = None):
+                   beam_pipeline_args: Optional[List[str]] = None,
+                   pipeline_name: str = pipeline_lib.PIPELINE_NAME):
   """The TFX pipeline as Kubeflow runs it: trainer on TPU or CPU."""
   config = dataclasses.replace(
       config, tpu=TRAINER_TPU_PARAMETER if tpu else '')
   pipeline = pipeline_lib.create_pipeline(
       pipeline_root=pipeline_root, data_root=data_root,
       push_root=push_root, config=config,
-      beam_pipeline_args=beam_pipeline_args, enable_cache=True)
+      pipeline_name=pipeline_name, beam_pipeline_args=beam_pipeline_args,
+      enable_cache=True)
   _check_nodes(pipeline.components)
   trainer = _find_trainer(pipeline.components)
   if tpu:
@@ -256,9 +258,8 @@ def compile_pipeline(output: str,
                             'exist')
   config = config or pipeline_lib.PipelineConfig()
   pipeline, trainer = build_pipeline(pipeline_root, data_root, push_root,
-                                     config, tpu, beam_pipeline_args)
-  if pipeline_name != pipeline_lib.PIPELINE_NAME:
-    pipeline.pipeline_info.pipeline_name = pipeline_name
+                                     config, tpu, beam_pipeline_args,
+                                     pipeline_name)
 
   runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
       config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(

@@ -54,7 +54,8 @@ def tpu_yaml(tmp_path_factory):
 @pytest.fixture(scope='module')
 def cpu_yaml(tmp_path_factory):
   path = str(tmp_path_factory.mktemp('cpu') / 'pipeline.yaml')
-  compiled = kubeflow_compile.compile_pipeline(path, image=IMAGE, **ROOTS)
+  compiled = kubeflow_compile.compile_pipeline(
+      path, image=IMAGE, pipeline_name='embeddings-cpu', **ROOTS)
   return compiled, _load(path)
 
 
@@ -106,6 +107,8 @@ def test_without_a_tpu_everything_runs_on_cpu(cpu_yaml):
     assert 'resources' not in e['container'] and 'env' not in e['container']
   assert _param(spec, 'EmbeddingTrainer', 'tpu') == ''
   assert compiled.tpu is None
+  assert spec['pipelineInfo']['name'] == compiled.pipeline_name == (
+      'embeddings-cpu')
 
 
 def test_example_gen_resolves_the_latest_span_in_its_container(cpu_yaml):
