@@ -78,9 +78,10 @@ def run(data_root: str,
         config: Optional[pipeline_lib.PipelineConfig] = None,
         warm_start_uri: str = '',
         beam_pipeline_args: Optional[List[str]] = None,
-        out: TextIO = sys.stdout,
+        out: Optional[TextIO] = None,
         verbose: bool = False) -> Dict[str, Any]:
   """Runs the pipeline locally and returns the summary dict."""
+  out = out or sys.stdout
   if not os.path.isdir(data_root):
     raise FileNotFoundError(f'data root {data_root} is not a directory; '
                             'create it with `python -m pipelines demo-data`')

@@ -109,8 +109,12 @@ def artifact_type(store, artifact) -> str:
 
 
 def custom_property(artifact, name: str) -> Optional[object]:
-  if name not in artifact.custom_properties:
+  """A custom property, or a property of the type (e.g. Examples' `span`)."""
+  if name in artifact.custom_properties:
+    value = artifact.custom_properties[name]
+  elif name in artifact.properties:
+    value = artifact.properties[name]
+  else:
     return None
-  value = artifact.custom_properties[name]
   which = value.WhichOneof('value')
   return getattr(value, which) if which else None

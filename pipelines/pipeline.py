@@ -29,6 +29,9 @@ class PipelineConfig:
   dim: int = 32
   optimizer: str = 'adagrad'
   learning_rate: float = 0.5
+  # Adagrad / FTRL only. The batch-mean loss gives small gradients; a small
+  # starting accumulator lets the first updates move the rows.
+  initial_accumulator_value: float = 1e-3
   batch_size: int = 512
   train_steps: int = 600
   epochs: int = 0  # 0: as many passes as train_steps needs
@@ -49,8 +52,10 @@ class PipelineConfig:
   keep_versions: int = 5
 
   def embedding_spec(self) -> EmbeddingSpec:
-    return skipgram_spec(dim=self.dim, optimizer=self.optimizer,
-                         learning_rate=self.learning_rate)
+    params = {'learning_rate': self.learning_rate}
+    if self.optimizer in ('adagrad', 'ftrl'):
+      params['initial_accumulator_value'] = self.initial_accumulator_value
+    return skipgram_spec(dim=self.dim, optimizer=self.optimizer, **params)
 
   @classmethod
   def from_json(cls, text: str) -> 'PipelineConfig':

@@ -16,7 +16,10 @@ TINY = demo_data.CorpusShape(topics=4, tokens_per_topic=12, filler_tokens=6,
                              lines_per_span=300, related_per_topic=4)
 FAST = ['--set', 'train_steps=150', '--set', 'batch_size=256',
         '--set', 'dim=16', '--set', 'checkpoint_every=100',
-        '--set', 'keep_versions=3', '--neighbors', '2']
+        '--set', 'keep_versions=3',
+        # The tiny eval split makes recall noisy; this test is about the
+        # mechanics (the validator's gates have their own tests).
+        '--set', 'regression_margin=0.5', '--neighbors', '2']
 
 
 @pytest.fixture(scope='module')
@@ -66,7 +69,8 @@ def test_retrain_on_a_new_span_warm_starts_version_2(home, capsys):
   first = push_layout.read_manifest(_pushed(home), 'serving', 1)
   with open(os.path.join(manifest['source_model'], 'metadata.json')) as f:
     meta = json.load(f)
-  assert meta.get('warm_start_from') == first['source_model'], meta
+  assert meta['warm_start']['base_model'] == first['source_model'], meta
+  assert meta['warm_start']['kept_tokens'] > 0
 
 
 def test_retrain_again_does_nothing(home, capsys):
