@@ -27,8 +27,10 @@ def module(tmp_path_factory):
       seed=5)
   restored = checkpoint_restore.restore_for_serving(str(root / 'model'))
   export_dir = str(root / 'hub')
-  hub_export.export_hub_module_from_restored(
-      restored, export_dir, num_oov_buckets=2, l2_regularization=0.01)
+  hub_export.export_hub_module(
+      hub_export.TableRows.from_variable(restored.table('tokens')),
+      restored.vocabulary, export_dir, num_oov_buckets=2,
+      l2_regularization=0.01)
   return restored, export_dir
 
 
@@ -129,9 +131,10 @@ def test_train_tags_fine_tune_with_regularization_loss(module):
 def test_export_straight_from_a_trainer_checkpoint(module, tmp_path):
   restored, _ = module
   export_dir = str(tmp_path / 'hub')
-  hub_export.export_hub_module(restored.checkpoint_path,
-                               model_layout.table_key('tokens'),
-                               restored.vocabulary, export_dir)
+  hub_export.export_hub_module(
+      hub_export.TableRows.from_checkpoint(restored.checkpoint_path,
+                                           model_layout.table_key('tokens')),
+      restored.vocabulary, export_dir)
   got, _ = _run_module(export_dir, ['red green'], ['red'])
   table = restored.table_numpy('tokens')
   np.testing.assert_allclose(got[0], (table[0] + table[1]) / np.sqrt(2),
@@ -140,19 +143,23 @@ def test_export_straight_from_a_trainer_checkpoint(module, tmp_path):
 
 def test_bad_arguments(module, tmp_path):
   restored, export_dir = module
-  ckpt, key = restored.checkpoint_path, model_layout.table_key('tokens')
+  rows = hub_export.TableRows.from_checkpoint(
+      restored.checkpoint_path, model_layout.table_key('tokens'))
   vocab = restored.vocabulary
   with pytest.raises(FileExistsError, match='already exists'):
-    hub_export.export_hub_module(ckpt, key, vocab, export_dir)
+    hub_export.export_hub_module(rows, vocab, export_dir)
   with pytest.raises(ValueError, match='num_oov_buckets must be'):
-    hub_export.export_hub_module(ckpt, key, vocab, str(tmp_path / 'a'),
+    hub_export.export_hub_module(rows, vocab, str(tmp_path / 'a'),
                                  num_oov_buckets=0)
   with pytest.raises(ValueError, match='l2_regularization must be'):
-    hub_export.export_hub_module(ckpt, key, vocab, str(tmp_path / 'b'),
+    hub_export.export_hub_module(rows, vocab, str(tmp_path / 'b'),
                                  l2_regularization=-1.0)
   with pytest.raises(ValueError, match="no 2-D tensor 'nope'"):
-    hub_export.export_hub_module(ckpt, 'nope', vocab, str(tmp_path / 'c'))
+    hub_export.export_hub_module(
+        hub_export.TableRows.from_checkpoint(restored.checkpoint_path,
+                                             'nope'),
+        vocab, str(tmp_path / 'c'))
   short = vocabulary_file.Vocabulary(tuple(TOKENS[:3]), (1, 1, 1))
   with pytest.raises(ValueError, match='7 rows but the vocabulary has 3'):
-    hub_export.export_hub_module(ckpt, key, short, str(tmp_path / 'd'))
+    hub_export.export_hub_module(rows, short, str(tmp_path / 'd'))
   assert not os.listdir(tmp_path)

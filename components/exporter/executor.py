@@ -111,8 +111,9 @@ def export_model(model_uri: str,
     gc.collect()
 
     hub_export.export_hub_module(
-        os.path.join(serving_dir, 'variables', 'variables'),
-        serving_export.table_checkpoint_key(), vocabulary, hub_dir,
+        hub_export.TableRows.from_checkpoint(
+            os.path.join(serving_dir, 'variables', 'variables'),
+            serving_export.table_checkpoint_key()), vocabulary, hub_dir,
         num_oov_buckets=num_oov_buckets, l2_regularization=l2_regularization)
 
     load_check.run_in_fresh_process(

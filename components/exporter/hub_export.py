@@ -32,15 +32,16 @@ a restore op reading the table from a checkpoint (`init_from_checkpoint`, as
 export and the exporting session holds one copy of the table.
 """
 
+import dataclasses
 import os
 import tempfile
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 
 from components import text
 from components import vocabulary_file
-from components.checkpoint_restore import RestoredModel
 
 EMBEDDINGS_VARIABLE = 'embeddings'
 OOV_VARIABLE = 'oov_embeddings'
@@ -48,8 +49,31 @@ TRAIN_TAGS = frozenset({'train'})
 SIGNATURES = ('default', 'tokens')
 DEFAULT_NUM_OOV_BUCKETS = 1
 DEFAULT_L2_REGULARIZATION = 1e-6
-# Key of the table in checkpoints written by `export_hub_module_from_restored`.
+# Key of the table in the temporary checkpoint `TableRows.from_variable` uses.
 _TABLE_KEY = 'embeddings/.ATTRIBUTES/VARIABLE_VALUE'
+
+
+@dataclasses.dataclass(frozen=True)
+class TableRows:
+  """Where the module's table comes from: a checkpoint tensor or a variable."""
+  checkpoint_prefix: str = ''
+  key: str = ''
+  variable: Optional[tf.Variable] = None
+
+  @classmethod
+  def from_checkpoint(cls, checkpoint_prefix: str, key: str) -> 'TableRows':
+    """Tensor `key` of a checkpoint, e.g. the serving export's table."""
+    return cls(checkpoint_prefix=checkpoint_prefix, key=key)
+
+  @classmethod
+  def from_variable(cls, variable: tf.Variable) -> 'TableRows':
+    """An eager variable, e.g. `RestoredModel.table(name)`.
+
+    It is written to a temporary checkpoint first, so the exporting process
+    briefly holds the table twice; the executor exports from the serving
+    export's checkpoint after releasing the restored table instead.
+    """
+    return cls(variable=variable)
 
 
 def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
@@ -112,19 +136,19 @@ def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
                      (set(TRAIN_TAGS), {'is_training': True})])
 
 
-def export_hub_module(checkpoint_prefix: str,
-                      table_key: str,
+def export_hub_module(rows: TableRows,
                       vocabulary: vocabulary_file.Vocabulary,
                       export_dir: str,
                       num_oov_buckets: int = DEFAULT_NUM_OOV_BUCKETS,
                       l2_regularization: float = DEFAULT_L2_REGULARIZATION
                       ) -> None:
-  """Writes the TF1 Hub module whose table is `table_key` in a checkpoint.
+  """Writes the TF1 Hub module for the table `rows` (row i = token i).
 
   Args:
-    checkpoint_prefix: a checkpoint holding the table [V, dim] (row i =
-      vocabulary token i), e.g. the serving export's `variables/variables`.
-    table_key: the table's key in that checkpoint.
+    rows: `TableRows.from_checkpoint(prefix, key)` (e.g. the serving export's
+      `variables/variables` and `serving_export.table_checkpoint_key()`) or
+      `TableRows.from_variable(restored.table('tokens'))` for a
+      `restore_for_serving` result (optimizer=None, so no slots).
     vocabulary: tokens in row order.
     export_dir: must not exist (hub's `export` refuses an existing directory).
     num_oov_buckets: zero rows for OOV tokens (>= 1).
@@ -143,6 +167,15 @@ def export_hub_module(checkpoint_prefix: str,
   if tf.io.gfile.exists(export_dir):
     raise FileExistsError(
         f'hub export: {export_dir} already exists; export into a new path')
+  if rows.variable is not None:
+    with tempfile.TemporaryDirectory(prefix='hub-table-') as tmp:
+      prefix = tf.train.Checkpoint(embeddings=rows.variable).write(
+          os.path.join(tmp, 'table'))
+      export_hub_module(TableRows.from_checkpoint(prefix, _TABLE_KEY),
+                        vocabulary, export_dir, num_oov_buckets,
+                        l2_regularization)
+    return
+  checkpoint_prefix, table_key = rows.checkpoint_prefix, rows.key
   shapes = dict(tf.train.list_variables(checkpoint_prefix))
   if table_key not in shapes or len(shapes[table_key]) != 2:
     raise ValueError(f'hub export: checkpoint {checkpoint_prefix} has no 2-D '
@@ -169,20 +202,3 @@ def export_hub_module(checkpoint_prefix: str,
       with tf.compat.v1.Session() as session:
         session.run(init)
         module.export(export_dir, session)
-
-
-def export_hub_module_from_restored(restored: RestoredModel, export_dir: str,
-                                    **kwargs) -> None:
-  """`export_hub_module` for the first table of a `restore_for_serving` result.
-
-  Writes the restored table (optimizer=None: no slots) to a temporary
-  checkpoint first; the process then briefly holds the table twice. The
-  executor avoids that by exporting from the serving export's variables after
-  releasing the restored model.
-  """
-  table = restored.table(restored.spec.tables[0].name)
-  with tempfile.TemporaryDirectory(prefix='hub-table-') as tmp:
-    prefix = tf.train.Checkpoint(embeddings=table).write(
-        os.path.join(tmp, 'table'))
-    export_hub_module(prefix, _TABLE_KEY, restored.vocabulary, export_dir,
-                      **kwargs)
