@@ -17,6 +17,7 @@ from absl import logging
 from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
+from pipelines import consumer
 from pipelines import metadata_queries
 from pipelines import pipeline as pipeline_lib
 
@@ -27,7 +28,7 @@ def paths(home: str) -> Dict[str, str]:
       'home': home,
       'metadata': metadata_queries.metadata_path(home),
       'pipeline_root': os.path.join(home, 'pipeline'),
-      'push_root': os.path.join(home, 'pushed'),
+      'push_root': consumer.push_root_for_home(home),
   }
 
 

@@ -1,7 +1,6 @@
 """`retrain`: run the pipeline only when a newer span has landed."""
 
-import dataclasses
-
+from pipelines import consumer
 from pipelines import retrain as retrain_lib
 from pipelines.commands import run as run_command
 
@@ -17,15 +16,16 @@ def register(sub):
 
 
 def run(args) -> int:
-  from pipelines import local_runner  # pylint: disable=g-import-not-at-top
   config = run_command.config_from_args(args)
-  push_root = local_runner.paths(args.home)['push_root']
+  push_root = consumer.push_root_for_home(args.home)
   try:
     with retrain_lib.RetrainLock(args.home):
       decision = retrain_lib.decide(args.data, push_root, config.input_pattern)
       print(f'retrain: {decision.reason}', flush=True)
       if not decision.run:
         return 0
+      # TFX is imported only when there is something to run.
+      from pipelines import local_runner  # pylint: disable=g-import-not-at-top
       summary = local_runner.run(args.data, args.home, config,
                                  warm_start_uri=decision.warm_start_uri,
                                  beam_pipeline_args=args.beam_arg or None,

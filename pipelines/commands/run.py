@@ -16,7 +16,7 @@ def add_config_arguments(p):
 
 def config_from_args(args):
   """PipelineConfig from --config, --set and --tpu."""
-  from pipelines import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
+  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
   values = {}
   if args.config:
     if not os.path.exists(args.config):
@@ -33,7 +33,7 @@ def config_from_args(args):
       values[field] = raw
   if args.tpu is not None:
     values['tpu'] = args.tpu
-  return pipeline_lib.PipelineConfig.from_json(json.dumps(values))
+  return config_lib.PipelineConfig.from_json(json.dumps(values))
 
 
 def register(sub):
@@ -50,11 +50,11 @@ def register(sub):
 
 
 def run(args) -> int:
-  from pipelines import local_runner  # pylint: disable=g-import-not-at-top
-  from pipelines import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
+  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
   config = config_from_args(args)
-  print(f'running pipeline {pipeline_lib.PIPELINE_NAME} on {args.data} '
+  print(f'running pipeline {config_lib.PIPELINE_NAME} on {args.data} '
         f'(home {os.path.abspath(args.home)})', flush=True)
+  from pipelines import local_runner  # pylint: disable=g-import-not-at-top
   summary = local_runner.run(args.data, args.home, config,
                              beam_pipeline_args=args.beam_arg or None,
                              verbose=args.verbose)
