@@ -39,7 +39,8 @@ test: $(STAMP)
 	  if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; exit $$rc
 
 bench: $(STAMP)
-	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in benchmarks/[a-z]*.py; do m=$$(basename $$b .py); echo "== $$m"; \
+	  $(PY) -m benchmarks.$$m || exit 1; done
 
 compile: $(STAMP)
 	$(PY) -m pipelines compile --output kubeflow/pipeline.yaml --image $${IMAGE:-tpu-embeddings:latest} --pipeline-root $${PIPELINE_ROOT:-gs://YOUR_BUCKET/tfx}
