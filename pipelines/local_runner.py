@@ -188,10 +188,12 @@ def format_summary(summary: Dict[str, Any]) -> str:
   else:
     lines.append('pushed: nothing (model not blessed)')
   metrics = summary.get('metrics') or {}
-  shown = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
-  if shown:
-    lines.append('metrics: ' + ', '.join(
-        f'{k}={v:.4g}' for k, v in sorted(shown.items())))
+  for role in ('candidate', 'baseline'):
+    shown = {k: v for k, v in (metrics.get(role) or {}).items()
+             if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if shown:
+      lines.append(f'{role} metrics: ' + ', '.join(
+          f'{k}={v:.4g}' for k, v in sorted(shown.items())))
   training = summary.get('training') or {}
   if training:
     lines.append(
@@ -203,10 +205,12 @@ def format_summary(summary: Dict[str, Any]) -> str:
     lines.append(f'cached (inputs unchanged): {", ".join(summary["cached"])}')
   t = summary.get('timing')
   if t:
-    outside = t['wall_seconds'] - t['component_seconds']
-    lines.append(f'time: {t["wall_seconds"]:.1f}s wall, '
+    total = t.get('total_seconds', t['wall_seconds'])
+    outside = total - t['component_seconds']
+    lines.append(f'time: {total:.1f}s end to end, '
                  f'{t["component_seconds"]:.1f}s in components, '
-                 f'{outside:.1f}s outside')
+                 f'{outside:.1f}s outside them (start-up, imports, '
+                 'orchestration)')
   for k in ('model', 'report'):
     if summary.get(k):
       lines.append(f'{k}: {summary[k]}')

@@ -2,6 +2,11 @@
 
 import json
 import os
+import time
+
+
+# Process start (this module is imported by the CLI before any TensorFlow).
+STARTED = time.monotonic()
 
 
 def add_config_arguments(p):
@@ -58,6 +63,7 @@ def run(args) -> int:
   summary = local_runner.run(args.data, args.home, config,
                              beam_pipeline_args=args.beam_arg or None,
                              verbose=args.verbose)
+  summary['timing']['total_seconds'] = round(time.monotonic() - STARTED, 1)
   print(local_runner.format_summary(summary))
   if args.neighbors and summary.get('pushed_version') is not None:
     print_neighbors(local_runner.paths(args.home)['push_root'], args.neighbors)
