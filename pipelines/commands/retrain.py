@@ -1,5 +1,7 @@
 """`retrain`: run the pipeline only when a newer span has landed."""
 
+import time
+
 from pipelines import consumer
 from pipelines import retrain as retrain_lib
 from pipelines.commands import run as run_command
@@ -30,6 +32,8 @@ def run(args) -> int:
                                  warm_start_uri=decision.warm_start_uri,
                                  beam_pipeline_args=args.beam_arg or None,
                                  verbose=args.verbose)
+      summary['timing']['total_seconds'] = round(
+          time.monotonic() - run_command.STARTED, 1)
       print(local_runner.format_summary(summary))
       return 0
   except retrain_lib.LockHeld as e:
