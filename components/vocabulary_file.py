@@ -13,12 +13,17 @@ Out-of-vocabulary tokens:
 """
 
 import dataclasses
-from typing import Dict, List, Sequence, Tuple
+import re
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 VOCABULARY_FILENAME = 'vocabulary.tsv'
 # Plain token list (one per line, row order) written into exports as an asset.
 TOKENS_ASSET_FILENAME = 'vocabulary.txt'
 OOV_ID = -1
+# Bytes per block when streaming files (write_tokens_asset, line_blocks).
+_BLOCK_BYTES = 16 << 20
+_VALID_LINES = re.compile(rb'(?:[^\t\n]+\t[0-9]+\n)*')
+_COUNT_FIELD = re.compile(rb'\t[^\n]*\n')
 
 
 class VocabularyError(ValueError):
@@ -72,6 +77,98 @@ def write_tokens(path: str, vocab: Vocabulary):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tf.io.gfile.GFile(path, 'w') as f:
     f.write(''.join(t + '\n' for t in vocab.tokens))
+
+
+def line_blocks(path: str, block_bytes: int = _BLOCK_BYTES) -> Iterator[bytes]:
+  """The file's bytes in blocks of whole lines, each ending with a newline."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  rest = b''
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    while True:
+      chunk = f.read(block_bytes)
+      if not chunk:
+        break
+      cut = chunk.rfind(b'\n') + 1
+      if not cut:
+        rest += chunk
+        continue
+      yield rest + chunk[:cut]
+      rest = chunk[cut:]
+  if rest:
+    yield rest + b'\n'
+
+
+def count_lines(path: str) -> int:
+  """Lines of a text file (a last line without a newline counts)."""
+  return sum(block.count(b'\n') for block in line_blocks(path))
+
+
+def _path_of(directory_or_file: str) -> str:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  path = directory_or_file
+  if tf.io.gfile.isdir(path):
+    path = f'{path.rstrip("/")}/{VOCABULARY_FILENAME}'
+  if not tf.io.gfile.exists(path):
+    raise VocabularyError(f'vocabulary: no {VOCABULARY_FILENAME} at {path}')
+  return path
+
+
+def _check_line(path: str, n: int, raw: bytes) -> str:
+  """The token of one `vocabulary.tsv` line, or VocabularyError."""
+  try:
+    line = raw.decode('utf-8').rstrip('\n')
+  except UnicodeDecodeError as e:
+    raise VocabularyError(
+        f'vocabulary: {path} line {n}: not UTF-8 ({e.reason})') from e
+  parts = line.split('\t')
+  if len(parts) != 2 or not parts[0] or not parts[1].isdigit():
+    raise VocabularyError(
+        f'vocabulary: {path} line {n}: expected "token<TAB>count", got '
+        f'{line[:80]!r}')
+  return parts[0]
+
+
+def write_tokens_asset(directory_or_file: str, tokens_path: str,
+                       lines: Sequence[int] = ()) -> Tuple[int, Dict[int, str]]:
+  """Streams `vocabulary.tsv` into the one-token-per-line asset at `tokens_path`.
+
+  Checks every line as `read` does, but in blocks of whole lines and without
+  building Python strings per token, so a multi-million-token vocabulary costs
+  a block of memory, not the vocabulary.
+
+  Returns:
+    (number of tokens, {line: token} for the requested 0-based `lines`).
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  path = _path_of(directory_or_file)
+  wanted = set(lines)
+  found = {}
+  count = 0
+  with tf.io.gfile.GFile(tokens_path, 'wb') as out:
+    for block in line_blocks(path):
+      valid = _VALID_LINES.fullmatch(block)
+      if valid:
+        try:
+          block.decode('utf-8')
+        except UnicodeDecodeError:
+          valid = None
+      if valid:
+        tokens = _COUNT_FIELD.sub(b'\n', block)
+      else:  # find the line to name, or accept what `read` accepts
+        tokens = b''.join(
+            _check_line(path, count + i + 1, raw).encode('utf-8') + b'\n'
+            for i, raw in enumerate(block.split(b'\n')[:-1]))
+      size = block.count(b'\n')
+      if any(count <= w < count + size for w in wanted):
+        parts = tokens.split(b'\n')
+        for w in wanted:
+          if count <= w < count + size:
+            found[w] = parts[w - count].decode('utf-8')
+      out.write(tokens)
+      count += size
+  if not count:
+    raise VocabularyError(f'vocabulary: {path} is empty')
+  return count, found
 
 
 def read(directory_or_file: str) -> Vocabulary:

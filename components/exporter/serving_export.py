@@ -25,6 +25,7 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
 
 from components import text
 from components import vocabulary_file
@@ -38,6 +39,17 @@ SIGNATURES = ('serving_default', 'lookup', 'neighbors')
 # Rows per step when computing row norms, so a multi-GB table needs no
 # table-sized temporary.
 _NORM_CHUNK_ROWS = 1 << 18
+# Token id table (see TokenIds): 63-bit fingerprint keys; values hold the row
+# id in the low _ID_BITS and a 31-bit check hash above them. _MISSING (id 0,
+# check _CHECK_BUCKETS, a value to_hash_bucket never returns) marks OOV.
+_FINGERPRINT_BUCKETS = (1 << 63) - 1
+_CHECK_BUCKETS = (1 << 31) - 1
+_ID_BITS = 32
+_ID_MASK = (1 << _ID_BITS) - 1
+_MISSING = _CHECK_BUCKETS << _ID_BITS
+# `shared_name` that makes VarHandleOp create a new resource owned by its
+# handle (ResourceHandle::ANONYMOUS_NAME; what eager tf.Variable uses).
+_ANONYMOUS_RESOURCE = context.anonymous_name()
 
 
 def table_checkpoint_key() -> str:
@@ -54,10 +66,136 @@ def _row_norms(table: tf.Variable) -> np.ndarray:
   return norms
 
 
+class TokenIds(tf.saved_model.experimental.TrackableResource):
+  """Token -> row id, a hash table built from the vocabulary asset at load time.
+
+  Keys are 64-bit fingerprints (`tf.strings.to_hash_bucket_fast`), not the
+  strings themselves: an int64 table is several times faster to probe than a
+  string one. Each value packs the row id (low 32 bits) with a second,
+  independent 31-bit hash of the token (`tf.strings.to_hash_bucket`), which
+  `lookup` compares against the query's, so an OOV token whose fingerprint
+  happens to equal a vocabulary token's is still OOV (chance about
+  vocabulary size / 2**95 per token). Vocabularies in which two tokens share a
+  fingerprint use `keyed_by_string=True`: a plain string-keyed table.
+
+  Nothing is built while exporting; the table exists only in the process that
+  loads the SavedModel.
+  """
+
+  def __init__(self, vocabulary_asset: tf.saved_model.Asset,
+               vocabulary_size: int, keyed_by_string: bool = False):
+    super().__init__()
+    if vocabulary_size >= 1 << _ID_BITS:
+      raise ValueError(
+          f'serving export: {vocabulary_size} tokens; at most '
+          f'{(1 << _ID_BITS) - 1} fit the token id table')
+    self._vocabulary_asset = vocabulary_asset
+    self._vocabulary_size = vocabulary_size
+    self._keyed_by_string = keyed_by_string
+    _create_now(self)
+
+  def _create_resource(self):
+    # Anonymous: owned by its handle, gone with the loaded object.
+    return tf.raw_ops.AnonymousHashTable(
+        key_dtype=tf.string if self._keyed_by_string else tf.int64,
+        value_dtype=tf.int64)
+
+  def _initialize(self):
+    tokens = asset_tokens(self._vocabulary_asset, self._vocabulary_size)
+    ids = tf.range(self._vocabulary_size, dtype=tf.int64)
+    if self._keyed_by_string:
+      keys, values = tokens, ids
+    else:
+      keys = tf.strings.to_hash_bucket_fast(tokens, _FINGERPRINT_BUCKETS)
+      values = tf.bitwise.bitwise_or(ids, tf.bitwise.left_shift(
+          tf.strings.to_hash_bucket(tokens, _CHECK_BUCKETS),
+          tf.constant(_ID_BITS, tf.int64)))
+    return tf.raw_ops.InitializeTableV2(
+        table_handle=self.resource_handle, keys=keys, values=values)
+
+  def lookup(self, tokens):
+    """`(ids, known)`: ids in [0, vocabulary size) (0 for OOV), OOV mask."""
+    if self._keyed_by_string:
+      found = tf.raw_ops.LookupTableFindV2(
+          table_handle=self.resource_handle, keys=tokens,
+          default_value=tf.constant(vocabulary_file.OOV_ID, tf.int64))
+      return tf.maximum(found, 0), found >= 0
+    found = tf.raw_ops.LookupTableFindV2(
+        table_handle=self.resource_handle,
+        keys=tf.strings.to_hash_bucket_fast(tokens, _FINGERPRINT_BUCKETS),
+        default_value=tf.constant(_MISSING, tf.int64))
+    ids = tf.bitwise.bitwise_and(found, tf.constant(_ID_MASK, tf.int64))
+    known = tf.equal(
+        tf.bitwise.right_shift(found, tf.constant(_ID_BITS, tf.int64)),
+        tf.strings.to_hash_bucket(tokens, _CHECK_BUCKETS))
+    return ids, known
+
+
+class TokenStrings(tf.saved_model.experimental.TrackableResource):
+  """Row id -> token: the asset's lines as one string tensor, read at load."""
+
+  def __init__(self, vocabulary_asset: tf.saved_model.Asset,
+               vocabulary_size: int):
+    super().__init__()
+    self._vocabulary_asset = vocabulary_asset
+    self._vocabulary_size = vocabulary_size
+    _create_now(self)
+
+  def _create_resource(self):
+    # Anonymous: owned by its handle, gone with the loaded object.
+    return tf.raw_ops.VarHandleOp(dtype=tf.string,
+                                  shape=[self._vocabulary_size],
+                                  shared_name=_ANONYMOUS_RESOURCE)
+
+  def _initialize(self):
+    return tf.raw_ops.AssignVariableOp(
+        resource=self.resource_handle,
+        value=asset_tokens(self._vocabulary_asset, self._vocabulary_size))
+
+  def gather(self, ids):
+    return tf.raw_ops.ResourceGather(resource=self.resource_handle,
+                                     indices=ids, dtype=tf.string)
+
+
+def _create_now(resource: tf.saved_model.experimental.TrackableResource):
+  """Creates the (empty) resource eagerly, so every signature captures it."""
+  with tf.init_scope():
+    resource.resource_handle  # pylint: disable=pointless-statement
+
+
+def asset_tokens(vocabulary_asset, vocabulary_size: int) -> tf.Tensor:
+  """The asset's `vocabulary_size` lines as a [vocabulary_size] string tensor."""
+  lines = tf.strings.split(tf.io.read_file(vocabulary_asset), sep='\n')
+  # A complete asset ends with a newline: one empty piece after the last token.
+  with tf.control_dependencies([tf.debugging.assert_equal(
+      tf.size(lines), vocabulary_size + 1,
+      message=f'{vocabulary_file.TOKENS_ASSET_FILENAME} does not hold '
+      f'{vocabulary_size} tokens')]):
+    return tf.identity(lines[:vocabulary_size])
+
+
+def fingerprints_collide(tokens_path: str) -> bool:
+  """True when two lines of a token file share a 64-bit fingerprint.
+
+  Reads the file in blocks: the process holds 8 bytes per token, not the
+  tokens.
+  """
+  keys = np.empty([vocabulary_file.count_lines(tokens_path)], np.int64)
+  filled = 0
+  for block in vocabulary_file.line_blocks(tokens_path):
+    lines = tf.strings.split(tf.constant(block), sep='\n')[:-1]
+    hashed = tf.strings.to_hash_bucket_fast(lines, _FINGERPRINT_BUCKETS)
+    keys[filled:filled + hashed.shape[0]] = hashed.numpy()
+    filled += hashed.shape[0]
+  keys.sort()
+  return bool(np.any(keys[1:] == keys[:-1]))
+
+
 class EmbeddingServingModule(tf.Module):
   """The exported object: a table, its vocabulary and three signatures."""
 
-  def __init__(self, table: tf.Variable, vocabulary_path: str):
+  def __init__(self, table: tf.Variable, vocabulary_path: str,
+               keyed_by_string: bool = False):
     super().__init__(name=None)
     if table.shape.rank != 2:
       raise ValueError(f'serving export: table must be 2-D, got {table.shape}')
@@ -68,37 +206,27 @@ class EmbeddingServingModule(tf.Module):
     setattr(self, NORMS_ATTRIBUTE,
             tf.Variable(_row_norms(table), trainable=False, name='row_norms'))
     self.vocabulary_asset = tf.saved_model.Asset(vocabulary_path)
-    self.token_ids = tf.lookup.StaticHashTable(
-        tf.lookup.TextFileInitializer(
-            self.vocabulary_asset, tf.string,
-            tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
-            tf.lookup.TextFileIndex.LINE_NUMBER,
-            vocab_size=self.vocabulary_size),
-        default_value=vocabulary_file.OOV_ID)
-    self.tokens_by_id = tf.lookup.StaticHashTable(
-        tf.lookup.TextFileInitializer(
-            self.vocabulary_asset, tf.int64,
-            tf.lookup.TextFileIndex.LINE_NUMBER, tf.string,
-            tf.lookup.TextFileIndex.WHOLE_LINE,
-            vocab_size=self.vocabulary_size),
-        default_value='')
+    self.token_ids = TokenIds(self.vocabulary_asset, self.vocabulary_size,
+                              keyed_by_string)
+    self.tokens_by_id = TokenStrings(self.vocabulary_asset,
+                                     self.vocabulary_size)
 
   @property
   def table(self) -> tf.Variable:
     return getattr(self, TABLE_ATTRIBUTE)
 
   def _ids_and_vectors(self, tokens):
-    ids = self.token_ids.lookup(tokens)
-    known = ids >= 0
-    vectors = tf.gather(self.table, tf.where(known, ids, tf.zeros_like(ids)))
-    vectors = tf.where(known[:, tf.newaxis], vectors, tf.zeros_like(vectors))
-    return ids, vectors
+    """`(ids, known, vectors)`; OOV tokens get id 0, known False, zeros."""
+    ids, known = self.token_ids.lookup(tokens)
+    vectors = tf.gather(self.table, ids) * tf.cast(
+        known, self.table.dtype)[:, tf.newaxis]
+    return ids, known, vectors
 
   @tf.function(input_signature=[
       tf.TensorSpec([None], tf.string, name='sentences')])
   def embed_sentences(self, sentences):
     tokens = text.tf_tokenize(sentences)
-    _, vectors = self._ids_and_vectors(tokens.flat_values)
+    _, _, vectors = self._ids_and_vectors(tokens.flat_values)
     sums = tf.reduce_sum(
         tf.RaggedTensor.from_row_splits(vectors, tokens.row_splits), axis=1)
     counts = tf.cast(tokens.row_lengths(), sums.dtype)[:, tf.newaxis]
@@ -108,7 +236,7 @@ class EmbeddingServingModule(tf.Module):
   @tf.function(input_signature=[
       tf.TensorSpec([None], tf.string, name='tokens')])
   def lookup(self, tokens):
-    _, vectors = self._ids_and_vectors(tokens)
+    _, _, vectors = self._ids_and_vectors(tokens)
     return {'embeddings': vectors}
 
   @tf.function(input_signature=[
@@ -116,23 +244,20 @@ class EmbeddingServingModule(tf.Module):
       tf.TensorSpec([], tf.int32, name='k')])
   def neighbors(self, tokens, k):
     tf.debugging.assert_positive(k, message='neighbors: k must be >= 1')
-    ids, vectors = self._ids_and_vectors(tokens)
+    ids, known, vectors = self._ids_and_vectors(tokens)
     norms = getattr(self, NORMS_ATTRIBUTE)
     query = tf.math.l2_normalize(vectors, axis=1)
     scores = tf.math.divide_no_nan(
         tf.matmul(query, self.table, transpose_b=True), norms[tf.newaxis, :])
     # Exclude the query token itself.
-    known = ids >= 0
-    self_mask = tf.one_hot(tf.where(known, ids, tf.zeros_like(ids)),
-                           self.vocabulary_size, on_value=True,
+    self_mask = tf.one_hot(ids, self.vocabulary_size, on_value=True,
                            off_value=False) & known[:, tf.newaxis]
     scores = tf.where(self_mask, tf.fill(tf.shape(scores), -np.inf), scores)
     k = tf.minimum(k, max(self.vocabulary_size - 1, 1))
     top = tf.math.top_k(scores, k=k)
     found = tf.broadcast_to(known[:, tf.newaxis], tf.shape(top.indices))
     return {
-        'tokens': tf.where(found, self.tokens_by_id.lookup(
-            tf.cast(top.indices, tf.int64)), ''),
+        'tokens': tf.where(found, self.tokens_by_id.gather(top.indices), ''),
         'scores': tf.where(found, top.values, 0.0),
     }
 
@@ -145,7 +270,7 @@ class EmbeddingServingModule(tf.Module):
 
 
 def export_serving_model(restored: RestoredModel, export_dir: str,
-                         table: str = '') -> None:
+                         table: str = '', tokens_path: str = '') -> None:
   """Writes the serving SavedModel for one table of `restored` to `export_dir`.
 
   Args:
@@ -154,6 +279,10 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
     export_dir: must not exist yet, or be an empty directory.
     table: table to export; default the spec's first (and, for skip-gram, only)
       table, whose rows are the vocabulary's lines.
+    tokens_path: a one-token-per-line file (`vocabulary_file.write_tokens` /
+      `write_tokens_asset` format) shipped as the vocabulary asset; default:
+      written from `restored.vocabulary`. With a path, `restored.vocabulary`
+      is not used, so a multi-million-token vocabulary need not be in memory.
   """
   name = table or restored.spec.tables[0].name
   if name != restored.spec.tables[0].name:
@@ -166,16 +295,19 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
         f'serving export: {export_dir} is not empty; export into a new '
         'directory')
   variable = restored.table(name)
-  if int(variable.shape[0]) != len(restored.vocabulary):
-    raise ValueError(
-        f'serving export: table {name!r} has {variable.shape[0]} rows but the '
-        f'vocabulary has {len(restored.vocabulary)} tokens')
   with tempfile.TemporaryDirectory(prefix='vocabulary-') as staging:
-    vocab_path = os.path.join(staging, vocabulary_file.TOKENS_ASSET_FILENAME)
-    vocabulary_file.write_tokens(vocab_path, restored.vocabulary)
-    module = EmbeddingServingModule(variable, vocab_path)
+    if not tokens_path:
+      tokens_path = os.path.join(staging,
+                                 vocabulary_file.TOKENS_ASSET_FILENAME)
+      vocabulary_file.write_tokens(tokens_path, restored.vocabulary)
+    tokens = vocabulary_file.count_lines(tokens_path)
+    if int(variable.shape[0]) != tokens:
+      raise ValueError(
+          f'serving export: table {name!r} has {variable.shape[0]} rows but '
+          f'the vocabulary has {tokens} tokens')
+    module = EmbeddingServingModule(
+        variable, tokens_path,
+        keyed_by_string=fingerprints_collide(tokens_path))
     tf.saved_model.save(module, export_dir, signatures=module.signatures())
-  # The module's lookup tables hold every token twice; free them now rather
-  # than whenever the cyclic garbage collector next runs.
   del module
   gc.collect()
