@@ -57,7 +57,20 @@ def _write_model(model_uri: str, rows: int, dim: int, optimizer: str):
 
 
 def _export(model_uri: str, out: str):
+  import logging  # pylint: disable=g-import-not-at-top
+  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
   from components.exporter import executor  # pylint: disable=g-import-not-at-top
+  phases = []
+
+  class _Phases(logging.Handler):
+
+    def emit(self, record):
+      message = record.getMessage()
+      if message.startswith('Export phase '):
+        phases.append(message[len('Export phase '):])
+
+  absl_logging.set_verbosity(absl_logging.INFO)
+  absl_logging.get_absl_logger().addHandler(_Phases())
   with open('/proc/self/statm') as f:  # resident pages after the imports
     base_rss = int(f.read().split()[1]) * resource.getpagesize()
   start = time.perf_counter()
@@ -68,6 +81,7 @@ def _export(model_uri: str, out: str):
       'wall': wall,
       'base_rss': base_rss,
       'peak_rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+      'phases': phases,
   }))
 
 
@@ -104,10 +118,13 @@ def main():
   work = args.workdir or tempfile.mkdtemp(prefix='export-bench-')
   try:
     model_uri = os.path.join(work, 'model')
-    start = time.perf_counter()
-    _run_child('--rows', str(args.rows), '--dim', str(args.dim),
-               '--optimizer', args.optimizer, '--child', 'write', model_uri)
-    print(f'wrote the model in {time.perf_counter() - start:.0f} s')
+    if os.path.exists(os.path.join(model_uri, 'metadata.json')):
+      print(f'reusing the model in {model_uri}')  # from an earlier --workdir run
+    else:
+      start = time.perf_counter()
+      _run_child('--rows', str(args.rows), '--dim', str(args.dim),
+                 '--optimizer', args.optimizer, '--child', 'write', model_uri)
+      print(f'wrote the model in {time.perf_counter() - start:.0f} s')
     ckpt_dir = os.path.join(model_uri, 'checkpoint')
 
     start = time.perf_counter()
@@ -116,6 +133,7 @@ def main():
     shutil.rmtree(os.path.join(work, 'checkpoint-copy'))
 
     out = os.path.join(work, 'exports')
+    shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     result = json.loads(_run_child('--child', 'export', model_uri,
                                    out).strip().splitlines()[-1])
@@ -135,6 +153,7 @@ def main():
           f'({args.optimizer}, with slots) {_dir_bytes(ckpt_dir) / 2**30:.2f} '
           f'GiB; serving export {_dir_bytes(os.path.join(out, "serving")) / 2**30:.2f}'
           f' GiB; hub export {_dir_bytes(os.path.join(out, "hub")) / 2**30:.2f} GiB')
+    print('export phases: ' + '; '.join(result['phases']))
     print(f'{"metric":38} {"value":>12} {"baseline":>18} {"ratio":>7} target')
     for name, value, base, ratio, target in rows:
       print(f'{name:38} {value:>12} {base:>18} {ratio:7.2f} {target}')

@@ -26,7 +26,7 @@ class CheckpointError(ValueError):
 @dataclasses.dataclass
 class RestoredModel:
   spec: EmbeddingSpec
-  vocabulary: vocabulary_file.Vocabulary
+  vocabulary: Optional[vocabulary_file.Vocabulary]
   checkpoint_path: str
   embedding: Any  # TPUEmbeddingForServing, built, optimizer=None
 
@@ -77,11 +77,17 @@ def check_tables(spec: EmbeddingSpec, checkpoint_path: str,
 def restore_for_serving(
     model_uri: str,
     checkpoint_path: Optional[str] = None,
-    sparsecore_restore_info: Optional[Dict[str, Any]] = None
+    sparsecore_restore_info: Optional[Dict[str, Any]] = None,
+    read_vocabulary: bool = True
 ) -> RestoredModel:
-  """Restores tables only (optimizer=None: no slot variable is created)."""
+  """Restores tables only (optimizer=None: no slot variable is created).
+
+  `read_vocabulary=False` leaves `vocabulary` None and skips its size check,
+  for callers that stream vocabulary.tsv themselves (a multi-million-token
+  vocabulary as Python strings costs about as much memory as its table).
+  """
   spec = EmbeddingSpec.load(model_uri)
-  vocab = vocabulary_file.read(model_uri)
+  vocab = vocabulary_file.read(model_uri) if read_vocabulary else None
   path = checkpoint_path or model_layout.latest_checkpoint(model_uri)
   check_tables(spec, path, sparsecore=sparsecore_restore_info is not None)
   if tf.distribute.has_strategy() and 'TPU' in type(
@@ -103,7 +109,8 @@ def restore_for_serving(
         f'{str(e).splitlines()[0]})') from e
   status.expect_partial()
   for t in spec.tables:
-    if t.name == spec.tables[0].name and len(vocab) != t.vocabulary_size:
+    if (vocab is not None and t.name == spec.tables[0].name and
+        len(vocab) != t.vocabulary_size):
       raise CheckpointError(
           f'model {model_uri}: vocabulary has {len(vocab)} tokens but table '
           f'{t.name!r} has {t.vocabulary_size} rows')

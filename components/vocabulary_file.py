@@ -13,7 +13,6 @@ Out-of-vocabulary tokens:
 """
 
 import dataclasses
-import re
 from typing import Dict, Iterator, List, Sequence, Tuple
 
 VOCABULARY_FILENAME = 'vocabulary.tsv'
@@ -22,8 +21,8 @@ TOKENS_ASSET_FILENAME = 'vocabulary.txt'
 OOV_ID = -1
 # Bytes per block when streaming files (write_tokens_asset, line_blocks).
 _BLOCK_BYTES = 16 << 20
-_VALID_LINES = re.compile(rb'(?:[^\t\n]+\t[0-9]+\n)*')
-_COUNT_FIELD = re.compile(rb'\t[^\n]*\n')
+# A block of well-formed lines (RE2 syntax, for tf.strings.regex_full_match).
+_VALID_LINES = '(?s)([^\t\n]+\t[0-9]+\n)*'
 
 
 class VocabularyError(ValueError):
@@ -116,7 +115,8 @@ def _path_of(directory_or_file: str) -> str:
 def _check_line(path: str, n: int, raw: bytes) -> str:
   """The token of one `vocabulary.tsv` line, or VocabularyError."""
   try:
-    line = raw.decode('utf-8').rstrip('\n')
+    # `read` sees CRLF line ends as LF ones.
+    line = raw.decode('utf-8').rstrip('\r\n')
   except UnicodeDecodeError as e:
     raise VocabularyError(
         f'vocabulary: {path} line {n}: not UTF-8 ({e.reason})') from e
@@ -126,6 +126,18 @@ def _check_line(path: str, n: int, raw: bytes) -> str:
         f'vocabulary: {path} line {n}: expected "token<TAB>count", got '
         f'{line[:80]!r}')
   return parts[0]
+
+
+def _drop_counts(block: bytes) -> bytes:
+  """`token<TAB>count<LF>` lines -> `token<LF>` lines (one tab per line)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  chars = np.frombuffer(block, np.uint8)
+  # 1 from a line's tab up to its newline, 0 elsewhere.
+  inside = np.zeros(len(chars), np.int8)
+  inside[chars == ord('\t')] = 1
+  inside[chars == ord('\n')] = -1
+  np.cumsum(inside, out=inside)
+  return chars[inside == 0].tobytes()
 
 
 def write_tokens_asset(directory_or_file: str, tokens_path: str,
@@ -146,14 +158,14 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
   count = 0
   with tf.io.gfile.GFile(tokens_path, 'wb') as out:
     for block in line_blocks(path):
-      valid = _VALID_LINES.fullmatch(block)
+      valid = bool(tf.strings.regex_full_match(block, _VALID_LINES).numpy())
       if valid:
         try:
           block.decode('utf-8')
         except UnicodeDecodeError:
-          valid = None
+          valid = False
       if valid:
-        tokens = _COUNT_FIELD.sub(b'\n', block)
+        tokens = _drop_counts(block)
       else:  # find the line to name, or accept what `read` accepts
         tokens = b''.join(
             _check_line(path, count + i + 1, raw).encode('utf-8') + b'\n'

@@ -2,12 +2,15 @@
 
 1. restore the trainer's checkpoint with `TPUEmbeddingForServing(...,
    optimizer=None)` (components.checkpoint_restore), so no slot is ever read;
+   and stream vocabulary.tsv into the token asset (no Python string per
+   token);
 2. write the serving SavedModel from the restored table (no copy of it);
 3. release the restored table and write the Hub module, its table restored
    from the serving export's variables: the process holds one copy of a
    multi-GB table at a time, never two;
 4. load each export in a fresh Python process and check it answers canary
-   inputs with the checkpoint's values;
+   inputs with the checkpoint's values; that process starts first, so its
+   TensorFlow import and the serving check overlap the export;
 5. only then move each into its artifact URI.
 
 Both exports are built in temporary directories beside their artifact URIs
@@ -15,10 +18,12 @@ Both exports are built in temporary directories beside their artifact URIs
 nothing.
 """
 
+import contextlib
 import gc
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from typing import Any, Dict, List, Optional
 
@@ -29,6 +34,8 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
 from components import checkpoint_restore
+from components import embedding_spec
+from components import vocabulary_file
 from components.exporter import hub_export
 from components.exporter import load_check
 from components.exporter import serving_export
@@ -80,6 +87,13 @@ def _publish(built_dir: str, final_uri: str):
     raise
 
 
+@contextlib.contextmanager
+def _phase(name: str):
+  start = time.perf_counter()
+  yield
+  logging.info('Export phase %s: %.1f s', name, time.perf_counter() - start)
+
+
 def export_model(model_uri: str,
                  serving_uri: str,
                  hub_uri: str,
@@ -90,6 +104,7 @@ def export_model(model_uri: str,
                      load_check.DEFAULT_TIMEOUT_SECONDS)) -> None:
   """Writes both exports of the Model artifact at `model_uri`, load-checked."""
   staging: List[str] = []
+  checker = None
   try:
     serving_stage = _staging_dir(serving_uri)
     staging.append(serving_stage)
@@ -97,31 +112,55 @@ def export_model(model_uri: str,
     staging.append(hub_stage)
     serving_dir = os.path.join(serving_stage, 'export')
     hub_dir = os.path.join(hub_stage, 'export')
+    # Imports TensorFlow while this process exports.
+    checker = load_check.FreshProcess(load_check_timeout_seconds)
 
-    restored = checkpoint_restore.restore_for_serving(model_uri)
-    vocabulary = restored.vocabulary
-    table_name = restored.spec.tables[0].name
+    spec = embedding_spec.EmbeddingSpec.load(model_uri)
+    table_name = spec.tables[0].name
+    rows = spec.tables[0].vocabulary_size
+    # vocabulary.tsv -> the token asset, streamed: never a Python string per
+    # token (at 10M tokens those would cost about half the table's memory).
+    tokens_path = os.path.join(serving_stage,
+                               vocabulary_file.TOKENS_ASSET_FILENAME)
+    with _phase('vocabulary asset'):
+      count, known = vocabulary_file.write_tokens_asset(
+          model_uri, tokens_path, lines=(0, rows // 2, rows - 1))
+    if count != rows:
+      raise checkpoint_restore.CheckpointError(
+          f'model {model_uri}: vocabulary has {count} tokens but table '
+          f'{table_name!r} has {rows} rows')
+
+    with _phase('restore'):
+      restored = checkpoint_restore.restore_for_serving(
+          model_uri, read_vocabulary=False)
     table = restored.table(table_name)
     canary = load_check.make_canary(
-        vocabulary.tokens, lambda start, stop: table[start:stop].numpy())
+        load_check.TokenFile(tokens_path, count, known),
+        lambda start, stop: table[start:stop].numpy())
     logging.info('Exporting table %r %s from %s', table_name, table.shape,
                  restored.checkpoint_path)
-    serving_export.export_serving_model(restored, serving_dir, table_name)
+    with _phase('serving export'):
+      serving_export.export_serving_model(restored, serving_dir, table_name,
+                                          tokens_path=tokens_path)
     del restored, table
     gc.collect()
+    checker.submit('serving', serving_dir, canary)
 
-    hub_export.export_hub_module(
-        hub_export.TableRows.from_checkpoint(
-            os.path.join(serving_dir, 'variables', 'variables'),
-            serving_export.table_checkpoint_key()), vocabulary, hub_dir,
-        num_oov_buckets=num_oov_buckets, l2_regularization=l2_regularization)
-
-    load_check.run_in_fresh_process(
-        [('serving', serving_dir), ('hub', hub_dir)], canary,
-        load_check_timeout_seconds)
+    with _phase('hub export'):
+      hub_export.export_hub_module(
+          hub_export.TableRows.from_checkpoint(
+              os.path.join(serving_dir, 'variables', 'variables'),
+              serving_export.table_checkpoint_key()), tokens_path, hub_dir,
+          num_oov_buckets=num_oov_buckets,
+          l2_regularization=l2_regularization)
+    checker.submit('hub', hub_dir, canary)
+    with _phase('load check (rest)'):
+      checker.wait()
     _publish(serving_dir, serving_uri)
     _publish(hub_dir, hub_uri)
   finally:
+    if checker is not None:
+      checker.close()
     for path in staging:
       shutil.rmtree(path, ignore_errors=True)
 

@@ -35,7 +35,7 @@ export and the exporting session holds one copy of the table.
 import dataclasses
 import os
 import tempfile
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -137,7 +137,7 @@ def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
 
 
 def export_hub_module(rows: TableRows,
-                      vocabulary: vocabulary_file.Vocabulary,
+                      vocabulary: Union[vocabulary_file.Vocabulary, str],
                       export_dir: str,
                       num_oov_buckets: int = DEFAULT_NUM_OOV_BUCKETS,
                       l2_regularization: float = DEFAULT_L2_REGULARIZATION
@@ -149,7 +149,8 @@ def export_hub_module(rows: TableRows,
       `variables/variables` and `serving_export.table_checkpoint_key()`) or
       `TableRows.from_variable(restored.table('tokens'))` for a
       `restore_for_serving` result (optimizer=None, so no slots).
-    vocabulary: tokens in row order.
+    vocabulary: tokens in row order, or the path of a one-token-per-line
+      file (`vocabulary_file.write_tokens_asset`) shipped as the asset.
     export_dir: must not exist (hub's `export` refuses an existing directory).
     num_oov_buckets: zero rows for OOV tokens (>= 1).
     l2_regularization: strength of the L2 loss of the {"train"} tag set (>= 0).
@@ -181,14 +182,20 @@ def export_hub_module(rows: TableRows,
     raise ValueError(f'hub export: checkpoint {checkpoint_prefix} has no 2-D '
                      f'tensor {table_key!r}')
   vocabulary_size, dim = (int(d) for d in shapes[table_key])
-  if vocabulary_size != len(vocabulary):
+  tokens = (vocabulary_file.count_lines(vocabulary)
+            if isinstance(vocabulary, str) else len(vocabulary))
+  if vocabulary_size != tokens:
     raise ValueError(
         f'hub export: table has {vocabulary_size} rows but the vocabulary has '
-        f'{len(vocabulary)} tokens')
+        f'{tokens} tokens')
 
   with tempfile.TemporaryDirectory(prefix='vocabulary-') as staging:
-    vocab_path = os.path.join(staging, vocabulary_file.TOKENS_ASSET_FILENAME)
-    vocabulary_file.write_tokens(vocab_path, vocabulary)
+    if isinstance(vocabulary, str):
+      vocab_path = vocabulary
+    else:
+      vocab_path = os.path.join(staging,
+                                vocabulary_file.TOKENS_ASSET_FILENAME)
+      vocabulary_file.write_tokens(vocab_path, vocabulary)
     spec = make_module_spec(vocab_path, vocabulary_size, dim, num_oov_buckets,
                             float(l2_regularization))
     with tf.Graph().as_default():

@@ -10,13 +10,17 @@ TF1 Hub module).
 """
 
 import argparse
+import collections.abc
 import dataclasses
 import gc
+import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
-from typing import Callable, List, Sequence, Tuple
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -51,6 +55,33 @@ class Canary:
     with np.load(path) as d:
       return cls([str(t) for t in d['tokens']], d['token_embeddings'],
                  [str(s) for s in d['sentences']], d['sentence_embeddings'])
+
+
+class TokenFile(collections.abc.Sequence):
+  """A one-token-per-line file as the `tokens` of `make_canary`.
+
+  Only the lines in `known` ({line: token}, e.g. from
+  `vocabulary_file.write_tokens_asset`) can be indexed; `in` scans the file
+  block by block. Nothing per token is held in memory.
+  """
+
+  def __init__(self, path: str, size: int, known: Dict[int, str]):
+    self._path, self._size, self._known = path, size, dict(known)
+
+  def __len__(self) -> int:
+    return self._size
+
+  def __getitem__(self, i: int) -> str:
+    i = i + self._size if i < 0 else i
+    if i not in self._known:
+      raise IndexError(f'{self._path}: line {i} was not read')
+    return self._known[i]
+
+  def __contains__(self, token) -> bool:
+    from components import vocabulary_file  # pylint: disable=g-import-not-at-top
+    line = b'\n' + token.encode('utf-8') + b'\n'
+    return any(line in b'\n' + block
+               for block in vocabulary_file.line_blocks(self._path))
 
 
 def make_canary(tokens: Sequence[str],
@@ -137,6 +168,113 @@ def check(kind: str, export_dir: str, canary: Canary):
   (check_serving if kind == 'serving' else check_hub)(export_dir, canary)
 
 
+class FreshProcess:
+  """A new Python process that load-checks exports handed to it one by one.
+
+  Start it before exporting: the new interpreter imports TensorFlow while the
+  exports are being written, and can check the first export while the next
+  one is written. It sees only files on disk. `submit` queues a check;
+  `wait` returns when every queued check has passed, and raises
+  LoadCheckError naming the export and the reason otherwise. Use as a
+  context manager, so the process never outlives the export.
+  """
+
+  def __init__(self, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
+    self._timeout = timeout_seconds
+    self._tmp = tempfile.TemporaryDirectory(prefix='load-check-')
+    self._pending: List[str] = []
+    self._buffer = b''
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        [_PROJECT_ROOT] + [p for p in env.get('PYTHONPATH', '').split(
+            os.pathsep) if p])
+    env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    # stderr goes to a file: TensorFlow's log lines could fill a pipe.
+    self._stderr = open(os.path.join(self._tmp.name, 'stderr'), 'w+b')
+    try:
+      self._proc = subprocess.Popen(
+          [PYTHON, '-m', 'components.exporter.load_check', '--serve'],
+          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+          env=env, bufsize=0)
+    except OSError as e:
+      self.close()
+      raise LoadCheckError(
+          f'cannot start {PYTHON} for the load check ({e})') from e
+
+  def __enter__(self) -> 'FreshProcess':
+    return self
+
+  def __exit__(self, *unused):
+    self.close()
+
+  def submit(self, kind: str, export_dir: str, canary: Canary):
+    """Queues the check of one export (returns at once)."""
+    if kind not in KINDS:
+      raise LoadCheckError(f'unknown export kind {kind!r}; one of {KINDS}')
+    canary_path = os.path.join(self._tmp.name, f'canary{len(self._pending)}.npz')
+    canary.save(canary_path)
+    name = f'{kind} export {export_dir}'
+    try:
+      self._proc.stdin.write(json.dumps(
+          {'canary': canary_path, 'kind': kind, 'path': export_dir}).encode(
+              'utf-8') + b'\n')
+    except OSError:
+      pass  # the process died; wait() reports why
+    self._pending.append(name)
+
+  def wait(self):
+    """Blocks until every submitted check is answered; raises on a failure."""
+    while self._pending:
+      name = self._pending[0]
+      line = self._read_line(time.monotonic() + self._timeout)
+      if line is None:
+        self.close()
+        raise LoadCheckError(
+            f'{name}: fresh-process load check timed out after '
+            f'{self._timeout} s')
+      if not line:
+        self._proc.wait()
+        self._stderr.seek(0)
+        lines = [l for l in self._stderr.read().decode(
+            'utf-8', 'replace').splitlines() if l.strip()]
+        reason = lines[-1] if lines else f'exit code {self._proc.returncode}'
+        self.close()
+        raise LoadCheckError(f'fresh-process load check failed: {reason}')
+      answer = json.loads(line)
+      self._pending.pop(0)
+      if answer.get('error'):
+        self.close()
+        raise LoadCheckError(
+            f'fresh-process load check failed: {answer["error"]}')
+
+  def _read_line(self, deadline: float) -> Optional[bytes]:
+    """One answer line; b'' when the process has exited, None on timeout."""
+    while b'\n' not in self._buffer:
+      left = deadline - time.monotonic()
+      ready = left > 0 and select.select([self._proc.stdout], [], [], left)[0]
+      if not ready:
+        return None
+      chunk = os.read(self._proc.stdout.fileno(), 1 << 16)
+      if not chunk:
+        return b''
+      self._buffer += chunk
+    line, self._buffer = self._buffer.split(b'\n', 1)
+    return line + b'\n'
+
+  def close(self):
+    proc = getattr(self, '_proc', None)
+    if proc is not None:
+      # Answered or abandoned: nothing is left to do there, and a clean
+      # TensorFlow shutdown takes seconds.
+      if proc.poll() is None:
+        proc.kill()
+      proc.wait()
+      proc.stdin.close()
+      proc.stdout.close()
+    self._stderr.close()
+    self._tmp.cleanup()
+
+
 def run_in_fresh_process(exports: Sequence[Tuple[str, str]], canary: Canary,
                          timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
   """Loads each `(kind, export_dir)` in one new Python process.
@@ -147,34 +285,37 @@ def run_in_fresh_process(exports: Sequence[Tuple[str, str]], canary: Canary,
   for kind, _ in exports:
     if kind not in KINDS:
       raise LoadCheckError(f'unknown export kind {kind!r}; one of {KINDS}')
-  names = ', '.join(f'{kind} export {path}' for kind, path in exports)
-  with tempfile.TemporaryDirectory(prefix='load-check-') as tmp:
-    canary_path = os.path.join(tmp, 'canary.npz')
-    canary.save(canary_path)
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(
-        [_PROJECT_ROOT] + [p for p in env.get('PYTHONPATH', '').split(
-            os.pathsep) if p])
-    env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-    command = [PYTHON, '-m', 'components.exporter.load_check', canary_path]
-    command += [f'{kind}={path}' for kind, path in exports]
+  with FreshProcess(timeout_seconds) as process:
+    for kind, path in exports:
+      process.submit(kind, path, canary)
+    process.wait()
+
+
+def _serve() -> int:
+  """The child side of FreshProcess: one JSON request per stdin line."""
+  # Answers get the real stdout; anything else printed goes to stderr.
+  answers = os.fdopen(os.dup(1), 'w')
+  os.dup2(2, 1)
+  sys.stdout = sys.stderr
+  for line in sys.stdin:
+    request = json.loads(line)
+    kind, path = request['kind'], request['path']
     try:
-      proc = subprocess.run(command, capture_output=True, text=True, env=env,
-                            timeout=timeout_seconds, check=False)
-    except subprocess.TimeoutExpired as e:
-      raise LoadCheckError(
-          f'{names}: fresh-process load check timed out after '
-          f'{timeout_seconds} s') from e
-    except OSError as e:
-      raise LoadCheckError(
-          f'{names}: cannot start {PYTHON} for the load check ({e})') from e
-  if proc.returncode != 0:
-    lines = [l for l in proc.stderr.splitlines() if l.strip()]
-    reason = lines[-1] if lines else f'exit code {proc.returncode}'
-    raise LoadCheckError(f'fresh-process load check failed: {reason}')
+      check(kind, path, Canary.load(request['canary']))
+      gc.collect()  # release one export before loading the next
+      answer = {}
+    except Exception as e:  # pylint: disable=broad-except
+      message = str(e).splitlines()[0] if str(e) else ''
+      answer = {'error': f'{kind} export {path}: {type(e).__name__}: '
+                         f'{message}'}
+    print(json.dumps(answer), file=answers, flush=True)
+  return 0
 
 
 def main(argv=None) -> int:
+  argv = sys.argv[1:] if argv is None else argv
+  if argv == ['--serve']:
+    return _serve()
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('canary', help='.npz written by Canary.save')
   parser.add_argument('exports', nargs='+', metavar='KIND=EXPORT_DIR',
