@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import math
 from typing import Optional
 
 from components.embedding_spec import EmbeddingSpec, skipgram_spec
@@ -37,11 +38,18 @@ class PipelineConfig:
   k: int = 10
   regression_margin: float = 0.05
   min_recall_at_k: Optional[float] = None
+  # None: the model must beat an untrained one, whose skip-gram loss is
+  # (1 + negatives) * ln 2, by 1% (see untrained_loss_limit).
+  max_eval_loss: Optional[float] = None
   min_related_recall_at_k: Optional[float] = None
   related_pairs_file: Optional[str] = None
   similarity_file: Optional[str] = None
   # Push.
   keep_versions: int = 5
+
+  def untrained_loss_limit(self) -> float:
+    """0.99 x the eval loss of a table that learned nothing (all logits 0)."""
+    return 0.99 * (1 + self.negatives) * math.log(2)
 
   def embedding_spec(self) -> EmbeddingSpec:
     params = {'learning_rate': self.learning_rate}

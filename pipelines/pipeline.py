@@ -47,6 +47,8 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
       related_pairs_file=config.related_pairs_file,
       similarity_file=config.similarity_file,
       min_recall_at_k=config.min_recall_at_k,
+      max_eval_loss=(config.max_eval_loss if config.max_eval_loss is not None
+                     else config.untrained_loss_limit()),
       min_related_recall_at_k=config.min_related_recall_at_k,
       regression_margin=config.regression_margin,
       seed=config.seed)
