@@ -141,7 +141,9 @@ def _drop_counts(block: bytes) -> bytes:
 
 
 def write_tokens_asset(directory_or_file: str, tokens_path: str,
-                       lines: Sequence[int] = ()) -> Tuple[int, Dict[int, str]]:
+                       lines: Sequence[int] = (),
+                       block_bytes: int = _BLOCK_BYTES
+                       ) -> Tuple[int, Dict[int, str]]:
   """Streams `vocabulary.tsv` into the one-token-per-line asset at `tokens_path`.
 
   Checks every line as `read` does, but in blocks of whole lines and without
@@ -157,7 +159,7 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
   found = {}
   count = 0
   with tf.io.gfile.GFile(tokens_path, 'wb') as out:
-    for block in line_blocks(path):
+    for block in line_blocks(path, block_bytes):
       valid = bool(tf.strings.regex_full_match(block, _VALID_LINES).numpy())
       if valid:
         try:

@@ -146,3 +146,82 @@ def test_tpu_and_cpu_trainer_checkpoints_export_the_same(tmp_path):
         serving_export.table_checkpoint_key())
   np.testing.assert_array_equal(exported['tpu'], table)
   np.testing.assert_array_equal(exported['cpu'], table)
+
+
+def test_string_keyed_token_table_answers_the_same(exported, tmp_path):
+  """The fallback for vocabularies whose fingerprints collide."""
+  table, export_dir = exported
+  restored = checkpoint_restore.restore_for_serving(
+      os.path.join(os.path.dirname(export_dir), 'model'))
+  string_dir = str(tmp_path / 'string-keyed')
+  serving_export.export_serving_model(restored, string_dir,
+                                      keyed_by_string=True)
+  queries = tf.constant(TOKENS + ['nope', '', 'the'])
+  got = {}
+  for name, path in (('fingerprint', export_dir), ('string', string_dir)):
+    loaded = tf.saved_model.load(path)
+    got[name] = loaded.signatures['lookup'](tokens=queries)['embeddings']
+    out = loaded.signatures['neighbors'](tokens=tf.constant(['cat', 'x']),
+                                         k=tf.constant(2))
+    assert out['tokens'].numpy()[1].tolist() == [b'', b'']
+    assert set(out['tokens'].numpy()[0]) <= {t.encode() for t in TOKENS}
+  expected = np.concatenate([table, np.zeros([2, 8], np.float32),
+                             table[:1]])
+  np.testing.assert_allclose(got['fingerprint'], expected, atol=1e-6)
+  np.testing.assert_allclose(got['string'], expected, atol=1e-6)
+
+
+def test_export_from_a_streamed_token_file(exported, tmp_path):
+  """The executor's path: vocabulary.tsv streamed into the asset, no tokens
+  in memory; the asset and the lookups match vocabulary_file.read."""
+  table, export_dir = exported
+  model_uri = os.path.join(os.path.dirname(export_dir), 'model')
+  tokens_path = str(tmp_path / vocabulary_file.TOKENS_ASSET_FILENAME)
+  count, known = vocabulary_file.write_tokens_asset(model_uri, tokens_path,
+                                                    lines=(0, 5))
+  vocab = vocabulary_file.read(model_uri)
+  assert count == len(vocab) and known == {0: vocab.tokens[0],
+                                           5: vocab.tokens[5]}
+  with open(tokens_path, encoding='utf-8') as f:
+    assert f.read().splitlines() == list(vocab.tokens)
+  assert not serving_export.fingerprints_collide(tokens_path)
+  restored = checkpoint_restore.restore_for_serving(model_uri,
+                                                    read_vocabulary=False)
+  assert restored.vocabulary is None
+  streamed_dir = str(tmp_path / 'streamed')
+  serving_export.export_serving_model(restored, streamed_dir,
+                                      tokens_path=tokens_path)
+  got = tf.saved_model.load(streamed_dir).signatures['lookup'](
+      tokens=tf.constant(list(vocab.tokens)))['embeddings']
+  np.testing.assert_allclose(got, table, atol=1e-6)
+
+
+@pytest.mark.parametrize('content,line', [
+    ('a\t1\n\t2\n', 2), ('a\t1\nb 2\n', 2), ('a\t1\nb\t2\tx\n', 2),
+    ('a\tx\n', 1)])
+def test_streamed_token_file_names_the_bad_line(tmp_path, content, line):
+  path = tmp_path / vocabulary_file.VOCABULARY_FILENAME
+  path.write_text(content, encoding='utf-8')
+  with pytest.raises(vocabulary_file.VocabularyError, match=f'line {line}:'):
+    vocabulary_file.write_tokens_asset(str(tmp_path), str(tmp_path / 't.txt'))
+  with pytest.raises(vocabulary_file.VocabularyError, match=f'line {line}:'):
+    vocabulary_file.read(str(tmp_path))
+
+
+def test_streamed_token_file_across_blocks(tmp_path):
+  tokens = [f'tok{i}é' for i in range(5000)]
+  (tmp_path / vocabulary_file.VOCABULARY_FILENAME).write_text(
+      ''.join(f'{t}\t{5000 - i}\n' for i, t in enumerate(tokens)),
+      encoding='utf-8')
+  out = str(tmp_path / 't.txt')
+  # Blocks of a few hundred lines, cut at line ends.
+  blocks = list(vocabulary_file.line_blocks(
+      str(tmp_path / vocabulary_file.VOCABULARY_FILENAME), block_bytes=4096))
+  assert len(blocks) > 10 and all(b.endswith(b'\n') for b in blocks)
+  count, known = vocabulary_file.write_tokens_asset(
+      str(tmp_path), out, lines=(0, 2500, 4999), block_bytes=4096)
+  assert count == 5000
+  assert known == {0: tokens[0], 2500: tokens[2500], 4999: tokens[4999]}
+  with open(out, encoding='utf-8') as f:
+    assert f.read().splitlines() == tokens
+  assert vocabulary_file.count_lines(out) == 5000

@@ -130,6 +130,9 @@ def export_model(model_uri: str,
           f'model {model_uri}: vocabulary has {count} tokens but table '
           f'{table_name!r} has {rows} rows')
 
+    # Before the restore: its 8 bytes per token never add to the table's.
+    with _phase('fingerprint check'):
+      keyed_by_string = serving_export.fingerprints_collide(tokens_path)
     with _phase('restore'):
       restored = checkpoint_restore.restore_for_serving(
           model_uri, read_vocabulary=False)
@@ -141,7 +144,8 @@ def export_model(model_uri: str,
                  restored.checkpoint_path)
     with _phase('serving export'):
       serving_export.export_serving_model(restored, serving_dir, table_name,
-                                          tokens_path=tokens_path)
+                                          tokens_path=tokens_path,
+                                          keyed_by_string=keyed_by_string)
     del restored, table
     gc.collect()
     checker.submit('serving', serving_dir, canary)

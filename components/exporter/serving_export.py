@@ -22,6 +22,7 @@ Signatures (all lookups go through the vocabulary asset; an OOV token, including
 import gc
 import os
 import tempfile
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -270,7 +271,8 @@ class EmbeddingServingModule(tf.Module):
 
 
 def export_serving_model(restored: RestoredModel, export_dir: str,
-                         table: str = '', tokens_path: str = '') -> None:
+                         table: str = '', tokens_path: str = '',
+                         keyed_by_string: Optional[bool] = None) -> None:
   """Writes the serving SavedModel for one table of `restored` to `export_dir`.
 
   Args:
@@ -283,6 +285,8 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
       `write_tokens_asset` format) shipped as the vocabulary asset; default:
       written from `restored.vocabulary`. With a path, `restored.vocabulary`
       is not used, so a multi-million-token vocabulary need not be in memory.
+    keyed_by_string: `fingerprints_collide(tokens_path)`, if already known
+      (it costs 8 bytes per token while it runs); computed when None.
   """
   name = table or restored.spec.tables[0].name
   if name != restored.spec.tables[0].name:
@@ -305,9 +309,9 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
       raise ValueError(
           f'serving export: table {name!r} has {variable.shape[0]} rows but '
           f'the vocabulary has {tokens} tokens')
-    module = EmbeddingServingModule(
-        variable, tokens_path,
-        keyed_by_string=fingerprints_collide(tokens_path))
+    if keyed_by_string is None:
+      keyed_by_string = fingerprints_collide(tokens_path)
+    module = EmbeddingServingModule(variable, tokens_path, keyed_by_string)
     tf.saved_model.save(module, export_dir, signatures=module.signatures())
   del module
   gc.collect()
