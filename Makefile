@@ -22,10 +22,13 @@ $(PY):
 	  echo "error: Python 3.10 not found: put python3.10 on PATH or install it with 'pyenv install 3.10' (TFX 1.15 needs Python < 3.11)" >&2; exit 2; fi
 	$(PYTHON310) -m venv $(VENV)
 
+# Bytecode is compiled at install time: with PYTHONDONTWRITEBYTECODE set (as
+# on these machines) every process would otherwise recompile TensorFlow's
+# sources, doubling each `import tensorflow`.
 $(STAMP): requirements.txt | $(PY)
 	$(PY) -m pip install --quiet 'uv==0.13.*'
-	$(VENV)/bin/uv pip install --python $(PY) --quiet -r requirements.txt \
-	  || $(PY) -m pip install --quiet -r requirements.txt
+	$(VENV)/bin/uv pip install --python $(PY) --quiet --compile-bytecode \
+	  -r requirements.txt || $(PY) -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
 venv: $(STAMP)
