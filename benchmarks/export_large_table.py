@@ -30,30 +30,9 @@ import sys
 import tempfile
 import time
 
+from benchmarks import synthetic_model
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _write_model(model_uri: str, rows: int, dim: int, optimizer: str):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from components import model_layout  # pylint: disable=g-import-not-at-top
-  from components import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from components.embedding_spec import skipgram_spec  # pylint: disable=g-import-not-at-top
-  spec = skipgram_spec(dim=dim, optimizer=optimizer, vocabulary_size=rows)
-  os.makedirs(model_uri, exist_ok=True)
-  spec.save(model_uri)
-  with open(os.path.join(model_uri, vocabulary_file.VOCABULARY_FILENAME),
-            'w', encoding='utf-8') as f:
-    for i in range(rows):
-      f.write(f't{i}\t{rows - i}\n')
-  embedding = tf.tpu.experimental.embedding.TPUEmbedding(
-      spec.build_feature_config(), spec.build_optimizer())
-  embedding.build()
-  ckpt = tf.train.Checkpoint(**{model_layout.EMBEDDING_KEY: embedding},
-                             step=tf.Variable(0, dtype=tf.int64))
-  tf.train.CheckpointManager(ckpt, model_layout.checkpoint_dir(model_uri),
-                             max_to_keep=1).save()
-  model_layout.write_metadata(model_uri, {'steps': 0, 'spans': [0],
-                                          'device': 'cpu'})
 
 
 def _export(model_uri: str, out: str):
@@ -110,7 +89,8 @@ def main():
   args = parser.parse_args()
   if args.child:
     if args.child[0] == 'write':
-      _write_model(args.child[1], args.rows, args.dim, args.optimizer)
+      synthetic_model.write_model(args.child[1], args.rows, args.dim,
+                                  args.optimizer)
     else:
       _export(args.child[1], args.child[2])
     return

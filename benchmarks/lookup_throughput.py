@@ -21,25 +21,9 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from benchmarks import synthetic_model
 from components import checkpoint_restore
-from components import model_layout
-from components import vocabulary_file
-from components.embedding_spec import skipgram_spec
 from components.exporter import serving_export
-
-
-def write_model(model_uri: str, rows: int, dim: int) -> None:
-  """A Model artifact with a `TPUEmbedding` (CPU mode) checkpoint."""
-  spec = skipgram_spec(dim=dim, optimizer='sgd', vocabulary_size=rows)
-  spec.save(model_uri)
-  vocabulary_file.write(model_uri, vocabulary_file.Vocabulary(
-      tuple(f't{i}' for i in range(rows)), tuple(range(rows, 0, -1))))
-  embedding = tf.tpu.experimental.embedding.TPUEmbedding(
-      spec.build_feature_config(), spec.build_optimizer())
-  embedding.build()
-  tf.train.CheckpointManager(
-      tf.train.Checkpoint(**{model_layout.EMBEDDING_KEY: embedding}),
-      model_layout.checkpoint_dir(model_uri), max_to_keep=1).save()
 
 
 def main():
@@ -53,7 +37,7 @@ def main():
 
   with tempfile.TemporaryDirectory(prefix='lookup-bench-') as work:
     model_uri = os.path.join(work, 'model')
-    write_model(model_uri, args.rows, args.dim)
+    synthetic_model.write_model(model_uri, args.rows, args.dim)
     restored = checkpoint_restore.restore_for_serving(model_uri)
     table = restored.table_numpy('tokens')
     export_dir = os.path.join(work, 'serving')

@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks import synthetic_model
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _CHILD = r'''
@@ -62,24 +64,6 @@ print(json.dumps({
 '''
 
 
-def _write_model(model_uri: str, rows: int, dim: int, optimizer: str):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from components import model_layout  # pylint: disable=g-import-not-at-top
-  from components import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from components.embedding_spec import skipgram_spec  # pylint: disable=g-import-not-at-top
-  spec = skipgram_spec(dim=dim, optimizer=optimizer, vocabulary_size=rows)
-  os.makedirs(model_uri, exist_ok=True)
-  spec.save(model_uri)
-  vocabulary_file.write(model_uri, vocabulary_file.Vocabulary(
-      tuple(f't{i}' for i in range(rows)), tuple(range(rows, 0, -1))))
-  embedding = tf.tpu.experimental.embedding.TPUEmbedding(
-      spec.build_feature_config(), spec.build_optimizer())
-  embedding.build()
-  ckpt = tf.train.Checkpoint(**{model_layout.EMBEDDING_KEY: embedding})
-  tf.train.CheckpointManager(ckpt, model_layout.checkpoint_dir(model_uri),
-                             max_to_keep=1).save()
-
-
 def _measure(model_uri: str, mode: str):
   env = dict(os.environ, PYTHONPATH=_ROOT, TF_CPP_MIN_LOG_LEVEL='3',
              CUDA_VISIBLE_DEVICES='')
@@ -99,7 +83,7 @@ def main(argv=None):
   args = parser.parse_args(argv)
   with tempfile.TemporaryDirectory(dir=args.workdir or None) as work:
     model_uri = os.path.join(work, 'model')
-    _write_model(model_uri, args.rows, args.dim, args.optimizer)
+    synthetic_model.write_model(model_uri, args.rows, args.dim, args.optimizer)
     table_bytes = args.rows * args.dim * 4
     results = {mode: _measure(model_uri, mode)
                for mode in ('with_slots', 'validator')}
