@@ -33,6 +33,9 @@ class PipelineConfig:
   subsample: float = 1e-3
   checkpoint_every: int = 200
   tpu: str = ''
+  # Warm start from the model behind the latest pushed version (if any and
+  # compatible); read when the trainer runs, so Kubeflow needs no Resolver.
+  warm_start_from_pushed: bool = True
   seed: int = 0
   # Gates.
   k: int = 10

@@ -35,7 +35,8 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
       checkpoint_every=config.checkpoint_every,
       tpu=config.tpu,
       seed=config.seed,
-      warm_start_uri=warm_start_uri)
+      warm_start_uri=warm_start_uri,
+      warm_start_push_root=push_root if config.warm_start_from_pushed else '')
   validator = CheckpointValidator(
       model=trainer.outputs['model'],
       examples=example_gen.outputs['examples'],

@@ -41,6 +41,7 @@ class EmbeddingTrainerSpec(types.ComponentSpec):
       'tpu': ExecutionParameter(type=str, optional=True),
       'seed': ExecutionParameter(type=int, optional=True),
       'warm_start_uri': ExecutionParameter(type=str, optional=True),
+      'warm_start_push_root': ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
       executor.EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
@@ -90,6 +91,11 @@ class EmbeddingTrainer(base_component.BaseComponent):
     seed: seed of initial values and of the input pipeline.
     warm_start_uri: URI of an earlier Model artifact, the same as
       `base_model` for drivers that cannot pass a channel.
+    warm_start_push_root: without base_model / warm_start_uri, warm start
+      from the model the pusher's latest version came from (its manifest's
+      `source_model`), read when the trainer runs; no pushed version, a
+      vanished source or an incompatible spec means a logged cold start.
+      This is how a recurring Kubeflow run warm-starts without a Resolver.
   """
 
   SPEC_CLASS = EmbeddingTrainerSpec
@@ -110,7 +116,8 @@ class EmbeddingTrainer(base_component.BaseComponent):
                log_every: int = _DEFAULTS.log_every,
                tpu: str = _DEFAULTS.tpu,
                seed: int = _DEFAULTS.seed,
-               warm_start_uri: str = _DEFAULTS.warm_start_uri):
+               warm_start_uri: str = _DEFAULTS.warm_start_uri,
+               warm_start_push_root: str = _DEFAULTS.warm_start_push_root):
     if isinstance(embedding_spec, EmbeddingSpec):
       embedding_spec = embedding_spec.to_json()
     else:
@@ -120,7 +127,8 @@ class EmbeddingTrainer(base_component.BaseComponent):
         train_steps=train_steps, epochs=epochs, window=window,
         negatives=negatives, subsample=float(subsample),
         checkpoint_every=checkpoint_every, log_every=log_every, tpu=tpu,
-        seed=seed, warm_start_uri=warm_start_uri)
+        seed=seed, warm_start_uri=warm_start_uri,
+        warm_start_push_root=warm_start_push_root)
     config.skipgram_config().validate()
     config.loop_config().validate()
     super().__init__(spec=EmbeddingTrainerSpec(
@@ -139,5 +147,6 @@ class EmbeddingTrainer(base_component.BaseComponent):
         tpu=tpu,
         seed=seed,
         warm_start_uri=warm_start_uri,
+        warm_start_push_root=warm_start_push_root,
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun)))

@@ -61,6 +61,7 @@ class TrainerConfig:
   tpu: str = ''
   seed: int = 0
   warm_start_uri: str = ''
+  warm_start_push_root: str = ''
 
   @classmethod
   def from_exec_properties(cls, props: Dict[str, Any]) -> 'TrainerConfig':
@@ -169,6 +170,8 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
     raise ValueError(
         f'EmbeddingTrainer: base_model ({base_model_uri}) and warm_start_uri '
         f'({config.warm_start_uri}) disagree; give one of them')
+  if not base and config.warm_start_push_root:
+    base = warm_start.pushed_base(config.warm_start_push_root, spec)
   if base:
     base_spec = EmbeddingSpec.load(base)
     warm_start.check_compatible(spec, base_spec, base)

@@ -12,10 +12,12 @@ dropped. The result is saved as checkpoint 0 of the new model, so training
 import dataclasses
 from typing import Any, Dict
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
 from components import model_layout
+from components import push_layout
 from components import vocabulary_file
 from components.embedding_spec import EmbeddingSpec
 from components.trainer import checkpoints
@@ -35,6 +37,31 @@ class WarmStartReport:
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
+
+
+def pushed_base(push_root: str, spec: EmbeddingSpec) -> str:
+  """The source model of the latest pushed version, or '' (logged) if there
+  is none, it is gone, or it cannot seed a model with `spec`."""
+  version = push_layout.latest_version(push_root, 'serving')
+  if version is None:
+    logging.info('Warm start: nothing pushed under %s yet; cold start',
+                 push_root)
+    return ''
+  source = push_layout.read_manifest(push_root, 'serving', version).get(
+      'source_model', '')
+  if not source or not tf.io.gfile.exists(
+      model_layout.join(source, model_layout.CHECKPOINT_DIR)):
+    logging.warning('Warm start: pushed version %d names source model %r, '
+                    'which is gone; cold start', version, source)
+    return ''
+  try:
+    check_compatible(spec, EmbeddingSpec.load(source), source)
+  except WarmStartError as e:
+    logging.warning('Warm start from pushed version %d skipped: %s; cold '
+                    'start', version, e)
+    return ''
+  logging.info('Warm start from pushed version %d: %s', version, source)
+  return source
 
 
 def check_compatible(spec: EmbeddingSpec, base: EmbeddingSpec, base_uri: str):
