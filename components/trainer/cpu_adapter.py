@@ -20,6 +20,7 @@ from components import embedding_optimizers
 from components import skipgram
 from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
                                        TARGET_FEATURE, EmbeddingSpec)
+from components.trainer import training_loop
 
 
 class CpuAdapter:
@@ -71,15 +72,7 @@ class CpuAdapter:
     return loss
 
   def _run_steps(self, iterator, steps):
-    total = tf.constant(0.0)
-    done = tf.constant(0, tf.int64)
-    for _ in tf.range(steps):
-      batch = iterator.get_next_as_optional()
-      if not batch.has_value():
-        break
-      total += self.step(batch.get_value())
-      done += 1
-    return total, done
+    return training_loop.run_steps(iterator, steps, self.step)
 
   def train(self, iterator, steps: int) -> Tuple[float, int]:
     """Runs up to `steps` steps in one call (fewer if the data ends).

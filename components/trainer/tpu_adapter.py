@@ -18,6 +18,7 @@ import tensorflow as tf
 from components import skipgram
 from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
                                        TARGET_FEATURE, EmbeddingSpec)
+from components.trainer import training_loop
 
 
 def tpu_features(batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
@@ -78,19 +79,14 @@ class TpuAdapter:
     self.embedding.apply_gradients(gradients)
     return loss
 
+  def _host_step(self, batch):
+    """Enqueues one batch, runs the TPU step; the global batch's loss."""
+    self.embedding.enqueue(batch, training=True)
+    loss = self.strategy.run(self._tpu_step)
+    return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+
   def _run_steps(self, iterator, steps):
-    total = tf.constant(0.0)
-    done = tf.constant(0, tf.int64)
-    for _ in tf.range(steps):
-      batch = iterator.get_next_as_optional()
-      if not batch.has_value():
-        break
-      self.embedding.enqueue(batch.get_value(), training=True)
-      loss = self.strategy.run(self._tpu_step)
-      total += self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss,
-                                    axis=None)
-      done += 1
-    return total, done
+    return training_loop.run_steps(iterator, steps, self._host_step)
 
   def train(self, iterator, steps: int) -> Tuple[float, int]:
     """Runs up to `steps` steps in one call; (sum of batch losses, steps run)."""

@@ -21,6 +21,22 @@ from components.skipgram import SkipGramData
 from components.trainer import checkpoints
 
 
+def run_steps(iterator, steps, step_fn):
+  """Calls `step_fn(batch) -> loss` up to `steps` times, inside a tf.function.
+
+  Stops early when the data ends. Returns (sum of the losses, steps run).
+  """
+  total = tf.constant(0.0)
+  done = tf.constant(0, tf.int64)
+  for _ in tf.range(steps):
+    batch = iterator.get_next_as_optional()
+    if not batch.has_value():
+      break
+    total += step_fn(batch.get_value())
+    done += 1
+  return total, done
+
+
 @dataclasses.dataclass(frozen=True)
 class LoopConfig:
   """train_steps > 0 caps the total steps; epochs > 0 caps the passes
