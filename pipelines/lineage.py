@@ -2,6 +2,7 @@
 
 from typing import Any, Dict, List, Optional
 
+from components import model_layout
 from pipelines import metadata_queries as mq
 
 
@@ -52,7 +53,10 @@ def lineage(home: str, version: Optional[int] = None) -> Dict[str, Any]:
             'outputs': [_describe(store, artifact)],
             'inputs': [_describe(store, a) for a in inputs]}
     if node == 'EmbeddingTrainer':
-      warm_start = mq.custom_property(execution, 'warm_start_uri') or ''
+      # What the trainer actually started from (an explicit warm_start_uri or
+      # the pushed model it found at run time), as it recorded it.
+      metadata = model_layout.read_metadata(artifact.uri) or {}
+      warm_start = (metadata.get('warm_start') or {}).get('base_model', '')
       step['warm_start_uri'] = warm_start
     for a in inputs:
       span = mq.custom_property(a, 'span')
