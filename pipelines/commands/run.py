@@ -73,16 +73,14 @@ def run(args) -> int:
 def print_neighbors(push_root: str, n: int, k: int = 5):
   """Nearest neighbours of `n` tokens spread over the pushed vocabulary."""
   from components import push_layout  # pylint: disable=g-import-not-at-top
-  from components import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from components.validator import baseline  # pylint: disable=g-import-not-at-top
   from pipelines import consumer  # pylint: disable=g-import-not-at-top
   version, model = consumer.load_serving(push_root)
-  asset = os.path.join(push_layout.version_dir(push_root, 'serving', version),
-                       'assets', vocabulary_file.TOKENS_ASSET_FILENAME)
-  with open(asset, encoding='utf-8') as f:
-    tokens = [t.rstrip('\n') for t in f if t.strip()]
+  tokens = baseline.read_tokens(
+      push_layout.version_dir(push_root, 'serving', version))
   print(f'nearest neighbours (pushed version {version}):')
   for token in tokens[::max(1, len(tokens) // n)][:n]:
-    _, found = consumer.neighbors(push_root, token, k=k + 1, version=version,
+    # The `neighbors` signature leaves out the query token itself.
+    _, found = consumer.neighbors(push_root, token, k=k, version=version,
                                   loaded=model)
-    found = [(t, s) for t, s in found if t != token][:k]
     print(f'  {token:<16} ' + '  '.join(f'{t} {s:.2f}' for t, s in found))
