@@ -166,7 +166,11 @@ def _create_now(resource: tf.saved_model.experimental.TrackableResource):
 
 def asset_tokens(vocabulary_asset, vocabulary_size: int) -> tf.Tensor:
   """The asset's `vocabulary_size` lines as a [vocabulary_size] string tensor."""
-  lines = tf.strings.split(tf.io.read_file(vocabulary_asset), sep='\n')
+  # The raw op, not tf.strings.split: its ragged result computes row bounds
+  # that graph shape inference evaluates, reading and splitting the whole file
+  # once more each time a function holding this is traced or loaded.
+  lines = tf.raw_ops.StringSplitV2(
+      input=tf.reshape(tf.io.read_file(vocabulary_asset), [1]), sep='\n').values
   # A complete asset ends with a newline: one empty piece after the last token.
   with tf.control_dependencies([tf.debugging.assert_equal(
       tf.size(lines), vocabulary_size + 1,
