@@ -65,6 +65,10 @@ def test_signatures_match_table_rows(exported):
   np.testing.assert_array_equal(got[1], np.zeros(8, np.float32))
   np.testing.assert_array_equal(got[2], np.zeros(8, np.float32))
   np.testing.assert_allclose(got[3], table[ids['é']], atol=1e-6)
+  # A batch without OOV tokens takes the path that skips the zeroing.
+  got = loaded.signatures['lookup'](
+      tokens=tf.constant(['é', 'the']))['embeddings'].numpy()
+  np.testing.assert_allclose(got, table[[ids['é'], ids['the']]], atol=1e-6)
 
   sentences = ['cat cat', '', 'the nope', '  sat\ton mat ']
   got = loaded.signatures['serving_default'](
@@ -96,6 +100,44 @@ def test_neighbors_are_cosine_top_k(exported):
   out = loaded.signatures['neighbors'](tokens=tf.constant(['cat']),
                                        k=tf.constant(50))
   assert out['tokens'].shape == (1, len(TOKENS) - 1)
+
+
+def test_neighbors_drop_only_the_query_itself(tmp_path):
+  """A row identical to the query's is a neighbour (cosine 1); the query is not."""
+  table = np.random.default_rng(5).normal(size=[len(TOKENS), 4]).astype(
+      np.float32)
+  table[3] = table[1]  # 'on' duplicates 'cat'
+  model_uri = str(tmp_path / 'model')
+  artifact_fixtures.write_tpu_format_model(
+      model_uri, TOKENS, spec=skipgram_spec(dim=4), table=table)
+  export_dir = str(tmp_path / 'serving')
+  serving_export.export_serving_model(
+      checkpoint_restore.restore_for_serving(model_uri), export_dir)
+  neighbors = tf.saved_model.load(export_dir).signatures['neighbors']
+  for query, twin in (('cat', 'on'), ('on', 'cat')):
+    out = neighbors(tokens=tf.constant([query]), k=tf.constant(2))
+    got = [t.decode() for t in out['tokens'].numpy()[0]]
+    assert got[0] == twin and query not in got
+    np.testing.assert_allclose(out['scores'].numpy()[0, 0], 1.0, atol=1e-6)
+
+
+def test_table_is_never_read_sparsely(exported):
+  """ResourceGather would switch the loaded table to copy-on-read, and every
+  `neighbors` call would then copy the whole table."""
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  _, export_dir = exported
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(export_dir, 'saved_model.pb'), 'rb') as f:
+    proto.ParseFromString(f.read())
+  gathers = [
+      (function.signature.name, node.attr['dtype'].type)
+      for graph in proto.meta_graphs
+      for function in graph.graph_def.library.function
+      for node in function.node_def if node.op == 'ResourceGather']
+  # Only the id -> token strings (for `neighbors`) are gathered from a
+  # resource; the float table never is.
+  assert gathers and all(dtype == tf.string.as_datatype_enum
+                         for _, dtype in gathers), gathers
 
 
 def test_refuses_non_empty_export_dir(exported, tmp_path):

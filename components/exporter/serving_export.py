@@ -17,6 +17,9 @@ Signatures (all lookups go through the vocabulary asset; an OOV token, including
   and `scores` [n, k'] float32, the k' = min(k, vocabulary size - 1) rows with
   the highest cosine similarity, the query token itself excluded. An OOV query
   has no direction: its row is "" with score 0.
+
+Every signature reads the table densely (never ResourceGather), so a loaded
+table is never switched to copy-on-read and is held once.
 """
 
 import gc
@@ -120,11 +123,13 @@ class TokenIds(tf.saved_model.experimental.TrackableResource):
       found = tf.raw_ops.LookupTableFindV2(
           table_handle=self.resource_handle, keys=tokens,
           default_value=tf.constant(vocabulary_file.OOV_ID, tf.int64))
+      found.set_shape(tokens.shape)
       return tf.maximum(found, 0), found >= 0
     found = tf.raw_ops.LookupTableFindV2(
         table_handle=self.resource_handle,
         keys=tf.strings.to_hash_bucket_fast(tokens, _FINGERPRINT_BUCKETS),
         default_value=tf.constant(_MISSING, tf.int64))
+    found.set_shape(tokens.shape)
     ids = tf.bitwise.bitwise_and(found, tf.constant(_ID_MASK, tf.int64))
     known = tf.equal(
         tf.bitwise.right_shift(found, tf.constant(_ID_BITS, tf.int64)),
@@ -220,20 +225,24 @@ class EmbeddingServingModule(tf.Module):
   def table(self) -> tf.Variable:
     return getattr(self, TABLE_ATTRIBUTE)
 
-  def _ids_and_vectors(self, tokens):
-    """`(ids, known, vectors)`; OOV tokens get id 0, known False, zeros."""
-    ids, known = self.token_ids.lookup(tokens)
-    vectors = tf.gather(self.table, ids) * tf.cast(
-        known, self.table.dtype)[:, tf.newaxis]
-    return ids, known, vectors
+  def _rows(self, ids):
+    """Table rows `ids`: a dense read of the table, then a gather.
+
+    Never `tf.gather` on the variable itself (ResourceGather): a sparse read
+    puts the variable in copy-on-read mode, after which every dense read (the
+    matmul of `neighbors`) copies the whole table.
+    """
+    return tf.gather(self.table.value(), ids)
 
   @tf.function(input_signature=[
       tf.TensorSpec([None], tf.string, name='sentences')])
   def embed_sentences(self, sentences):
     tokens = text.tf_tokenize(sentences)
-    _, _, vectors = self._ids_and_vectors(tokens.flat_values)
-    sums = tf.reduce_sum(
-        tf.RaggedTensor.from_row_splits(vectors, tokens.row_splits), axis=1)
+    ids, known = self.token_ids.lookup(tokens.flat_values)
+    # OOV tokens go to segment -1, which the sum drops; they still count in n.
+    sums = tf.math.unsorted_segment_sum(
+        self._rows(ids), tf.where(known, tokens.value_rowids(), -1),
+        tokens.nrows())
     counts = tf.cast(tokens.row_lengths(), sums.dtype)[:, tf.newaxis]
     sums = tf.ensure_shape(sums, [None, self.dim])
     return {'embeddings': tf.math.divide_no_nan(sums, tf.sqrt(counts))}
@@ -241,7 +250,13 @@ class EmbeddingServingModule(tf.Module):
   @tf.function(input_signature=[
       tf.TensorSpec([None], tf.string, name='tokens')])
   def lookup(self, tokens):
-    _, _, vectors = self._ids_and_vectors(tokens)
+    ids, known = self.token_ids.lookup(tokens)
+    rows = self._rows(ids)
+    # Zeroing OOV rows is a pass over the result: only batches with an OOV
+    # token pay it.
+    vectors = tf.cond(
+        tf.reduce_all(known), lambda: rows,
+        lambda: rows * tf.cast(known, rows.dtype)[:, tf.newaxis])
     return {'embeddings': vectors}
 
   @tf.function(input_signature=[
@@ -249,21 +264,25 @@ class EmbeddingServingModule(tf.Module):
       tf.TensorSpec([], tf.int32, name='k')])
   def neighbors(self, tokens, k):
     tf.debugging.assert_positive(k, message='neighbors: k must be >= 1')
-    ids, known, vectors = self._ids_and_vectors(tokens)
+    ids, known = self.token_ids.lookup(tokens)
     norms = getattr(self, NORMS_ATTRIBUTE)
-    query = tf.math.l2_normalize(vectors, axis=1)
+    query = tf.math.l2_normalize(self._rows(ids), axis=1)
     scores = tf.math.divide_no_nan(
-        tf.matmul(query, self.table, transpose_b=True), norms[tf.newaxis, :])
-    # Exclude the query token itself.
-    self_mask = tf.one_hot(ids, self.vocabulary_size, on_value=True,
-                           off_value=False) & known[:, tf.newaxis]
-    scores = tf.where(self_mask, tf.fill(tf.shape(scores), -np.inf), scores)
-    k = tf.minimum(k, max(self.vocabulary_size - 1, 1))
-    top = tf.math.top_k(scores, k=k)
-    found = tf.broadcast_to(known[:, tf.newaxis], tf.shape(top.indices))
+        tf.matmul(query, self.table.value(), transpose_b=True),
+        norms[tf.newaxis, :])
+    k = tf.minimum(k, self.vocabulary_size - 1)
+    # Take k + 1 and drop the query token itself wherever it ranks; a row
+    # where it is not among them drops its last instead.
+    top = tf.math.top_k(scores, k=k + 1)
+    keep = tf.not_equal(top.indices, tf.cast(ids, tf.int32)[:, tf.newaxis])
+    keep &= tf.cumsum(tf.cast(keep, tf.int32), axis=1) <= k
+    shape = [tf.shape(tokens)[0], k]
+    indices = tf.reshape(tf.boolean_mask(top.indices, keep), shape)
+    values = tf.reshape(tf.boolean_mask(top.values, keep), shape)
+    found = tf.broadcast_to(known[:, tf.newaxis], shape)
     return {
-        'tokens': tf.where(found, self.tokens_by_id.gather(top.indices), ''),
-        'scores': tf.where(found, top.values, 0.0),
+        'tokens': tf.where(found, self.tokens_by_id.gather(indices), ''),
+        'scores': tf.where(found, values, 0.0),
     }
 
   def signatures(self):
