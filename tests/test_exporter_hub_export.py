@@ -94,6 +94,40 @@ def test_signatures_in_a_tf1_graph(module):
       v['cyan'], np.zeros(DIM), np.zeros(DIM), v['black']], atol=1e-6)
 
 
+def test_string_keyed_module_answers_the_same(module, tmp_path):
+  """The fallback for vocabularies whose fingerprints collide: same vectors,
+  and OOV tokens land in the same buckets (which fine-tuning trains)."""
+  restored, export_dir = module
+  string_dir = str(tmp_path / 'hub')
+  hub_export.export_hub_module(
+      hub_export.TableRows.from_variable(restored.table('tokens')),
+      restored.vocabulary, string_dir, num_oov_buckets=2,
+      l2_regularization=0.01, keyed_by_string=True)
+  sentences = ['blue blue', '', 'red unknown', 'red\tgreen  black ']
+  tokens = TOKENS + ['unknown', '', 'other']
+  for got, want in zip(_run_module(string_dir, sentences, tokens),
+                       _run_module(export_dir, sentences, tokens)):
+    np.testing.assert_allclose(got, want, atol=1e-6)
+
+  def bucket_rows_moved(path, oov_token):
+    with tf.Graph().as_default():
+      m = hub.Module(path, trainable=True, tags={'train'})
+      out = m(dict(tokens=tf.constant([oov_token])), signature='tokens')
+      oov = m.variable_map['oov_embeddings']
+      step = tf.compat.v1.train.GradientDescentOptimizer(1.0).minimize(
+          tf.reduce_sum(tf.square(out - 1.0)))
+      with tf.compat.v1.Session() as session:
+        session.run([tf.compat.v1.global_variables_initializer(),
+                     tf.compat.v1.tables_initializer()])
+        session.run(step)
+        return (session.run(oov) != 0).any(axis=1).tolist()
+
+  for oov_token in ('unknown', 'other', 'zzz'):
+    moved = bucket_rows_moved(export_dir, oov_token)
+    assert sum(moved) == 1
+    assert bucket_rows_moved(string_dir, oov_token) == moved
+
+
 def test_default_tags_are_inference_only(module):
   _, export_dir = module
   with tf.Graph().as_default():

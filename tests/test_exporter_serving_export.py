@@ -12,6 +12,7 @@ from components import checkpoint_restore
 from components import vocabulary_file
 from components.embedding_spec import skipgram_spec
 from components.exporter import serving_export
+from components.exporter import token_ids
 from tests import artifact_fixtures
 
 TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'é']
@@ -226,7 +227,7 @@ def test_export_from_a_streamed_token_file(exported, tmp_path):
                                            5: vocab.tokens[5]}
   with open(tokens_path, encoding='utf-8') as f:
     assert f.read().splitlines() == list(vocab.tokens)
-  assert not serving_export.fingerprints_collide(tokens_path)
+  assert not token_ids.fingerprints_collide(tokens_path)
   restored = checkpoint_restore.restore_for_serving(model_uri,
                                                     read_vocabulary=False)
   assert restored.vocabulary is None

@@ -39,6 +39,7 @@ from components import vocabulary_file
 from components.exporter import hub_export
 from components.exporter import load_check
 from components.exporter import serving_export
+from components.exporter import token_ids
 
 MODEL_KEY = 'model'
 SERVING_MODEL_KEY = 'serving_model'
@@ -132,7 +133,7 @@ def export_model(model_uri: str,
 
     # Before the restore: its 8 bytes per token never add to the table's.
     with _phase('fingerprint check'):
-      keyed_by_string = serving_export.fingerprints_collide(tokens_path)
+      keyed_by_string = token_ids.fingerprints_collide(tokens_path)
     with _phase('restore'):
       restored = checkpoint_restore.restore_for_serving(
           model_uri, read_vocabulary=False)
@@ -156,7 +157,8 @@ def export_model(model_uri: str,
               os.path.join(serving_dir, 'variables', 'variables'),
               serving_export.table_checkpoint_key()), tokens_path, hub_dir,
           num_oov_buckets=num_oov_buckets,
-          l2_regularization=l2_regularization)
+          l2_regularization=l2_regularization,
+          keyed_by_string=keyed_by_string)
     checker.submit('hub', hub_dir, canary)
     with _phase('load check (rest)'):
       checker.wait()

@@ -34,6 +34,7 @@ from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorfl
 from components import text
 from components import vocabulary_file
 from components.checkpoint_restore import RestoredModel
+from components.exporter import token_ids
 
 # Name of the table variable inside the SavedModel (its checkpoint key is
 # `<TABLE_ATTRIBUTE>/.ATTRIBUTES/VARIABLE_VALUE` in variables/).
@@ -43,14 +44,6 @@ SIGNATURES = ('serving_default', 'lookup', 'neighbors')
 # Rows per step when computing row norms, so a multi-GB table needs no
 # table-sized temporary.
 _NORM_CHUNK_ROWS = 1 << 18
-# Token id table (see TokenIds): 63-bit fingerprint keys; values hold the row
-# id in the low _ID_BITS and a 31-bit check hash above them. _MISSING (id 0,
-# check _CHECK_BUCKETS, a value to_hash_bucket never returns) marks OOV.
-_FINGERPRINT_BUCKETS = (1 << 63) - 1
-_CHECK_BUCKETS = (1 << 31) - 1
-_ID_BITS = 32
-_ID_MASK = (1 << _ID_BITS) - 1
-_MISSING = _CHECK_BUCKETS << _ID_BITS
 # `shared_name` that makes VarHandleOp create a new resource owned by its
 # handle (ResourceHandle::ANONYMOUS_NAME; what eager tf.Variable uses).
 _ANONYMOUS_RESOURCE = context.anonymous_name()
@@ -71,28 +64,20 @@ def _row_norms(table: tf.Variable) -> np.ndarray:
 
 
 class TokenIds(tf.saved_model.experimental.TrackableResource):
-  """Token -> row id, a hash table built from the vocabulary asset at load time.
-
-  Keys are 64-bit fingerprints (`tf.strings.to_hash_bucket_fast`), not the
-  strings themselves: an int64 table is several times faster to probe than a
-  string one. Each value packs the row id (low 32 bits) with a second,
-  independent 31-bit hash of the token (`tf.strings.to_hash_bucket`), which
-  `lookup` compares against the query's, so an OOV token whose fingerprint
-  happens to equal a vocabulary token's is still OOV (chance about
-  vocabulary size / 2**95 per token). Vocabularies in which two tokens share a
-  fingerprint use `keyed_by_string=True`: a plain string-keyed table.
+  """Token -> row id (`components.exporter.token_ids`), built at load time.
 
   Nothing is built while exporting; the table exists only in the process that
-  loads the SavedModel.
+  loads the SavedModel. `keyed_by_string=True` (for vocabularies in which two
+  tokens share a fingerprint) keys a plain table by the token strings.
   """
 
   def __init__(self, vocabulary_asset: tf.saved_model.Asset,
                vocabulary_size: int, keyed_by_string: bool = False):
     super().__init__()
-    if vocabulary_size >= 1 << _ID_BITS:
+    if vocabulary_size > token_ids.MAX_TOKENS:
       raise ValueError(
           f'serving export: {vocabulary_size} tokens; at most '
-          f'{(1 << _ID_BITS) - 1} fit the token id table')
+          f'{token_ids.MAX_TOKENS} fit the token id table')
     self._vocabulary_asset = vocabulary_asset
     self._vocabulary_size = vocabulary_size
     self._keyed_by_string = keyed_by_string
@@ -105,15 +90,14 @@ class TokenIds(tf.saved_model.experimental.TrackableResource):
         value_dtype=tf.int64)
 
   def _initialize(self):
-    tokens = asset_tokens(self._vocabulary_asset, self._vocabulary_size)
-    ids = tf.range(self._vocabulary_size, dtype=tf.int64)
+    tokens = token_ids.read_lines(self._vocabulary_asset,
+                                  self._vocabulary_size)
     if self._keyed_by_string:
-      keys, values = tokens, ids
+      keys = tokens
+      values = tf.range(self._vocabulary_size, dtype=tf.int64)
     else:
-      keys = tf.strings.to_hash_bucket_fast(tokens, _FINGERPRINT_BUCKETS)
-      values = tf.bitwise.bitwise_or(ids, tf.bitwise.left_shift(
-          tf.strings.to_hash_bucket(tokens, _CHECK_BUCKETS),
-          tf.constant(_ID_BITS, tf.int64)))
+      keys, values = token_ids.keys_and_values(tokens,
+                                               self._vocabulary_size)
     return tf.raw_ops.InitializeTableV2(
         table_handle=self.resource_handle, keys=keys, values=values)
 
@@ -126,15 +110,10 @@ class TokenIds(tf.saved_model.experimental.TrackableResource):
       found.set_shape(tokens.shape)
       return tf.maximum(found, 0), found >= 0
     found = tf.raw_ops.LookupTableFindV2(
-        table_handle=self.resource_handle,
-        keys=tf.strings.to_hash_bucket_fast(tokens, _FINGERPRINT_BUCKETS),
-        default_value=tf.constant(_MISSING, tf.int64))
+        table_handle=self.resource_handle, keys=token_ids.keys(tokens),
+        default_value=tf.constant(token_ids.MISSING, tf.int64))
     found.set_shape(tokens.shape)
-    ids = tf.bitwise.bitwise_and(found, tf.constant(_ID_MASK, tf.int64))
-    known = tf.equal(
-        tf.bitwise.right_shift(found, tf.constant(_ID_BITS, tf.int64)),
-        tf.strings.to_hash_bucket(tokens, _CHECK_BUCKETS))
-    return ids, known
+    return token_ids.decode(found, tokens)
 
 
 class TokenStrings(tf.saved_model.experimental.TrackableResource):
@@ -156,7 +135,8 @@ class TokenStrings(tf.saved_model.experimental.TrackableResource):
   def _initialize(self):
     return tf.raw_ops.AssignVariableOp(
         resource=self.resource_handle,
-        value=asset_tokens(self._vocabulary_asset, self._vocabulary_size))
+        value=token_ids.read_lines(self._vocabulary_asset,
+                                   self._vocabulary_size))
 
   def gather(self, ids):
     return tf.raw_ops.ResourceGather(resource=self.resource_handle,
@@ -167,38 +147,6 @@ def _create_now(resource: tf.saved_model.experimental.TrackableResource):
   """Creates the (empty) resource eagerly, so every signature captures it."""
   with tf.init_scope():
     resource.resource_handle  # pylint: disable=pointless-statement
-
-
-def asset_tokens(vocabulary_asset, vocabulary_size: int) -> tf.Tensor:
-  """The asset's `vocabulary_size` lines as a [vocabulary_size] string tensor."""
-  # The raw op, not tf.strings.split: its ragged result computes row bounds
-  # that graph shape inference evaluates, reading and splitting the whole file
-  # once more each time a function holding this is traced or loaded.
-  lines = tf.raw_ops.StringSplitV2(
-      input=tf.reshape(tf.io.read_file(vocabulary_asset), [1]), sep='\n').values
-  # A complete asset ends with a newline: one empty piece after the last token.
-  with tf.control_dependencies([tf.debugging.assert_equal(
-      tf.size(lines), vocabulary_size + 1,
-      message=f'{vocabulary_file.TOKENS_ASSET_FILENAME} does not hold '
-      f'{vocabulary_size} tokens')]):
-    return tf.identity(lines[:vocabulary_size])
-
-
-def fingerprints_collide(tokens_path: str) -> bool:
-  """True when two lines of a token file share a 64-bit fingerprint.
-
-  Reads the file in blocks: the process holds 8 bytes per token, not the
-  tokens.
-  """
-  keys = np.empty([vocabulary_file.count_lines(tokens_path)], np.int64)
-  filled = 0
-  for block in vocabulary_file.line_blocks(tokens_path):
-    lines = tf.strings.split(tf.constant(block), sep='\n')[:-1]
-    hashed = tf.strings.to_hash_bucket_fast(lines, _FINGERPRINT_BUCKETS)
-    keys[filled:filled + hashed.shape[0]] = hashed.numpy()
-    filled += hashed.shape[0]
-  keys.sort()
-  return bool(np.any(keys[1:] == keys[:-1]))
 
 
 class EmbeddingServingModule(tf.Module):
@@ -308,8 +256,9 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
       `write_tokens_asset` format) shipped as the vocabulary asset; default:
       written from `restored.vocabulary`. With a path, `restored.vocabulary`
       is not used, so a multi-million-token vocabulary need not be in memory.
-    keyed_by_string: `fingerprints_collide(tokens_path)`, if already known
-      (it costs 8 bytes per token while it runs); computed when None.
+    keyed_by_string: `token_ids.fingerprints_collide(tokens_path)`, if
+      already known (it costs 8 bytes per token while it runs); computed when
+      None.
   """
   name = table or restored.spec.tables[0].name
   if name != restored.spec.tables[0].name:
@@ -333,7 +282,7 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
           f'serving export: table {name!r} has {variable.shape[0]} rows but '
           f'the vocabulary has {tokens} tokens')
     if keyed_by_string is None:
-      keyed_by_string = fingerprints_collide(tokens_path)
+      keyed_by_string = token_ids.fingerprints_collide(tokens_path)
     module = EmbeddingServingModule(variable, tokens_path, keyed_by_string)
     tf.saved_model.save(module, export_dir, signatures=module.signatures())
   del module

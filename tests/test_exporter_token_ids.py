@@ -1,0 +1,99 @@
+"""Tests for components/exporter/token_ids.py."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components.exporter import token_ids
+
+TOKENS = ['the', 'cat', 'é', 'sat']
+
+
+def _table(vocabulary):
+  keys, values = token_ids.keys_and_values(tf.constant(vocabulary),
+                                           len(vocabulary))
+  return tf.lookup.StaticHashTable(
+      tf.lookup.KeyValueTensorInitializer(keys, values),
+      default_value=tf.constant(token_ids.MISSING, tf.int64))
+
+
+def test_known_tokens_find_their_row_and_others_are_oov():
+  table = _table(TOKENS)
+  queries = tf.constant(['sat', 'nope', '', 'the', 'é', 'cat'])
+  ids, known = token_ids.decode(table.lookup(token_ids.keys(queries)),
+                                queries)
+  assert known.numpy().tolist() == [True, False, False, True, True, True]
+  assert ids.numpy().tolist() == [3, 0, 0, 0, 2, 1]
+
+
+def test_a_fingerprint_match_with_another_check_hash_is_oov():
+  """Stands in for a 64-bit collision: a table entry under the query's key
+  whose check hash belongs to a different token."""
+  keys = token_ids.keys(tf.constant(['cat']))
+  _, values = token_ids.keys_and_values(tf.constant(['dog']), 1)
+  table = tf.lookup.StaticHashTable(
+      tf.lookup.KeyValueTensorInitializer(keys, values),
+      default_value=tf.constant(token_ids.MISSING, tf.int64))
+  query = tf.constant(['cat'])
+  _, known = token_ids.decode(table.lookup(token_ids.keys(query)), query)
+  assert not known.numpy()[0]
+
+
+def test_read_lines_checks_the_count(tmp_path):
+  path = tmp_path / 'vocabulary.txt'
+  path.write_text('\n'.join(TOKENS) + '\n', encoding='utf-8')
+  got = token_ids.read_lines(tf.constant(str(path)), len(TOKENS))
+  assert [t.decode() for t in got.numpy()] == TOKENS
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match='does not hold 5 tokens'):
+    token_ids.read_lines(tf.constant(str(path)), 5)
+
+
+def test_fingerprints_collide(tmp_path):
+  unique = tmp_path / 'unique.txt'
+  unique.write_text(''.join(f't{i}\n' for i in range(5000)), encoding='utf-8')
+  assert not token_ids.fingerprints_collide(str(unique))
+  # The same token twice is the collision every vocabulary would show.
+  repeated = tmp_path / 'repeated.txt'
+  repeated.write_text('a\nb\nc\nb\n', encoding='utf-8')
+  assert token_ids.fingerprints_collide(str(repeated))
+
+
+def test_values_pack_id_and_check_hash():
+  keys, values = token_ids.keys_and_values(tf.constant(TOKENS), len(TOKENS))
+  ids = values.numpy() & ((1 << token_ids.ID_BITS) - 1)
+  np.testing.assert_array_equal(ids, np.arange(len(TOKENS)))
+  assert (keys.numpy() >= 0).all()
+
+
+def test_building_the_table_does_not_read_the_file(tmp_path):
+  """Graph shape inference evaluates small constant subgraphs while ops are
+  created; the vocabulary must be read when the table is initialized, never
+  while an export is traced or loaded. The file is a FIFO, so a read blocks
+  until something writes to it."""
+  fifo = str(tmp_path / 'vocabulary.txt')
+  os.mkfifo(fifo)
+
+  def build():
+    with tf.Graph().as_default():
+      lines = token_ids.read_lines(tf.constant(fifo), 3)
+      tf.compat.v1.lookup.StaticHashTable(
+          tf.compat.v1.lookup.KeyValueTensorInitializer(
+              *token_ids.keys_and_values(lines, 3)),
+          default_value=tf.constant(token_ids.MISSING, tf.int64))
+    tf.function(lambda path: token_ids.keys_and_values(
+        token_ids.read_lines(path, 3), 3)).get_concrete_function(
+            tf.constant(fifo))
+
+  thread = threading.Thread(target=build, daemon=True)
+  thread.start()
+  thread.join(timeout=30)
+  blocked = thread.is_alive()
+  if blocked:  # release the read
+    with open(fifo, 'w', encoding='utf-8') as f:
+      f.write('a\nb\nc\n')
+    thread.join()
+  assert not blocked, 'building the table read the vocabulary file'
