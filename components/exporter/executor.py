@@ -2,8 +2,8 @@
 
 1. restore the trainer's checkpoint with `TPUEmbeddingForServing(...,
    optimizer=None)` (components.checkpoint_restore), so no slot is ever read;
-   and stream vocabulary.tsv into the token asset (no Python string per
-   token);
+   meanwhile, on a second thread, stream vocabulary.tsv into the token asset
+   (no Python string per token) and check its fingerprints;
 2. write the serving SavedModel from the restored table (no copy of it);
 3. release the restored table and write the Hub module, its table restored
    from the serving export's variables: the process holds one copy of a
@@ -18,6 +18,7 @@ Both exports are built in temporary directories beside their artifact URIs
 nothing.
 """
 
+import concurrent.futures
 import contextlib
 import gc
 import os
@@ -95,6 +96,22 @@ def _phase(name: str):
   logging.info('Export phase %s: %.1f s', name, time.perf_counter() - start)
 
 
+def _write_token_file(model_uri: str, tokens_path: str, rows: int):
+  """vocabulary.tsv -> the token asset; `(count, known lines, collide)`.
+
+  Streamed: never a Python string per token (at 10M tokens those would cost
+  about half the table's memory); the fingerprint check holds 8 bytes per
+  token.
+  """
+  with _phase('vocabulary asset'):
+    count, known = vocabulary_file.write_tokens_asset(
+        model_uri, tokens_path, lines=(0, rows // 2, rows - 1))
+  if count != rows:
+    return count, known, False
+  with _phase('fingerprint check'):
+    return count, known, token_ids.fingerprints_collide(tokens_path)
+
+
 def export_model(model_uri: str,
                  serving_uri: str,
                  hub_uri: str,
@@ -119,24 +136,20 @@ def export_model(model_uri: str,
     spec = embedding_spec.EmbeddingSpec.load(model_uri)
     table_name = spec.tables[0].name
     rows = spec.tables[0].vocabulary_size
-    # vocabulary.tsv -> the token asset, streamed: never a Python string per
-    # token (at 10M tokens those would cost about half the table's memory).
     tokens_path = os.path.join(serving_stage,
                                vocabulary_file.TOKENS_ASSET_FILENAME)
-    with _phase('vocabulary asset'):
-      count, known = vocabulary_file.write_tokens_asset(
-          model_uri, tokens_path, lines=(0, rows // 2, rows - 1))
+    # The token file is written and checked on a second thread while this one
+    # restores the table (TensorFlow and file I/O release the GIL).
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+      token_file = pool.submit(_write_token_file, model_uri, tokens_path, rows)
+      with _phase('restore'):
+        restored = checkpoint_restore.restore_for_serving(
+            model_uri, read_vocabulary=False)
+      count, known, keyed_by_string = token_file.result()
     if count != rows:
       raise checkpoint_restore.CheckpointError(
           f'model {model_uri}: vocabulary has {count} tokens but table '
           f'{table_name!r} has {rows} rows')
-
-    # Before the restore: its 8 bytes per token never add to the table's.
-    with _phase('fingerprint check'):
-      keyed_by_string = token_ids.fingerprints_collide(tokens_path)
-    with _phase('restore'):
-      restored = checkpoint_restore.restore_for_serving(
-          model_uri, read_vocabulary=False)
     table = restored.table(table_name)
     canary = load_check.make_canary(
         load_check.TokenFile(tokens_path, count, known),
