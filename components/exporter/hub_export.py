@@ -17,7 +17,9 @@ modules):
 
 Ids 0..V-1 are the vocabulary rows (`embeddings`), ids V..V+B-1 the OOV bucket
 rows (`oov_embeddings`, kept in their own variable so that `embeddings` has
-exactly the checkpoint's shape and is restored straight from it).
+exactly the checkpoint's shape and is restored straight from it). An OOV
+token's bucket is Fingerprint64(token) % B (`tf.strings.to_hash_bucket_fast`),
+as in `StaticVocabularyTable`.
 
 Fine-tuning follows the TF1 Hub publishing advice: the `{"train"}` tag set makes
 both variables trainable and puts an L2 loss on them into
