@@ -15,9 +15,9 @@ new process and reports:
 The baseline copy (`shutil.copytree` of the checkpoint directory) runs in the
 same invocation right before the export, so both read the checkpoint from the
 same page-cache state. The export's wall time includes the fresh-process load
-check (a new interpreter importing TensorFlow and loading both exports); the
-memory of that process is not the exporting process's and is not reported
-(a forked child's ru_maxrss starts at its parent's).
+checks (one new interpreter per export, each importing TensorFlow and loading
+its export); the memory of those processes is not the exporting process's and
+is not reported (a forked child's ru_maxrss starts at its parent's).
 """
 
 import argparse

@@ -142,13 +142,35 @@ def test_all_formats_agree_with_checkpoint_rows(run):
   np.testing.assert_array_equal(got_tokens[1], 0)
 
 
+def test_hub_check_in_its_own_process(run, tmp_path, monkeypatch):
+  """What large tables get: the two checks in two fresh processes."""
+  _, model_uri, _, _, _ = run
+  started = []
+
+  class Counted(load_check.FreshProcess):
+
+    def __init__(self, *args, **kwargs):
+      started.append(self)
+      super().__init__(*args, **kwargs)
+
+  monkeypatch.setattr(load_check, 'FreshProcess', Counted)
+  serving_uri, hub_uri = str(tmp_path / 'serving'), str(tmp_path / 'hub')
+  executor.export_model(model_uri, serving_uri, hub_uri,
+                        separate_hub_check=True)
+  assert len(started) == 2
+  assert os.path.exists(os.path.join(serving_uri, 'saved_model.pb'))
+  assert os.path.exists(os.path.join(hub_uri, 'tfhub_module.pb'))
+
+
 def test_failed_load_check_publishes_nothing(run, tmp_path):
   _, model_uri, _, _, _ = run
   serving_uri, hub_uri = str(tmp_path / 'serving'), str(tmp_path / 'hub')
-  with pytest.raises(load_check.LoadCheckError, match='timed out'):
-    executor.export_model(model_uri, serving_uri, hub_uri,
-                          load_check_timeout_seconds=0.01)
-  assert os.listdir(tmp_path) == []
+  for separate_hub_check in (False, True):
+    with pytest.raises(load_check.LoadCheckError, match='timed out'):
+      executor.export_model(model_uri, serving_uri, hub_uri,
+                            load_check_timeout_seconds=0.01,
+                            separate_hub_check=separate_hub_check)
+    assert os.listdir(tmp_path) == []
 
 
 def test_missing_checkpoint_is_a_clear_error(tmp_path):

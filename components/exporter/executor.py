@@ -10,7 +10,9 @@
    multi-GB table at a time, never two;
 4. load each export in a fresh Python process and check it answers canary
    inputs with the checkpoint's values; that process starts first, so its
-   TensorFlow import and the serving check overlap the export;
+   TensorFlow import and the serving check overlap the export. For tables of
+   1 GiB and more the Hub module is checked in a second fresh process, started
+   after the serving export, so that the two checks overlap;
 5. only then move each into its artifact URI.
 
 Both exports are built in temporary directories beside their artifact URIs
@@ -48,6 +50,8 @@ HUB_MODULE_KEY = 'hub_module'
 NUM_OOV_BUCKETS_KEY = 'num_oov_buckets'
 L2_REGULARIZATION_KEY = 'l2_regularization'
 SOURCE_MODEL_PROPERTY = 'source_model'
+# Table size from which the Hub module is load-checked in its own process.
+SEPARATE_HUB_CHECK_BYTES = 1 << 30
 
 
 def _is_local(uri: str) -> bool:
@@ -119,10 +123,18 @@ def export_model(model_uri: str,
                  l2_regularization: float = (
                      hub_export.DEFAULT_L2_REGULARIZATION),
                  load_check_timeout_seconds: float = (
-                     load_check.DEFAULT_TIMEOUT_SECONDS)) -> None:
-  """Writes both exports of the Model artifact at `model_uri`, load-checked."""
+                     load_check.DEFAULT_TIMEOUT_SECONDS),
+                 separate_hub_check: Optional[bool] = None) -> None:
+  """Writes both exports of the Model artifact at `model_uri`, load-checked.
+
+  `separate_hub_check`: load-check the Hub module in a second fresh process,
+  overlapping the serving check, instead of after it in the same process.
+  That pays off once loading the serving export takes longer than importing
+  TensorFlow; by default it is on for tables of SEPARATE_HUB_CHECK_BYTES and
+  more.
+  """
   staging: List[str] = []
-  checker = None
+  checkers: List[load_check.FreshProcess] = []
   try:
     serving_stage = _staging_dir(serving_uri)
     staging.append(serving_stage)
@@ -130,12 +142,15 @@ def export_model(model_uri: str,
     staging.append(hub_stage)
     serving_dir = os.path.join(serving_stage, 'export')
     hub_dir = os.path.join(hub_stage, 'export')
-    # Imports TensorFlow while this process exports.
-    checker = load_check.FreshProcess(load_check_timeout_seconds)
+    # Imports TensorFlow while this process restores and exports.
+    checkers.append(load_check.FreshProcess(load_check_timeout_seconds))
 
     spec = embedding_spec.EmbeddingSpec.load(model_uri)
     table_name = spec.tables[0].name
     rows = spec.tables[0].vocabulary_size
+    if separate_hub_check is None:
+      separate_hub_check = (rows * spec.tables[0].dim * 4 >=
+                            SEPARATE_HUB_CHECK_BYTES)
     tokens_path = os.path.join(serving_stage,
                                vocabulary_file.TOKENS_ASSET_FILENAME)
     # The token file is written and checked on a second thread while this one
@@ -162,7 +177,12 @@ def export_model(model_uri: str,
                                           keyed_by_string=keyed_by_string)
     del restored, table
     gc.collect()
-    checker.submit('serving', serving_dir, canary)
+    checkers[0].submit('serving', serving_dir, canary)
+    if separate_hub_check:
+      # Started now, so that it imports TensorFlow while the module is
+      # written. It loads the module once this process has released the
+      # module's table, while the serving check may still be running.
+      checkers.append(load_check.FreshProcess(load_check_timeout_seconds))
 
     with _phase('hub export'):
       hub_export.export_hub_module(
@@ -172,13 +192,14 @@ def export_model(model_uri: str,
           num_oov_buckets=num_oov_buckets,
           l2_regularization=l2_regularization,
           keyed_by_string=keyed_by_string)
-    checker.submit('hub', hub_dir, canary)
+    checkers[-1].submit('hub', hub_dir, canary)
     with _phase('load check (rest)'):
-      checker.wait()
+      for checker in checkers:
+        checker.wait()
     _publish(serving_dir, serving_uri)
     _publish(hub_dir, hub_uri)
   finally:
-    if checker is not None:
+    for checker in checkers:
       checker.close()
     for path in staging:
       shutil.rmtree(path, ignore_errors=True)
