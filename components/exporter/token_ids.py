@@ -21,8 +21,9 @@ from components import vocabulary_file
 FINGERPRINT_BUCKETS = (1 << 63) - 1
 CHECK_BUCKETS = (1 << 31) - 1
 ID_BITS = 32
-MAX_TOKENS = (1 << ID_BITS) - 1
 _ID_MASK = (1 << ID_BITS) - 1
+# Vocabulary sizes the id field holds (as before: fewer than 2**ID_BITS).
+MAX_TOKENS = _ID_MASK
 # Default value of a lookup: id 0 with check CHECK_BUCKETS, a value
 # to_hash_bucket never returns, so it never passes the check.
 MISSING = CHECK_BUCKETS << ID_BITS
