@@ -19,35 +19,47 @@ Signatures (all lookups go through the vocabulary asset; an OOV token, including
   has no direction: its row is "" with score 0.
 
 Every signature reads the table densely (never ResourceGather), so a loaded
-table is never switched to copy-on-read and is held once.
+table is never switched to copy-on-read and is held once. Every resource is
+named (see `_shared_name`), so the signatures answer under session loaders
+(TF Serving, `saved_model_cli run`) as under `tf.saved_model.load`.
+
+It is also a TF2 reusable SavedModel, for `hub.KerasLayer(export_dir,
+trainable=True)`: calling the loaded object, `obj(sentences)`, gives the
+`serving_default` embeddings as a [batch, dim] tensor and is differentiable
+with respect to the table; `obj.variables` holds the table and its row norms,
+`obj.trainable_variables` the table, and `obj.regularization_losses` is empty.
+Fine-tuning does not update the row norms that `neighbors` divides by.
+
+`assets.extra/tf_serving_warmup_requests` holds one warm-up request per
+signature (`components.exporter.warmup`).
 """
 
 import gc
 import os
 import tempfile
 from typing import Optional
+import uuid
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
 
 from components import text
 from components import vocabulary_file
 from components.checkpoint_restore import RestoredModel
 from components.exporter import token_ids
+from components.exporter import warmup
 
 # Name of the table variable inside the SavedModel (its checkpoint key is
 # `<TABLE_ATTRIBUTE>/.ATTRIBUTES/VARIABLE_VALUE` in variables/).
 TABLE_ATTRIBUTE = 'embeddings'
 NORMS_ATTRIBUTE = 'row_norms'
 SIGNATURES = ('serving_default', 'lookup', 'neighbors')
+# Vocabulary tokens (the file's first lines) used by the warm-up requests.
+_WARMUP_TOKENS = 3
 # Rows per step when computing row norms: a multi-GB table needs no
 # table-sized temporary, and a 16 MB block (at dim 64) stays in cache between
 # the square and the sum.
 _NORM_CHUNK_ROWS = 1 << 16
-# `shared_name` that makes VarHandleOp create a new resource owned by its
-# handle (ResourceHandle::ANONYMOUS_NAME; what eager tf.Variable uses).
-_ANONYMOUS_RESOURCE = context.anonymous_name()
 
 
 def table_checkpoint_key() -> str:
@@ -64,6 +76,20 @@ def _row_norms(table: tf.Variable) -> np.ndarray:
     stop = min(rows, start + _NORM_CHUNK_ROWS)
     norms[start:stop] = block_norms(table[start:stop]).numpy()
   return norms
+
+
+def _shared_name(kind: str) -> str:
+  """A resource name unique to one export.
+
+  Session loaders (TF Serving, `saved_model_cli run`, the C++ loader) run the
+  init op once, then each request as a separate `Session.run` of the same
+  graph: a resource the requests find again must be named. Anonymous
+  resources (AnonymousHashTable, anonymous VarHandleOp) would be created anew,
+  empty, by every request. The uuid keeps two exports loaded in one process
+  apart; two loads of the same export share the resource, which both
+  initialize with the same contents.
+  """
+  return f'{kind}_{uuid.uuid4().hex}'
 
 
 class TokenIds(tf.saved_model.experimental.TrackableResource):
@@ -84,13 +110,13 @@ class TokenIds(tf.saved_model.experimental.TrackableResource):
     self._vocabulary_asset = vocabulary_asset
     self._vocabulary_size = vocabulary_size
     self._keyed_by_string = keyed_by_string
+    self._name = _shared_name('token_ids')
     _create_now(self)
 
   def _create_resource(self):
-    # Anonymous: owned by its handle, gone with the loaded object.
-    return tf.raw_ops.AnonymousHashTable(
+    return tf.raw_ops.HashTableV2(
         key_dtype=tf.string if self._keyed_by_string else tf.int64,
-        value_dtype=tf.int64)
+        value_dtype=tf.int64, shared_name=self._name)
 
   def _initialize(self):
     tokens = token_ids.read_lines(self._vocabulary_asset,
@@ -127,13 +153,13 @@ class TokenStrings(tf.saved_model.experimental.TrackableResource):
     super().__init__()
     self._vocabulary_asset = vocabulary_asset
     self._vocabulary_size = vocabulary_size
+    self._name = _shared_name('tokens_by_id')
     _create_now(self)
 
   def _create_resource(self):
-    # Anonymous: owned by its handle, gone with the loaded object.
     return tf.raw_ops.VarHandleOp(dtype=tf.string,
                                   shape=[self._vocabulary_size],
-                                  shared_name=_ANONYMOUS_RESOURCE)
+                                  shared_name=self._name)
 
   def _initialize(self):
     return tf.raw_ops.AssignVariableOp(
@@ -159,6 +185,12 @@ class EmbeddingServingModule(tf.Module):
   without AutoGraph (which took most of their tracing time).
   """
 
+  # Reusable SavedModel attributes: saved as plain attributes, which
+  # tf.Module's properties of the same names are not.
+  variables = None
+  trainable_variables = None
+  regularization_losses = None
+
   def __init__(self, table: tf.Variable, vocabulary_path: str,
                keyed_by_string: bool = False):
     super().__init__(name=None)
@@ -175,6 +207,9 @@ class EmbeddingServingModule(tf.Module):
                               keyed_by_string)
     self.tokens_by_id = TokenStrings(self.vocabulary_asset,
                                      self.vocabulary_size)
+    self.variables = [table, getattr(self, NORMS_ATTRIBUTE)]
+    self.trainable_variables = [table]
+    self.regularization_losses = []
 
   @property
   def table(self) -> tf.Variable:
@@ -189,9 +224,7 @@ class EmbeddingServingModule(tf.Module):
     """
     return tf.gather(self.table.value(), ids)
 
-  @tf.function(input_signature=[
-      tf.TensorSpec([None], tf.string, name='sentences')], autograph=False)
-  def embed_sentences(self, sentences):
+  def _embed(self, sentences):
     tokens = text.tf_tokenize(sentences)
     ids, known = self.token_ids.lookup(tokens.flat_values)
     # OOV tokens go to segment -1, which the sum drops; they still count in n.
@@ -200,7 +233,18 @@ class EmbeddingServingModule(tf.Module):
         tokens.nrows())
     counts = tf.cast(tokens.row_lengths(), sums.dtype)[:, tf.newaxis]
     sums = tf.ensure_shape(sums, [None, self.dim])
-    return {'embeddings': tf.math.divide_no_nan(sums, tf.sqrt(counts))}
+    return tf.math.divide_no_nan(sums, tf.sqrt(counts))
+
+  @tf.function(input_signature=[
+      tf.TensorSpec([None], tf.string, name='sentences')], autograph=False)
+  def __call__(self, sentences):
+    """[batch] sentences -> [batch, dim]: the reusable SavedModel's call."""
+    return self._embed(sentences)
+
+  @tf.function(input_signature=[
+      tf.TensorSpec([None], tf.string, name='sentences')], autograph=False)
+  def embed_sentences(self, sentences):
+    return {'embeddings': self._embed(sentences)}
 
   @tf.function(input_signature=[
       tf.TensorSpec([None], tf.string, name='tokens')], autograph=False)
@@ -248,6 +292,11 @@ class EmbeddingServingModule(tf.Module):
     }
 
 
+def _first_tokens(tokens_path: str) -> list:
+  block = next(vocabulary_file.line_blocks(tokens_path, 1 << 16))
+  return block.decode('utf-8').split('\n')[:-1][:_WARMUP_TOKENS]
+
+
 def export_serving_model(restored: RestoredModel, export_dir: str,
                          table: str = '', tokens_path: str = '',
                          keyed_by_string: Optional[bool] = None) -> None:
@@ -292,5 +341,6 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
       keyed_by_string = token_ids.fingerprints_collide(tokens_path)
     module = EmbeddingServingModule(variable, tokens_path, keyed_by_string)
     tf.saved_model.save(module, export_dir, signatures=module.signatures())
+    warmup.write(export_dir, warmup.requests_for(_first_tokens(tokens_path)))
   del module
   gc.collect()
