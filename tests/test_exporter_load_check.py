@@ -77,3 +77,41 @@ def test_timeout_and_unknown_kind_are_clear_errors(export):
                                     timeout_seconds=0.01)
   with pytest.raises(load_check.LoadCheckError, match='unknown export kind'):
     load_check.run_in_fresh_process([('onnx', export_dir)], canary)
+
+
+def test_session_path_refuses_anonymous_resources(export, tmp_path,
+                                                  monkeypatch):
+  """An export that answers through tf.saved_model.load but not in a session
+  (TF Serving's path) is refused, naming the signature and the reason."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  table, good_dir = export
+  canary = load_check.make_canary(TOKENS, lambda a, b: table[a:b])
+  load_check.check('serving', good_dir, canary)
+
+  monkeypatch.setattr(
+      serving_export.TokenIds, '_create_resource',
+      lambda self: tf.raw_ops.AnonymousHashTable(key_dtype=tf.int64,
+                                                 value_dtype=tf.int64))
+  model_uri = os.path.join(os.path.dirname(good_dir), 'model')
+  bad_dir = str(tmp_path / 'anonymous')
+  serving_export.export_serving_model(
+      checkpoint_restore.restore_for_serving(model_uri), bad_dir)
+  loaded = tf.saved_model.load(bad_dir)
+  np.testing.assert_allclose(
+      loaded.signatures['lookup'](tokens=tf.constant(TOKENS))['embeddings'],
+      table, atol=1e-6)
+  with pytest.raises(load_check.LoadCheckError,
+                     match='serving lookup in a session: '
+                     'FailedPreconditionError: Table not initialized'):
+    load_check.check('serving', bad_dir, canary)
+
+
+def test_missing_warmup_requests_are_refused(export, tmp_path):
+  import shutil  # pylint: disable=g-import-not-at-top
+  table, good_dir = export
+  canary = load_check.make_canary(TOKENS, lambda a, b: table[a:b])
+  copy = str(tmp_path / 'copy')
+  shutil.copytree(good_dir, copy)
+  shutil.rmtree(os.path.join(copy, 'assets.extra'))
+  with pytest.raises(load_check.LoadCheckError, match='warm-up requests'):
+    load_check.check('serving', copy, canary)

@@ -4,8 +4,9 @@ Exports are loaded in a new Python process (`python -m
 components.exporter.load_check CANARY.npz KIND=EXPORT_DIR ...`) that sees only the
 files on disk, and must answer canary inputs with the values computed from the
 restored table: a few vocabulary tokens, an OOV token, "" and sentences that
-exercise the sqrtn combiner. `kind` is `serving` (tf.saved_model.load and its
-three signatures) or `hub` (`hub.load(...).signatures`, the TF2 way to call a
+exercise the sqrtn combiner. `kind` is `serving` (its three signatures through
+tf.saved_model.load and through a TF1 session loader, as TF Serving loads it,
+and its warm-up requests) or `hub` (`hub.load(...).signatures`, the TF2 way to call a
 TF1 Hub module).
 """
 
@@ -128,23 +129,89 @@ def _compare(what: str, got, want):
 
 
 def check_serving(export_dir: str, canary: Canary):
+  """Both ways a serving export is loaded: `tf.saved_model.load`, and a
+  session loader (TF Serving, `saved_model_cli run`), which runs the init op
+  once and then each request, warm-up requests included."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   loaded = tf.saved_model.load(export_dir)
   missing = {'serving_default', 'lookup', 'neighbors'} - set(loaded.signatures)
   if missing:
     raise LoadCheckError(f'serving export lacks signature(s) {sorted(missing)}')
-  _compare('serving lookup', loaded.signatures['lookup'](
-      tokens=tf.constant(canary.tokens))['embeddings'],
-           canary.token_embeddings)
-  _compare('serving serving_default', loaded.signatures['serving_default'](
-      sentences=tf.constant(canary.sentences))['embeddings'],
+  call = lambda name, **inputs: {
+      k: v.numpy() for k, v in loaded.signatures[name](**{
+          n: tf.constant(x) for n, x in inputs.items()}).items()}
+  _check_serving_answers('serving', call, canary)
+  neighbors = call('neighbors', tokens=canary.tokens[:1], k=1)
+  del loaded, call
+  gc.collect()
+  from components.exporter import warmup  # pylint: disable=g-import-not-at-top
+  try:
+    requests = warmup.read(export_dir)
+  except Exception as e:  # pylint: disable=broad-except
+    raise LoadCheckError(f'serving export: warm-up requests: '
+                         f'{type(e).__name__}: {_reason(e)}') from e
+  if not requests:
+    raise LoadCheckError(
+        f'serving export: {warmup.warmup_path(export_dir)} is empty')
+
+  with tf.Graph().as_default() as graph, tf.compat.v1.Session(
+      graph=graph) as session:
+    try:
+      meta_graph = tf.compat.v1.saved_model.load(
+          session, [tf.saved_model.SERVING], export_dir)
+    except Exception as e:  # pylint: disable=broad-except
+      raise LoadCheckError(f'serving export: session loader: '
+                           f'{type(e).__name__}: {_reason(e)}') from e
+
+    def run(name, **inputs):
+      signature = meta_graph.signature_def[name]
+      try:
+        return session.run(
+            {k: v.name for k, v in signature.outputs.items()},
+            {signature.inputs[k].name: v for k, v in inputs.items()})
+      except Exception as e:  # pylint: disable=broad-except
+        raise LoadCheckError(f'serving {name} in a session: '
+                             f'{type(e).__name__}: {_reason(e)}') from e
+
+    _check_serving_answers('serving (session)', run, canary)
+    got = run('neighbors', tokens=canary.tokens[:1], k=1)
+    if got['tokens'].tolist() != neighbors['tokens'].tolist():
+      raise LoadCheckError(
+          f'serving neighbors: {got["tokens"].tolist()} in a session, '
+          f'{neighbors["tokens"].tolist()} from tf.saved_model.load')
+    for name, inputs in requests:
+      if name not in meta_graph.signature_def:
+        raise LoadCheckError(
+            f'serving export: a warm-up request names signature {name!r}, '
+            'which the export does not have')
+      run(name, **inputs)
+
+
+_TRACE_PREFIXES = ('Graph execution error', 'Detected at node', 'File "',
+                   'Node:', '[[', 'Original stack trace')
+
+
+def _reason(e: Exception) -> str:
+  """The line of an error that says what went wrong (TF's graph errors start
+  with a header and the Python stack of the failing op)."""
+  lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+  reasons = [l for l in lines if not l.startswith(_TRACE_PREFIXES)
+             and not l.endswith(':') and not l.startswith('  ')]
+  return (reasons or lines or [''])[0]
+
+
+def _check_serving_answers(what: str, call, canary: Canary):
+  """`call(signature, **inputs)` -> {output: ndarray} answers the canary."""
+  _compare(f'{what} lookup', call('lookup', tokens=canary.tokens)[
+      'embeddings'], canary.token_embeddings)
+  _compare(f'{what} serving_default', call(
+      'serving_default', sentences=canary.sentences)['embeddings'],
            canary.sentence_embeddings)
-  out = loaded.signatures['neighbors'](tokens=tf.constant(canary.tokens[:1]),
-                                       k=tf.constant(1))
-  scores = out['scores'].numpy()
+  out = call('neighbors', tokens=canary.tokens[:1], k=1)
+  scores = out['scores']
   if out['tokens'].shape != (1, 1) or not (np.abs(scores) <= 1 + 1e-5).all():
     raise LoadCheckError(
-        f'serving neighbors: expected [1, 1] tokens and cosine scores, got '
+        f'{what} neighbors: expected [1, 1] tokens and cosine scores, got '
         f'{out["tokens"].shape} tokens, scores {scores.tolist()}')
 
 
@@ -305,7 +372,7 @@ def _serve() -> int:
       gc.collect()  # release one export before loading the next
       answer = {}
     except Exception as e:  # pylint: disable=broad-except
-      message = str(e).splitlines()[0] if str(e) else ''
+      message = _reason(e)
       answer = {'error': f'{kind} export {path}: {type(e).__name__}: '
                          f'{message}'}
     print(json.dumps(answer), file=answers, flush=True)
@@ -328,7 +395,7 @@ def main(argv=None) -> int:
       check(kind, path, canary)
       gc.collect()  # release one export before loading the next
     except Exception as e:  # pylint: disable=broad-except
-      message = str(e).splitlines()[0] if str(e) else ''
+      message = _reason(e)
       print(f'{kind} export {path}: {type(e).__name__}: {message}',
             file=sys.stderr)
       return 1
