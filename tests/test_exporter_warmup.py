@@ -62,7 +62,7 @@ def test_every_request_runs_in_a_session_as_through_saved_model(export_dir):
           assert got[key].tolist() == value.tolist(), (name, key)
         else:
           np.testing.assert_allclose(got[key], value, atol=1e-6)
-      batch = len(next(iter(inputs.values())))
+      batch = len(inputs.get('tokens', inputs.get('sentences')))
       assert all(len(value) == batch for value in got.values()), name
 
 
