@@ -12,6 +12,7 @@ TF1 Hub module).
 
 import argparse
 import collections.abc
+import concurrent.futures
 import dataclasses
 import gc
 import json
@@ -24,6 +25,8 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from components import huge_pages
 
 KINDS = ('serving', 'hub')
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -131,19 +134,8 @@ def _compare(what: str, got, want):
 def check_serving(export_dir: str, canary: Canary):
   """Both ways a serving export is loaded: `tf.saved_model.load`, and a
   session loader (TF Serving, `saved_model_cli run`), which runs the init op
-  once and then each request, warm-up requests included."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  loaded = tf.saved_model.load(export_dir)
-  missing = {'serving_default', 'lookup', 'neighbors'} - set(loaded.signatures)
-  if missing:
-    raise LoadCheckError(f'serving export lacks signature(s) {sorted(missing)}')
-  call = lambda name, **inputs: {
-      k: v.numpy() for k, v in loaded.signatures[name](**{
-          n: tf.constant(x) for n, x in inputs.items()}).items()}
-  _check_serving_answers('serving', call, canary)
-  neighbors = call('neighbors', tokens=canary.tokens[:1], k=1)
-  del loaded, call
-  gc.collect()
+  once and then each request, warm-up requests included. The two loads run
+  side by side: each spends most of its time in TensorFlow's C++ runtime."""
   from components.exporter import warmup  # pylint: disable=g-import-not-at-top
   try:
     requests = warmup.read(export_dir)
@@ -153,7 +145,39 @@ def check_serving(export_dir: str, canary: Canary):
   if not requests:
     raise LoadCheckError(
         f'serving export: {warmup.warmup_path(export_dir)} is empty')
+  with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    in_session = pool.submit(_check_serving_in_a_session, export_dir, canary,
+                             requests)
+    try:
+      neighbors = _check_serving_saved_model(export_dir, canary)
+    except Exception:
+      in_session.exception()  # wait for it; this error is reported
+      raise
+    session_neighbors = in_session.result()
+  if session_neighbors.tolist() != neighbors.tolist():
+    raise LoadCheckError(
+        f'serving neighbors: {session_neighbors.tolist()} in a session, '
+        f'{neighbors.tolist()} from tf.saved_model.load')
 
+
+def _check_serving_saved_model(export_dir: str, canary: Canary) -> np.ndarray:
+  """The canary through `tf.saved_model.load`; returns the neighbour tokens
+  of the first canary token."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  loaded = tf.saved_model.load(export_dir)
+  missing = {'serving_default', 'lookup', 'neighbors'} - set(loaded.signatures)
+  if missing:
+    raise LoadCheckError(f'serving export lacks signature(s) {sorted(missing)}')
+  call = lambda name, **inputs: {
+      k: v.numpy() for k, v in loaded.signatures[name](**{
+          n: tf.constant(x) for n, x in inputs.items()}).items()}
+  return _check_serving_answers('serving', call, canary)
+
+
+def _check_serving_in_a_session(export_dir: str, canary: Canary,
+                                requests) -> np.ndarray:
+  """The canary, then each warm-up request, through a TF1 session loader."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tf.Graph().as_default() as graph, tf.compat.v1.Session(
       graph=graph) as session:
     try:
@@ -164,6 +188,9 @@ def check_serving(export_dir: str, canary: Canary):
                            f'{type(e).__name__}: {_reason(e)}') from e
 
     def run(name, **inputs):
+      if name not in meta_graph.signature_def:
+        raise LoadCheckError(
+            f'serving export lacks signature {name!r} in a session')
       signature = meta_graph.signature_def[name]
       try:
         return session.run(
@@ -173,18 +200,10 @@ def check_serving(export_dir: str, canary: Canary):
         raise LoadCheckError(f'serving {name} in a session: '
                              f'{type(e).__name__}: {_reason(e)}') from e
 
-    _check_serving_answers('serving (session)', run, canary)
-    got = run('neighbors', tokens=canary.tokens[:1], k=1)
-    if got['tokens'].tolist() != neighbors['tokens'].tolist():
-      raise LoadCheckError(
-          f'serving neighbors: {got["tokens"].tolist()} in a session, '
-          f'{neighbors["tokens"].tolist()} from tf.saved_model.load')
+    neighbors = _check_serving_answers('serving (session)', run, canary)
     for name, inputs in requests:
-      if name not in meta_graph.signature_def:
-        raise LoadCheckError(
-            f'serving export: a warm-up request names signature {name!r}, '
-            'which the export does not have')
       run(name, **inputs)
+    return neighbors
 
 
 _TRACE_PREFIXES = ('Graph execution error', 'Detected at node', 'File "',
@@ -201,7 +220,8 @@ def _reason(e: Exception) -> str:
 
 
 def _check_serving_answers(what: str, call, canary: Canary):
-  """`call(signature, **inputs)` -> {output: ndarray} answers the canary."""
+  """`call(signature, **inputs)` -> {output: ndarray} answers the canary;
+  returns the neighbour tokens of its first token."""
   _compare(f'{what} lookup', call('lookup', tokens=canary.tokens)[
       'embeddings'], canary.token_embeddings)
   _compare(f'{what} serving_default', call(
@@ -213,6 +233,7 @@ def _check_serving_answers(what: str, call, canary: Canary):
     raise LoadCheckError(
         f'{what} neighbors: expected [1, 1] tokens and cosine scores, got '
         f'{out["tokens"].shape} tokens, scores {scores.tolist()}')
+  return out['tokens']
 
 
 def check_hub(export_dir: str, canary: Canary):
@@ -256,6 +277,7 @@ class FreshProcess:
         [_PROJECT_ROOT] + [p for p in env.get('PYTHONPATH', '').split(
             os.pathsep) if p])
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    env = huge_pages.environ(env)  # loads a multi-GB table
     # stderr goes to a file: TensorFlow's log lines could fill a pipe.
     self._stderr = open(os.path.join(self._tmp.name, 'stderr'), 'w+b')
     try:
