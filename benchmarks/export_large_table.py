@@ -1,7 +1,7 @@
 """Export of a large table to both formats: peak memory and wall time vs peers.
 
     python -m benchmarks.export_large_table [--rows 10000000] [--dim 64]
-        [--optimizer adagrad] [--workdir DIR]
+        [--optimizer adagrad] [--workdir DIR] [--swap-huge-pages]
 
 Writes a trainer Model artifact whose checkpoint is saved by `TPUEmbedding` in
 CPU mode (TPU format; with the optimizer's slots, as the trainer writes it),
@@ -28,6 +28,11 @@ for them (ours streams its token asset inside its timed part). Reported:
 * the peers' peak RSS / table bytes, and a plain copy of the checkpoint files
   (`shutil.copytree`) / (a + b) wall time               (information)
 
+Ours runs with glibc's huge-page tunable (`components.huge_pages`), as
+`python -m pipelines` and the Kubeflow image run the exporter; the peers run
+as a plain `python` would. `--swap-huge-pages` adds, for information, the
+peers with it and ours without.
+
 Wall times run from after the imports to the end of the export. Peak RSS is
 each child's own ru_maxrss (a fresh interpreter started by this driver, which
 never imports TensorFlow); the memory of our load-check processes is not the
@@ -46,6 +51,7 @@ import tempfile
 import time
 
 from benchmarks import synthetic_model
+from components import huge_pages
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -158,8 +164,11 @@ def _peer_hub(model_uri: str, out: str):
 _CHILDREN = {'export': _export, 'tf2': _peer_tf2, 'hub': _peer_hub}
 
 
-def _run_child(*args) -> str:
+def _run_child(*args, huge_pages_on: bool = False) -> str:
   env = dict(os.environ, PYTHONPATH=_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+  env.pop('GLIBC_TUNABLES', None)
+  if huge_pages_on:
+    env = huge_pages.environ(env)
   proc = subprocess.run([sys.executable, '-m', 'benchmarks.export_large_table',
                          *args], capture_output=True, text=True, env=env,
                         cwd=_ROOT, check=False)
@@ -179,6 +188,9 @@ def main():
   parser.add_argument('--dim', type=int, default=64)
   parser.add_argument('--optimizer', default='adagrad')
   parser.add_argument('--workdir', default='')
+  parser.add_argument(
+      '--swap-huge-pages', action='store_true',
+      help='also run the peers with huge pages and ours without (information)')
   parser.add_argument('--child', nargs='+', help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args.child:
@@ -210,13 +222,21 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     results, sizes = {}, {}
-    for kind in ('tf2', 'hub', 'export'):  # peers' outputs removed when done
-      results[kind] = json.loads(_run_child(
-          '--child', kind, model_uri, os.path.join(out, kind)
+    # (name, child, huge pages): ours runs as `python -m pipelines` and the
+    # Kubeflow image run it; the peers as a user's plain `python` does.
+    runs = [('tf2', 'tf2', False), ('hub', 'hub', False),
+            ('export', 'export', True)]
+    if args.swap_huge_pages:
+      runs += [('tf2 hp', 'tf2', True), ('hub hp', 'hub', True),
+               ('export no hp', 'export', False)]
+    for name, kind, on in runs:  # every output but ours removed when done
+      path = os.path.join(out, name.replace(' ', '-'))
+      results[name] = json.loads(_run_child(
+          '--child', kind, model_uri, path, huge_pages_on=on
       ).strip().splitlines()[-1])
-      sizes[kind] = _dir_bytes(os.path.join(out, kind)) / 2**30
-      if kind != 'export':
-        shutil.rmtree(os.path.join(out, kind))
+      sizes[name] = _dir_bytes(path) / 2**30
+      if name != 'export':
+        shutil.rmtree(path)
     table_bytes = args.rows * args.dim * 4
     peers_wall = results['tf2']['wall'] + results['hub']['wall']
     rows = [('plain copy of the checkpoint', copy_wall, None, '(info)'),
@@ -227,6 +247,16 @@ def main():
             ('peers (a) + (b)', peers_wall, None, ''),
             ('ours, both + load checks', results['export']['wall'],
              results['export']['peak_rss'], 'wall <= 0.6, RSS <= 1.5')]
+    if args.swap_huge_pages:
+      tuned_wall = results['tf2 hp']['wall'] + results['hub hp']['wall']
+      rows += [
+          ('(a) with huge pages', results['tf2 hp']['wall'],
+           results['tf2 hp']['peak_rss'], '(info)'),
+          ('(b) with huge pages', results['hub hp']['wall'],
+           results['hub hp']['peak_rss'], '(info)'),
+          ('peers (a) + (b), huge pages', tuned_wall, None, '(info)'),
+          ('ours without huge pages', results['export no hp']['wall'],
+           results['export no hp']['peak_rss'], '(info)')]
     print(f'\ntable {args.rows} x {args.dim} float32 '
           f'{table_bytes / 2**30:.2f} GiB; checkpoint ({args.optimizer}, with '
           f'slots) {_dir_bytes(ckpt_dir) / 2**30:.2f} GiB; exports (a) '

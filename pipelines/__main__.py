@@ -2,6 +2,12 @@ import os
 import sys
 import warnings
 
+from components import huge_pages
+
+# Before anything is imported: a multi-GB table restored or exported in this
+# process then faults huge pages, not 4 KiB ones.
+huge_pages.reexec_if_needed(['-m', 'pipelines'] + sys.argv[1:])
+
 # Quiet TensorFlow's C++ start-up chatter and library deprecation notices;
 # `run --verbose` still shows TFX's own logs.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
