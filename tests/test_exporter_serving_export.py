@@ -382,6 +382,12 @@ def test_fine_tunes_as_a_keras_layer(exported):
       loaded(tf.constant(['cat sat', ''])),
       loaded.signatures['serving_default'](
           sentences=tf.constant(['cat sat', '']))['embeddings'], atol=1e-7)
+  # The table's gradient is sparse: a [V, dim] dense one per step would
+  # cost a table's worth of memory.
+  with tf.GradientTape() as tape:
+    total = tf.reduce_sum(loaded(tf.constant(['cat sat', 'nope'])))
+  gradient, = tape.gradient(total, loaded.trainable_variables)
+  assert isinstance(gradient, tf.IndexedSlices)
 
   layer = hub.KerasLayer(export_dir, trainable=True)
   sentences = tf.keras.Input([], dtype=tf.string)
