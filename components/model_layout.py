@@ -17,6 +17,8 @@ from typing import Any, Dict, Optional
 
 CHECKPOINT_DIR = 'checkpoint'
 METADATA_FILENAME = 'metadata.json'
+# Key of metadata.json holding the trainer's settings (asdict(TrainerConfig)).
+TRAINER_CONFIG_KEY = 'trainer_config'
 EMBEDDING_KEY = 'embedding'
 
 

@@ -20,7 +20,6 @@ exactly where the checkpointed one stopped by skipping the batches it already
 trained on.
 """
 
-import dataclasses
 from typing import Dict, Sequence, Tuple
 
 import numpy as np
@@ -28,44 +27,9 @@ import tensorflow as tf
 
 from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
                                        TARGET_FEATURE)
+from components.skipgram_config import SkipGramConfig
 
 NEGATIVE_SAMPLING_POWER = 0.75
-
-
-@dataclasses.dataclass(frozen=True)
-class SkipGramConfig:
-  """How sequences become training batches.
-
-  Attributes:
-    batch_size: (target, context) pairs per global batch.
-    window: maximum distance between target and context; each target draws
-      its own window size uniformly from 1..window (word2vec).
-    negatives: negatives per pair, K.
-    subsample: word2vec's sample threshold t; a token with corpus frequency f
-      is kept with probability min(1, (sqrt(f/t) + 1) * t/f). 0 keeps all.
-    seed: seed of every random choice in the pipeline.
-    sequences_per_chunk: sequences turned into pairs together; the pairs of
-      a chunk are shuffled before batching.
-    shuffle_buffer: sequences in the shuffle buffer (per epoch).
-  """
-  batch_size: int = 1024
-  window: int = 5
-  negatives: int = 5
-  subsample: float = 1e-3
-  seed: int = 0
-  sequences_per_chunk: int = 256
-  shuffle_buffer: int = 10_000
-
-  def validate(self):
-    for name in ('batch_size', 'window', 'negatives', 'sequences_per_chunk',
-                 'shuffle_buffer'):
-      value = getattr(self, name)
-      if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f'skip-gram: {name} must be an integer >= 1, '
-                         f'got {value!r}')
-    if not 0 <= self.subsample < 1:
-      raise ValueError(f'skip-gram: subsample must be in [0, 1), got '
-                       f'{self.subsample!r}')
 
 
 def keep_probabilities(counts: Sequence[int], subsample: float) -> np.ndarray:
@@ -180,7 +144,6 @@ class SkipGramData:
 
   def __init__(self, tokens: Sequence[str], counts: Sequence[int],
                config: SkipGramConfig):
-    config.validate()
     if len(tokens) != len(counts) or not tokens:
       raise ValueError('skip-gram: the vocabulary needs one count per token '
                        'and at least one token')

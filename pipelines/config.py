@@ -1,71 +1,108 @@
-"""PipelineConfig: every knob of the pipeline, importable without TFX."""
+"""PipelineConfig: the components' configs, composed; importable without TFX.
+
+Each setting belongs to one component's config and has its default there.
+From the command line a setting is named `section.field` (`trainer.window`)
+or just `field`, which sets that field in every section that has one (only
+`seed` is in two: trainer and validator).
+"""
 
 import dataclasses
 import json
-import math
-from typing import Optional
+from typing import Any, Dict, List, Mapping, Tuple
 
-from components.embedding_spec import EmbeddingSpec, skipgram_spec
+from components.corpus_example_gen.config import ExampleGenConfig
+from components.embedding_spec import EmbeddingSpec
+from components.pusher.config import PusherConfig
+from components.trainer.config import TableConfig, TrainerConfig
+from components.validator.config import ValidatorConfig
+from components.vocabulary.config import VocabularyConfig
 
 PIPELINE_NAME = 'tpu-embeddings'
 
+# A model must beat this fraction of an untrained table's eval loss when the
+# validator's max_eval_loss is not set.
+UNTRAINED_LOSS_FRACTION = 0.99
 
-@dataclasses.dataclass
+
+@dataclasses.dataclass(frozen=True)
 class PipelineConfig:
-  """Every knob of the pipeline, with the demo's defaults."""
-  # Data.
-  input_pattern: str = 'span-{SPAN}/*'
-  span_window: int = 1
-  min_count: int = 1
-  max_tokens: int = 0
-  # Model and training.
-  dim: int = 32
-  optimizer: str = 'adagrad'
-  learning_rate: float = 0.5
-  # Adagrad / FTRL only. The batch-mean loss gives small gradients; a small
-  # starting accumulator lets the first updates move the rows.
-  initial_accumulator_value: float = 1e-3
-  batch_size: int = 512
-  train_steps: int = 600
-  epochs: int = 0  # 0: as many passes as train_steps needs
-  window: int = 3
-  negatives: int = 5
-  subsample: float = 1e-3
-  checkpoint_every: int = 200
-  tpu: str = ''
-  # Warm start from the model behind the latest pushed version (if any and
-  # compatible); read when the trainer runs, so Kubeflow needs no Resolver.
-  warm_start_from_pushed: bool = True
-  seed: int = 0
-  # Gates.
-  k: int = 10
-  regression_margin: float = 0.05
-  min_recall_at_k: Optional[float] = None
-  # None: the model must beat an untrained one, whose skip-gram loss is
-  # (1 + negatives) * ln 2, by 1% (see untrained_loss_limit).
-  max_eval_loss: Optional[float] = None
-  min_related_recall_at_k: Optional[float] = None
-  related_pairs_file: Optional[str] = None
-  similarity_file: Optional[str] = None
-  # Push.
-  keep_versions: int = 5
+  """Every setting of the pipeline, one section per component."""
+  example_gen: ExampleGenConfig = ExampleGenConfig()
+  vocabulary: VocabularyConfig = VocabularyConfig()
+  table: TableConfig = TableConfig()
+  trainer: TrainerConfig = TrainerConfig()
+  validator: ValidatorConfig = ValidatorConfig()
+  pusher: PusherConfig = PusherConfig()
+
+  def __post_init__(self):
+    if self.trainer.embedding_spec and self.table != TableConfig():
+      raise ValueError('pipeline config: set table.* or '
+                       'trainer.embedding_spec, not both')
+
+  @classmethod
+  def sections(cls) -> Dict[str, Any]:
+    return {f.name: f.default for f in dataclasses.fields(cls)}
 
   def untrained_loss_limit(self) -> float:
-    """0.99 x the eval loss of a table that learned nothing (all logits 0)."""
-    return 0.99 * (1 + self.negatives) * math.log(2)
+    """The default max_eval_loss: just below an untrained table's loss."""
+    return UNTRAINED_LOSS_FRACTION * self.trainer.untrained_loss()
 
   def embedding_spec(self) -> EmbeddingSpec:
-    params = {'learning_rate': self.learning_rate}
-    if self.optimizer in ('adagrad', 'ftrl'):
-      params['initial_accumulator_value'] = self.initial_accumulator_value
-    return skipgram_spec(dim=self.dim, optimizer=self.optimizer, **params)
+    return self.trainer_config().spec()
+
+  def trainer_config(self) -> TrainerConfig:
+    """The trainer's config, its embedding spec built from `table`."""
+    if self.trainer.embedding_spec:
+      return self.trainer
+    return self.trainer.replace(
+        embedding_spec=self.table.embedding_spec().to_json())
+
+  def validator_config(self) -> ValidatorConfig:
+    """The validator's config, max_eval_loss defaulting to the untrained limit."""
+    if self.validator.max_eval_loss is not None:
+      return self.validator
+    return self.validator.replace(max_eval_loss=self.untrained_loss_limit())
+
+  def replace(self, **settings_by_name) -> 'PipelineConfig':
+    """A copy with settings changed, named as in `from_dict`."""
+    changes: Dict[str, Dict[str, Any]] = {}
+    for name, value in settings_by_name.items():
+      for section, field in _locate(name):
+        changes.setdefault(section, {})[field] = value
+    return dataclasses.replace(self, **{
+        section: getattr(self, section).replace(**fields)
+        for section, fields in changes.items()})
+
+  @classmethod
+  def from_dict(cls, values: Mapping[str, Any]) -> 'PipelineConfig':
+    """From {"trainer": {"window": 5}}, {"trainer.window": 5} or {"window": 5}."""
+    flat = {}
+    for name, value in values.items():
+      if name in cls.sections() and isinstance(value, dict):
+        flat.update({f'{name}.{k}': v for k, v in value.items()})
+      else:
+        flat[name] = value
+    return cls().replace(**flat)
 
   @classmethod
   def from_json(cls, text: str) -> 'PipelineConfig':
-    values = json.loads(text)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - names)
-    if unknown:
-      raise ValueError(f'pipeline config: unknown field {unknown[0]!r}; '
-                       f'fields are {sorted(names)}')
-    return cls(**values)
+    return cls.from_dict(json.loads(text))
+
+  def to_dict(self) -> Dict[str, Dict[str, Any]]:
+    return dataclasses.asdict(self)
+
+
+def _locate(name: str) -> List[Tuple[str, str]]:
+  """[(section, field)] a setting named `section.field` or `field` sets."""
+  sections = PipelineConfig.sections()
+  section, dot, field = name.rpartition('.')
+  if dot:
+    if section in sections and field in sections[section].names():
+      return [(section, field)]
+  else:
+    owners = [(s, name) for s, c in sections.items() if name in c.names()]
+    if owners:
+      return owners
+  known = sorted(f'{s}.{f}' for s, c in sections.items() for f in c.names())
+  raise ValueError(f'pipeline config: unknown field {name!r}; fields are '
+                   f'{", ".join(known)}')

@@ -155,8 +155,8 @@ def build_pipeline(pipeline_root: str, data_root: str, push_root: str,
                    beam_pipeline_args: Optional[List[str]] = None,
                    pipeline_name: str = pipeline_lib.PIPELINE_NAME):
   """The TFX pipeline as Kubeflow runs it: trainer on TPU or CPU."""
-  config = dataclasses.replace(
-      config, tpu=TRAINER_TPU_PARAMETER if tpu else '')
+  config = config.replace(
+      **{'trainer.tpu': TRAINER_TPU_PARAMETER if tpu else ''})
   pipeline = pipeline_lib.create_pipeline(
       pipeline_root=pipeline_root, data_root=data_root,
       push_root=push_root, config=config,

@@ -5,7 +5,6 @@
     <home>/pushed/           push root (serving/<v>/, hub/<v>/)
 """
 
-import dataclasses
 import json
 import logging as py_logging
 import os
@@ -90,8 +89,9 @@ def run(data_root: str,
   os.makedirs(p['home'], exist_ok=True)
   config = config or pipeline_lib.PipelineConfig()
   related = os.path.join(data_root, 'related_pairs.tsv')
-  if config.related_pairs_file is None and os.path.exists(related):
-    config = dataclasses.replace(config, related_pairs_file=os.path.abspath(related))
+  if not config.validator.related_pairs_file and os.path.exists(related):
+    config = config.replace(
+        **{'validator.related_pairs_file': os.path.abspath(related)})
   pipeline = pipeline_lib.create_pipeline(
       pipeline_root=p['pipeline_root'],
       data_root=os.path.abspath(data_root),

@@ -1,6 +1,7 @@
 """The Kubeflow compilation: a KFP v2 YAML that the kfp SDK loads, names the
 image, runs only the trainer on a TPU and always reads the latest span."""
 
+import json
 import os
 
 from google.protobuf import json_format
@@ -37,8 +38,11 @@ def _executor(spec, task):
 
 
 def _param(spec, task, name):
-  return spec['root']['dag']['tasks'][task]['inputs']['parameters'][name][
-      'runtimeValue']['constant']
+  """A task's parameter, or a setting of its JSON `config` parameter."""
+  params = spec['root']['dag']['tasks'][task]['inputs']['parameters']
+  if name not in params:
+    return json.loads(params['config']['runtimeValue']['constant'])[name]
+  return params[name]['runtimeValue']['constant']
 
 
 @pytest.fixture(scope='module')
@@ -47,7 +51,7 @@ def tpu_yaml(tmp_path_factory):
   compiled = kubeflow_compile.compile_pipeline(
       path, image=IMAGE,
       tpu=kubeflow_compile.TpuRequest.parse('tpu-v5-lite-podslice', '2x4'),
-      config=pipeline_lib.PipelineConfig(train_steps=1234), **ROOTS)
+      config=pipeline_lib.PipelineConfig().replace(train_steps=1234), **ROOTS)
   return compiled, _load(path)
 
 

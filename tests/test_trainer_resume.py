@@ -61,11 +61,11 @@ def test_sigkill_then_rerun_resumes_from_the_latest_checkpoint(tmp_path):
   fx.write_examples(f'{root}/examples', {'train': lines})
   fx.write_vocabulary(f'{root}/vocabulary',
                       collections.Counter(t for l in lines for t in l))
-  props = {
+  props = {'config': json.dumps({
       'embedding_spec': skipgram_spec(dim=8, learning_rate=0.3).to_json(),
       'batch_size': 64, 'train_steps': TRAIN_STEPS, 'epochs': 0,
       'checkpoint_every': CHECKPOINT_EVERY, 'log_every': 50,
-  }
+  })}
   process = subprocess.Popen(
       [sys.executable, '-c', RUNNER, REPO, root, json.dumps(props)],
       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

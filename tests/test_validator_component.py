@@ -41,10 +41,11 @@ def test_parameters_are_checked_when_the_pipeline_is_built(tmp_path):
   v = CheckpointValidator(**kwargs, min_recall_at_k=1,
                           sparsecore_restore_info={'num_tpu_devices': 1,
                                                    'num_sc_chips_per_tpu': 4})
-  assert v.exec_properties['min_recall_at_k'] == 1.0
-  assert json.loads(v.exec_properties['sparsecore_restore_info']) == {
+  config = json.loads(v.exec_properties['config'])
+  assert config['min_recall_at_k'] == 1.0
+  assert config['sparsecore_restore_info'] == {
       'num_tpu_devices': 1, 'num_sc_chips_per_tpu': 4}
-  assert 'max_eval_loss' not in v.exec_properties
+  assert config['max_eval_loss'] is None
 
 
 def test_local_dag_runner_blesses_and_records_properties(tmp_path):

@@ -35,12 +35,14 @@ def run(corpus, model_uri, out_uri, **props):
   blessing = _artifact(standard_artifacts.ModelBlessing, out_uri)
   os.makedirs(out_uri, exist_ok=True)
   props.setdefault('related_pairs_file', corpus['related'])
+  push_root = props.pop('push_root', '')
   executor.Executor().Do(
       {executor.MODEL_KEY: [_artifact(standard_artifacts.Model, model_uri)],
        executor.EXAMPLES_KEY: [examples],
        executor.VOCABULARY_KEY: [_artifact(artifact_types.Vocabulary,
                                            corpus['vocabulary'])]},
-      {executor.BLESSING_KEY: [blessing]}, props)
+      {executor.BLESSING_KEY: [blessing]},
+      {'config': json.dumps(props), 'push_root': push_root})
   with open(os.path.join(out_uri, 'report.json')) as f:
     return blessing, json.load(f)
 

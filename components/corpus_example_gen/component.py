@@ -11,28 +11,24 @@ from tfx.proto import example_gen_pb2
 from tfx.proto import range_config_pb2
 
 from components.corpus_example_gen import executor
-
-DEFAULT_PATTERN = 'span-{SPAN}/*'
+from components.corpus_example_gen.config import ExampleGenConfig
 
 
 def corpus_example_gen(input_base: str,
-                       pattern: str = DEFAULT_PATTERN,
-                       span_window: int = 1,
-                       eval_buckets: int = 1,
-                       train_buckets: int = 9,
-                       span: Optional[int] = None):
-  """ExampleGen over `<input_base>/<pattern>`, train/eval split by hash.
+                       config: Optional[ExampleGenConfig] = None,
+                       span: Optional[int] = None,
+                       **settings_by_name):
+  """ExampleGen over `<input_base>/<config.pattern>`, train/eval split by hash.
 
   `{SPAN}` in the pattern selects the latest span (or `span` when given);
   `span_window` > 1 also reads that many earlier spans into the same
   Examples. The Examples' `span` property is the latest span read.
+  `**settings_by_name` override fields of `config` by name.
   """
-  if span_window < 1:
-    raise ValueError(f'span_window must be >= 1, got {span_window}')
-  if train_buckets < 1 or eval_buckets < 1:
-    raise ValueError('train_buckets and eval_buckets must be >= 1')
+  config = (config or ExampleGenConfig()).replace(**settings_by_name)
+  pattern = config.pattern
   struct = struct_pb2.Struct()
-  struct.update({executor.SPAN_WINDOW_KEY: span_window,
+  struct.update({executor.SPAN_WINDOW_KEY: config.span_window,
                  executor.PATTERN_KEY: pattern})
   custom_config = example_gen_pb2.CustomConfig()
   custom_config.custom_config.Pack(struct)
@@ -48,9 +44,9 @@ def corpus_example_gen(input_base: str,
       output_config=example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
           splits=[
               example_gen_pb2.SplitConfig.Split(name='train',
-                                          hash_buckets=train_buckets),
+                                          hash_buckets=config.train_buckets),
               example_gen_pb2.SplitConfig.Split(name='eval',
-                                          hash_buckets=eval_buckets),
+                                          hash_buckets=config.eval_buckets),
           ])),
       custom_config=custom_config,
       range_config=range_config,

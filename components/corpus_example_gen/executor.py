@@ -6,7 +6,6 @@ lines with more than MAX_TOKENS_PER_LINE tokens are capped and counted; tokens
 longer than MAX_TOKEN_BYTES are dropped and counted; blank lines are skipped.
 """
 
-import json
 import re
 from typing import Any, Dict, Iterable, List
 

@@ -10,13 +10,15 @@ from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
 from components import push_layout
+from components import settings
 from components.pusher import executor
+from components.pusher.config import PusherConfig
 
 
 class EmbeddingPusherSpec(types.ComponentSpec):
   PARAMETERS = {
       executor.PUSH_ROOT_KEY: ExecutionParameter(type=str),
-      executor.KEEP_VERSIONS_KEY: ExecutionParameter(type=int, optional=True),
+      settings.CONFIG_KEY: ExecutionParameter(type=str),
   }
   INPUTS = {
       executor.SERVING_MODEL_KEY: ChannelParameter(
@@ -38,8 +40,9 @@ class EmbeddingPusher(base_component.BaseComponent):
 
   Both land as the same integer version, `<push_root>/serving/<v>` (TF Serving
   layout) and `<push_root>/hub/<v>`, each with a `manifest.json`; the newest
-  `keep_versions` versions are kept (0 = all). Not blessed: nothing is copied
-  and both outputs get `pushed=0`.
+  `config.keep_versions` versions are kept (0 = all). Not blessed: nothing is
+  copied and both outputs get `pushed=0`. `config` is a `PusherConfig`;
+  `**settings` override its fields by name.
   """
 
   SPEC_CLASS = EmbeddingPusherSpec
@@ -50,21 +53,19 @@ class EmbeddingPusher(base_component.BaseComponent):
                hub_module: types.BaseChannel,
                model_blessing: types.BaseChannel,
                push_root: str,
-               keep_versions: int = 0,
+               config: Optional[PusherConfig] = None,
                pushed_serving: Optional[types.BaseChannel] = None,
-               pushed_hub: Optional[types.BaseChannel] = None):
+               pushed_hub: Optional[types.BaseChannel] = None,
+               **settings_by_name):
     if isinstance(push_root, str):
       push_layout.check_root(push_root)
-    if isinstance(keep_versions, bool) or not isinstance(
-        keep_versions, int) or keep_versions < 0:
-      raise ValueError(f'EmbeddingPusher: keep_versions must be an integer '
-                       f'>= 0, got {keep_versions!r}')
+    config = (config or PusherConfig()).replace(**settings_by_name)
     super().__init__(spec=EmbeddingPusherSpec(
         serving_model=serving_model,
         hub_module=hub_module,
         model_blessing=model_blessing,
         push_root=push_root,
-        keep_versions=keep_versions,
+        config=config.to_json(),
         pushed_serving=pushed_serving or types.Channel(
             type=standard_artifacts.PushedModel),
         pushed_hub=pushed_hub or types.Channel(

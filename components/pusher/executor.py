@@ -12,6 +12,7 @@ from components import model_layout
 from components import push_layout
 from components.pusher import manifest as manifest_lib
 from components.pusher import publish
+from components.pusher.config import PusherConfig
 
 SERVING_MODEL_KEY = 'serving_model'
 HUB_MODULE_KEY = 'hub_module'
@@ -19,7 +20,6 @@ MODEL_BLESSING_KEY = 'model_blessing'
 PUSHED_SERVING_KEY = 'pushed_serving'
 PUSHED_HUB_KEY = 'pushed_hub'
 PUSH_ROOT_KEY = 'push_root'
-KEEP_VERSIONS_KEY = 'keep_versions'
 
 # The TFX Pusher's output properties.
 PUSHED_PROPERTY = 'pushed'
@@ -75,10 +75,8 @@ class Executor(base_executor.BaseExecutor):
         'hub': artifact_utils.get_single_instance(output_dict[PUSHED_HUB_KEY]),
     }
     root = push_layout.check_root(exec_properties.get(PUSH_ROOT_KEY) or '')
-    keep = int(exec_properties.get(KEEP_VERSIONS_KEY) or 0)
-    if keep < 0:
-      raise ValueError(f'EmbeddingPusher: keep_versions must be >= 0, got '
-                       f'{keep}')
+    keep = PusherConfig.from_exec_properties(
+        exec_properties, wiring=[PUSH_ROOT_KEY]).keep_versions
 
     if blessing.get_int_custom_property('blessed') != 1:
       logging.info('Model blessing %s is not blessed; nothing pushed.',

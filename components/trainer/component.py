@@ -20,28 +20,17 @@ from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
 from components import artifact_types
+from components import settings
 from components.embedding_spec import EmbeddingSpec
 from components.trainer import executor
-
-_DEFAULTS = executor.TrainerConfig()
+from components.trainer.config import TrainerConfig
 
 
 class EmbeddingTrainerSpec(types.ComponentSpec):
   """Inputs, parameters and outputs of EmbeddingTrainer."""
   PARAMETERS = {
-      'embedding_spec': ExecutionParameter(type=str),
-      'batch_size': ExecutionParameter(type=int, optional=True),
-      'train_steps': ExecutionParameter(type=int, optional=True),
-      'epochs': ExecutionParameter(type=int, optional=True),
-      'window': ExecutionParameter(type=int, optional=True),
-      'negatives': ExecutionParameter(type=int, optional=True),
-      'subsample': ExecutionParameter(type=float, optional=True),
-      'checkpoint_every': ExecutionParameter(type=int, optional=True),
-      'log_every': ExecutionParameter(type=int, optional=True),
-      'tpu': ExecutionParameter(type=str, optional=True),
-      'seed': ExecutionParameter(type=int, optional=True),
-      'warm_start_uri': ExecutionParameter(type=str, optional=True),
-      'warm_start_push_root': ExecutionParameter(type=str, optional=True),
+      settings.CONFIG_KEY: ExecutionParameter(type=str),
+      executor.PUSH_ROOT_KEY: ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
       executor.EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
@@ -67,35 +56,20 @@ class EmbeddingTrainer(base_component.BaseComponent):
   `tf.tpu.experimental.embedding.TPUEmbedding`; on CPU with
   `TPUEmbeddingForServing` and the embedding optimizer's own update rule, so
   both write the same checkpoint (tables and optimizer slots) and either can
-  resume the other.
+  resume the other. `metadata.json` in the Model holds the results and the
+  settings (`trainer_config`).
 
   Args:
     examples: `Examples` with a `train` split (bytes feature `tokens`).
     vocabulary: the `Vocabulary` artifact; row i of the table = line i.
     embedding_spec: an `EmbeddingSpec` (or its JSON) with the features
       target, context and negatives on one table, e.g. `skipgram_spec(...)`;
-      a table vocabulary_size of 0 is set from the vocabulary.
+      the same as `config.embedding_spec`.
     base_model: optional earlier `Model` to warm-start from (tables and
       slots; rows remapped by token when the vocabulary changed).
-    batch_size: (target, context) pairs per step (global batch on TPU).
-    train_steps: total steps; 0 = run `epochs` passes over the data.
-    epochs: passes over the data (0 = endless, train_steps must be set).
-    window: maximum context distance.
-    negatives: negatives per pair.
-    subsample: word2vec subsampling threshold (0 = off).
-    checkpoint_every: steps between checkpoints (a rerun resumes from the
-      latest one).
-    log_every: steps between progress lines and TensorBoard points.
-    tpu: "" for CPU, "auto" for a TPU when the environment names one, or a
-      TPU name / grpc:// address (unreachable = error, never CPU).
-    seed: seed of initial values and of the input pipeline.
-    warm_start_uri: URI of an earlier Model artifact, the same as
-      `base_model` for drivers that cannot pass a channel.
-    warm_start_push_root: without base_model / warm_start_uri, warm start
-      from the model the pusher's latest version came from (its manifest's
-      `source_model`), read when the trainer runs; no pushed version, a
-      vanished source or an incompatible spec means a logged cold start.
-      This is how a recurring Kubeflow run warm-starts without a Resolver.
+    push_root: the pusher's destination, read for
+      `config.warm_start_from_pushed`.
+    config: a `TrainerConfig`; `**settings` override its fields by name.
   """
 
   SPEC_CLASS = EmbeddingTrainerSpec
@@ -104,49 +78,22 @@ class EmbeddingTrainer(base_component.BaseComponent):
   def __init__(self,
                examples: types.BaseChannel,
                vocabulary: types.BaseChannel,
-               embedding_spec: Union[EmbeddingSpec, str],
+               embedding_spec: Optional[Union[EmbeddingSpec, str]] = None,
                base_model: Optional[types.BaseChannel] = None,
-               batch_size: int = _DEFAULTS.batch_size,
-               train_steps: int = _DEFAULTS.train_steps,
-               epochs: int = _DEFAULTS.epochs,
-               window: int = _DEFAULTS.window,
-               negatives: int = _DEFAULTS.negatives,
-               subsample: float = _DEFAULTS.subsample,
-               checkpoint_every: int = _DEFAULTS.checkpoint_every,
-               log_every: int = _DEFAULTS.log_every,
-               tpu: str = _DEFAULTS.tpu,
-               seed: int = _DEFAULTS.seed,
-               warm_start_uri: str = _DEFAULTS.warm_start_uri,
-               warm_start_push_root: str = _DEFAULTS.warm_start_push_root):
+               push_root: str = '',
+               config: Optional[TrainerConfig] = None,
+               **settings_by_name):
     if isinstance(embedding_spec, EmbeddingSpec):
-      embedding_spec = embedding_spec.to_json()
-    else:
-      EmbeddingSpec.from_json(embedding_spec)  # fail at pipeline build time
-    config = executor.TrainerConfig(
-        embedding_spec=embedding_spec, batch_size=batch_size,
-        train_steps=train_steps, epochs=epochs, window=window,
-        negatives=negatives, subsample=float(subsample),
-        checkpoint_every=checkpoint_every, log_every=log_every, tpu=tpu,
-        seed=seed, warm_start_uri=warm_start_uri,
-        warm_start_push_root=warm_start_push_root)
-    config.skipgram_config().validate()
-    config.loop_config().validate()
+      settings_by_name['embedding_spec'] = embedding_spec.to_json()
+    elif embedding_spec is not None:
+      settings_by_name['embedding_spec'] = embedding_spec
+    # Checked here: bad settings fail when the pipeline is built.
+    config = (config or TrainerConfig()).replace(**settings_by_name)
     super().__init__(spec=EmbeddingTrainerSpec(
         examples=examples,
         vocabulary=vocabulary,
         base_model=base_model,
-        embedding_spec=embedding_spec,
-        batch_size=batch_size,
-        train_steps=train_steps,
-        epochs=epochs,
-        window=window,
-        negatives=negatives,
-        subsample=float(subsample),
-        checkpoint_every=checkpoint_every,
-        log_every=log_every,
-        tpu=tpu,
-        seed=seed,
-        warm_start_uri=warm_start_uri,
-        warm_start_push_root=warm_start_push_root,
+        config=config.to_json(),
+        push_root=push_root,
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun)))

@@ -26,14 +26,14 @@ from components import model_layout
 from components import skipgram
 from components import vocabulary_file
 from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
-                                       TARGET_FEATURE, EmbeddingSpec,
-                                       skipgram_spec)
+                                       TARGET_FEATURE, EmbeddingSpec)
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
 from components.trainer import device
 from components.trainer import tpu_adapter
 from components.trainer import training_loop
 from components.trainer import warm_start
+from components.trainer.config import TrainerConfig
 
 # Input / output keys.
 EXAMPLES_KEY = 'examples'
@@ -44,52 +44,14 @@ MODEL_RUN_KEY = 'model_run'
 TRAIN_SPLIT = 'train'
 SPAN_PROPERTY = 'span'
 SUMMARY_SUBDIR = 'train'
+# Execution parameter: the push root whose latest version is the warm start
+# (used when TrainerConfig.warm_start_from_pushed).
+PUSH_ROOT_KEY = 'push_root'
 
 
-@dataclasses.dataclass(frozen=True)
-class TrainerConfig:
-  """Execution parameters with their defaults."""
-  embedding_spec: str = ''
-  batch_size: int = 1024
-  train_steps: int = 0
-  epochs: int = 1
-  window: int = 5
-  negatives: int = 5
-  subsample: float = 1e-3
-  checkpoint_every: int = 1000
-  log_every: int = 100
-  tpu: str = ''
-  seed: int = 0
-  warm_start_uri: str = ''
-  warm_start_push_root: str = ''
-
-  @classmethod
-  def from_exec_properties(cls, props: Dict[str, Any]) -> 'TrainerConfig':
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(props) - set(fields))
-    if unknown:
-      raise ValueError(f'EmbeddingTrainer: unknown parameter {unknown[0]!r}')
-    values = {k: v for k, v in props.items() if v is not None}
-    if 'subsample' in values and isinstance(values['subsample'], int):
-      values['subsample'] = float(values['subsample'])
-    return cls(**values)
-
-  def skipgram_config(self) -> skipgram.SkipGramConfig:
-    return skipgram.SkipGramConfig(
-        batch_size=self.batch_size, window=self.window,
-        negatives=self.negatives, subsample=self.subsample, seed=self.seed)
-
-  def loop_config(self) -> training_loop.LoopConfig:
-    return training_loop.LoopConfig(
-        train_steps=self.train_steps, epochs=self.epochs,
-        checkpoint_every=self.checkpoint_every, log_every=self.log_every)
-
-
-def resolve_spec(spec_json: str,
+def resolve_spec(spec: EmbeddingSpec,
                  vocabulary: vocabulary_file.Vocabulary) -> EmbeddingSpec:
   """The spec with the `tokens` table sized from the vocabulary, checked."""
-  spec = (EmbeddingSpec.from_json(spec_json) if spec_json.strip() else
-          skipgram_spec())
   features = {f.name: f for f in spec.features}
   needed = (TARGET_FEATURE, CONTEXT_FEATURE, NEGATIVES_FEATURE)
   if (set(features) != set(needed) or len(spec.tables) != 1 or
@@ -151,17 +113,14 @@ def _check_rerun(model_uri: str, spec: EmbeddingSpec,
 
 def train(examples: List[types.Artifact], vocabulary_uri: str,
           model_uri: str, model_run_uri: str, config: TrainerConfig,
-          base_model_uri: str = '') -> Dict[str, Any]:
+          base_model_uri: str = '', push_root: str = '') -> Dict[str, Any]:
   """Everything the executor does; returns the metadata written."""
   if not examples:
     raise ValueError('EmbeddingTrainer: no Examples artifact given')
   vocabulary = vocabulary_file.read(vocabulary_uri)
-  spec = resolve_spec(config.embedding_spec, vocabulary)
+  spec = resolve_spec(config.spec(), vocabulary)
   table = spec.tables[0].name
-  loop_config = config.loop_config()
-  loop_config.validate()
-  data = skipgram.SkipGramData(vocabulary.tokens, vocabulary.counts,
-                               config.skipgram_config())
+  data = skipgram.SkipGramData(vocabulary.tokens, vocabulary.counts, config)
   for artifact in examples:
     examples_io.split_files(artifact.uri, TRAIN_SPLIT)
   base = base_model_uri or config.warm_start_uri
@@ -170,8 +129,8 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
     raise ValueError(
         f'EmbeddingTrainer: base_model ({base_model_uri}) and warm_start_uri '
         f'({config.warm_start_uri}) disagree; give one of them')
-  if not base and config.warm_start_push_root:
-    base = warm_start.pushed_base(config.warm_start_push_root, spec)
+  if not base and config.warm_start_from_pushed and push_root:
+    base = warm_start.pushed_base(push_root, spec)
   if base:
     base_spec = EmbeddingSpec.load(base)
     warm_start.check_compatible(spec, base_spec, base)
@@ -198,7 +157,7 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
                  base, warm.kept_tokens, warm.new_tokens, warm.dropped_tokens)
   result = training_loop.run(
       adapter, spec, data, sequences_of(examples), model_uri,
-      model_layout.join(model_run_uri, SUMMARY_SUBDIR), loop_config)
+      model_layout.join(model_run_uri, SUMMARY_SUBDIR), config)
   metadata = {
       'steps': result.steps,
       'examples_seen': result.examples_seen,
@@ -208,19 +167,13 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
       'optimizer': spec.optimizer.kind,
       'dim': spec.tables[0].dim,
       'vocabulary_size': len(vocabulary),
-      'batch_size': config.batch_size,
-      'window': config.window,
-      'negatives': config.negatives,
-      'subsample': config.subsample,
-      'seed': config.seed,
-      'train_steps': config.train_steps,
-      'epochs': config.epochs,
       'resumed_from_step': result.start_step,
       'steps_this_run': result.steps_this_run,
       'examples_per_sec': result.examples_per_sec,
       'checkpoint': os.path.basename(result.checkpoint or ''),
       'warm_start': warm.to_dict() if warm else None,
       'trained_at': int(time.time()),
+      model_layout.TRAINER_CONFIG_KEY: dataclasses.asdict(config),
   }
   model_layout.write_metadata(model_uri, metadata)
   logging.info('EmbeddingTrainer done: %d steps on %s, final loss %s',
@@ -235,7 +188,8 @@ class Executor(base_executor.BaseExecutor):
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
-    config = TrainerConfig.from_exec_properties(exec_properties)
+    config = TrainerConfig.from_exec_properties(exec_properties,
+                                                wiring=[PUSH_ROOT_KEY])
     vocabulary = artifact_utils.get_single_uri(input_dict[VOCABULARY_KEY])
     base_models = input_dict.get(BASE_MODEL_KEY) or []
     if len(base_models) > 1:
@@ -244,6 +198,7 @@ class Executor(base_executor.BaseExecutor):
     model_run = artifact_utils.get_single_instance(output_dict[MODEL_RUN_KEY])
     metadata = train(input_dict[EXAMPLES_KEY], vocabulary, model.uri,
                      model_run.uri, config,
-                     base_models[0].uri if base_models else '')
+                     base_models[0].uri if base_models else '',
+                     exec_properties.get(PUSH_ROOT_KEY) or '')
     model.set_int_custom_property('steps', metadata['steps'])
     model.set_string_custom_property('device', metadata['device'])

@@ -19,6 +19,7 @@ import tensorflow as tf
 from components.embedding_spec import EmbeddingSpec
 from components.skipgram import SkipGramData
 from components.trainer import checkpoints
+from components.trainer.config import LoopConfig
 
 
 def run_steps(iterator, steps, step_fn):
@@ -38,29 +39,6 @@ def run_steps(iterator, steps, step_fn):
 
 
 @dataclasses.dataclass(frozen=True)
-class LoopConfig:
-  """train_steps > 0 caps the total steps; epochs > 0 caps the passes
-  (0 = endless, then train_steps must be set)."""
-  train_steps: int = 0
-  epochs: int = 1
-  checkpoint_every: int = 1000
-  log_every: int = 100
-
-  def validate(self):
-    for name in ('train_steps', 'epochs'):
-      value = getattr(self, name)
-      if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f'{name} must be an integer >= 0, got {value!r}')
-    for name in ('checkpoint_every', 'log_every'):
-      value = getattr(self, name)
-      if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f'{name} must be an integer >= 1, got {value!r}')
-    if self.train_steps == 0 and self.epochs == 0:
-      raise ValueError('set train_steps or epochs (both are 0: training '
-                       'would never end)')
-
-
-@dataclasses.dataclass(frozen=True)
 class LoopResult:
   steps: int
   examples_seen: int
@@ -76,7 +54,6 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
         sequences: tf.data.Dataset, model_uri: str, summary_dir: str,
         config: LoopConfig) -> LoopResult:
   """Trains from the latest checkpoint of `model_uri` (or from scratch)."""
-  config.validate()
   batch_size = data.config.batch_size
   adapter.build()
   state = checkpoints.create(adapter.embedding, model_uri)

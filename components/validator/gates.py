@@ -6,8 +6,9 @@ baseline only health and absolute gates apply (TFX's "rubber stamp").
 """
 
 import dataclasses
-import math
 from typing import Any, Dict, List, Optional
+
+from components import settings
 
 # Quality metrics the gates know, and whether higher is better.
 HIGHER_IS_BETTER = {
@@ -19,13 +20,15 @@ HIGHER_IS_BETTER = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Thresholds:
+class Thresholds(settings.Settings):
   """Limits for blessing. None disables an absolute quality gate.
 
   `regression_margin` is the fraction of the baseline's value the candidate
   may lose on any quality metric (0.05: a loss up to 5% higher, a recall up
   to 5% lower).
   """
+  WHAT = 'validator'
+
   max_mean_cosine: float = 0.9
   max_row_norm: float = 100.0
   max_eval_loss: Optional[float] = None
@@ -34,15 +37,8 @@ class Thresholds:
   min_related_recall_at_k: Optional[float] = None
   regression_margin: float = 0.05
 
-  def __post_init__(self):
-    for field in dataclasses.fields(self):
-      value = getattr(self, field.name)
-      if value is None:
-        continue
-      if (isinstance(value, bool) or not isinstance(value, (int, float)) or
-          not math.isfinite(value)):
-        raise ValueError(f'validator threshold {field.name} must be a finite '
-                         f'number, got {value!r}')
+  def validate(self):
+    super().validate()
     if not -1.0 <= self.max_mean_cosine <= 1.0:
       raise ValueError('validator threshold max_mean_cosine must be in '
                        f'[-1, 1], got {self.max_mean_cosine}')
@@ -52,6 +48,11 @@ class Thresholds:
     if self.regression_margin < 0:
       raise ValueError('validator regression_margin must be >= 0, got '
                        f'{self.regression_margin}')
+
+  def thresholds(self) -> 'Thresholds':
+    """Just the limits (of a config deriving from Thresholds)."""
+    return Thresholds(**{f.name: getattr(self, f.name)
+                         for f in dataclasses.fields(Thresholds)})
 
   def absolute(self) -> Dict[str, float]:
     """{metric: limit} of the enabled absolute quality gates."""

@@ -9,15 +9,15 @@ from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
+from components import settings
 from components.artifact_types import Vocabulary as VocabularyArtifact
 from components.vocabulary import executor
+from components.vocabulary.config import VocabularyConfig
 
 
 class VocabularySpec(types.ComponentSpec):
   PARAMETERS = {
-      executor.MIN_COUNT_KEY: ExecutionParameter(type=int),
-      executor.MAX_TOKENS_KEY: ExecutionParameter(type=int),
-      executor.SPLIT_KEY: ExecutionParameter(type=str),
+      settings.CONFIG_KEY: ExecutionParameter(type=str),
   }
   INPUTS = {
       executor.EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
@@ -29,19 +29,19 @@ class VocabularySpec(types.ComponentSpec):
 
 class Vocabulary(base_beam_component.BaseBeamComponent):
   """Counts tokens with Beam; keeps those with count >= `min_count`, at most
-  `max_tokens` (0 = no cap), ordered by count desc then token."""
+  `max_tokens` (0 = no cap), ordered by count desc then token.
+
+  `config` is a `VocabularyConfig`; `**settings` override its fields by name.
+  """
 
   SPEC_CLASS = VocabularySpec
   EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
 
-  def __init__(self, examples: types.BaseChannel, min_count: int = 1,
-               max_tokens: int = 0, split: str = 'train',
-               vocabulary: Optional[types.BaseChannel] = None):
-    if min_count < 1:
-      raise ValueError(f'Vocabulary: min_count must be >= 1, got {min_count}')
-    if max_tokens < 0:
-      raise ValueError(f'Vocabulary: max_tokens must be >= 0, got {max_tokens}')
+  def __init__(self, examples: types.BaseChannel,
+               config: Optional[VocabularyConfig] = None,
+               vocabulary: Optional[types.BaseChannel] = None,
+               **settings_by_name):
+    config = (config or VocabularyConfig()).replace(**settings_by_name)
     super().__init__(spec=VocabularySpec(
-        examples=examples, min_count=min_count, max_tokens=max_tokens,
-        split=split,
+        examples=examples, config=config.to_json(),
         vocabulary=vocabulary or types.Channel(type=VocabularyArtifact)))

@@ -11,12 +11,10 @@ from tfx.types import artifact_utils
 
 from components import examples_io
 from components import vocabulary_file
+from components.vocabulary.config import VocabularyConfig
 
 EXAMPLES_KEY = 'examples'
 VOCABULARY_KEY = 'vocabulary'
-MIN_COUNT_KEY = 'min_count'
-MAX_TOKENS_KEY = 'max_tokens'
-SPLIT_KEY = 'split'
 
 
 def _tokens(record: bytes) -> List[str]:
@@ -59,16 +57,11 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     self._log_startup(input_dict, output_dict, exec_properties)
     examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
     vocab = artifact_utils.get_single_instance(output_dict[VOCABULARY_KEY])
-    split = exec_properties.get(SPLIT_KEY) or 'train'
-    min_count = int(exec_properties.get(MIN_COUNT_KEY) or 1)
-    max_tokens = int(exec_properties.get(MAX_TOKENS_KEY) or 0)
-    if min_count < 1:
-      raise ValueError(f'vocabulary: min_count must be >= 1, got {min_count}')
-    if max_tokens < 0:
-      raise ValueError(f'vocabulary: max_tokens must be >= 0, got {max_tokens}')
-    files = examples_io.split_files(examples.uri, split)
+    config = VocabularyConfig.from_exec_properties(exec_properties)
+    files = examples_io.split_files(examples.uri, config.split)
     with self._make_beam_pipeline() as pipeline:
-      count_and_write(pipeline, files, vocab.uri, min_count, max_tokens)
+      count_and_write(pipeline, files, vocab.uri, config.min_count,
+                      config.max_tokens)
     span = examples.get_int_custom_property('span') if examples.has_custom_property('span') else None
     if span is not None:
       vocab.set_int_custom_property('span', span)

@@ -29,9 +29,9 @@ def register(sub):
   p.add_argument('--tpu-count', type=int, metavar='N',
                  help='google.com/tpu chips requested (default: chips in '
                  'the topology)')
-  p.add_argument('--config', help='JSON file of PipelineConfig fields')
+  p.add_argument('--config', help='JSON file of settings, e.g. {"trainer": {"window": 5}}')
   p.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
-                 help='override one PipelineConfig field (JSON value)')
+                 help='override one setting (JSON value), e.g. --set trainer.train_steps=2000')
   p.add_argument('--beam-arg', action='append', default=[],
                  help='Beam pipeline argument for the Beam components')
   p.set_defaults(func=run, tpu=None)
@@ -42,7 +42,7 @@ def run(args) -> int:
   tpu = kubeflow_compile.TpuRequest.parse(
       args.tpu_accelerator, args.tpu_topology, args.tpu_count)
   config = run_command.config_from_args(args)
-  if config.tpu:
+  if config.trainer.tpu:
     raise ValueError('--set tpu=...: the compiled trainer\'s tpu follows '
                      '--tpu-accelerator ("auto" with a TPU, "" without)')
   root = args.pipeline_root.rstrip('/')

@@ -22,7 +22,7 @@ def run(args) -> int:
   push_root = consumer.push_root_for_home(args.home)
   try:
     with retrain_lib.RetrainLock(args.home):
-      decision = retrain_lib.decide(args.data, push_root, config.input_pattern)
+      decision = retrain_lib.decide(args.data, push_root, config.example_gen.pattern)
       print(f'retrain: {decision.reason}', flush=True)
       if not decision.run:
         return 0

@@ -10,10 +10,11 @@ STARTED = time.monotonic()
 
 
 def add_config_arguments(p):
-  p.add_argument('--config', help='JSON file of PipelineConfig fields')
-  p.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
-                 help='override one PipelineConfig field (JSON value), '
-                 'e.g. --set train_steps=2000 --set tpu=\'"auto"\'')
+  p.add_argument('--config',
+                 help='JSON file of settings, e.g. {"trainer": {"window": 5}}')
+  p.add_argument('--set', action='append', default=[], metavar='NAME=VALUE',
+                 help='override one setting (JSON value), e.g. '
+                 '--set trainer.train_steps=2000 --set trainer.tpu=\'"auto"\'')
   p.add_argument('--tpu', help='"" = CPU, "auto", or a TPU name')
   p.add_argument('--beam-arg', action='append', default=[],
                  help='Beam pipeline argument, e.g. --beam-arg=--runner=...')
@@ -27,7 +28,10 @@ def config_from_args(args):
     if not os.path.exists(args.config):
       raise FileNotFoundError(f'--config {args.config}: no such file')
     with open(args.config) as f:
-      values.update(json.load(f))
+      try:
+        values.update(json.load(f))
+      except json.JSONDecodeError as e:
+        raise ValueError(f'--config {args.config}: not valid JSON: {e}') from e
   for item in args.set:
     field, sep, raw = item.partition('=')
     if not sep:
@@ -37,8 +41,8 @@ def config_from_args(args):
     except json.JSONDecodeError:
       values[field] = raw
   if args.tpu is not None:
-    values['tpu'] = args.tpu
-  return config_lib.PipelineConfig.from_json(json.dumps(values))
+    values['trainer.tpu'] = args.tpu
+  return config_lib.PipelineConfig.from_dict(values)
 
 
 def register(sub):

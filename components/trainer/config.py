@@ -1,0 +1,108 @@
+"""TrainerConfig and TableConfig: every setting of EmbeddingTrainer.
+
+Importable without TensorFlow or TFX, so command lines check settings before
+the heavy imports.
+"""
+
+import dataclasses
+import math
+
+from components import settings
+from components.embedding_spec import EmbeddingSpec, skipgram_spec
+from components.skipgram_config import SkipGramConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig(settings.Settings):
+  """How long to train and how often to log and checkpoint.
+
+  Attributes:
+    train_steps: total steps (0: run `epochs` passes over the data).
+    epochs: passes over the data (0: endless; train_steps must be set).
+    checkpoint_every: steps between checkpoints (a rerun resumes from the
+      latest one).
+    log_every: steps between progress lines and TensorBoard points.
+  """
+  WHAT = 'training loop'
+
+  train_steps: int = 600
+  epochs: int = 0
+  checkpoint_every: int = 200
+  log_every: int = 100
+
+  def validate(self):
+    super().validate()
+    self.check_int('train_steps', 0)
+    self.check_int('epochs', 0)
+    self.check_int('checkpoint_every', 1)
+    self.check_int('log_every', 1)
+    if self.train_steps == 0 and self.epochs == 0:
+      raise ValueError(f'{self.WHAT}: set train_steps or epochs (both are 0: '
+                       'training would never end)')
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerConfig(SkipGramConfig, LoopConfig):
+  """Settings of EmbeddingTrainer: skip-gram data, training loop, device.
+
+  Attributes:
+    embedding_spec: the `EmbeddingSpec` JSON; '' is `skipgram_spec()`. A table
+      vocabulary_size of 0 is set from the vocabulary.
+    tpu: '' for CPU, 'auto' for a TPU when the environment names one, or a
+      TPU name / grpc:// address (unreachable = error, never CPU).
+    warm_start_uri: an earlier Model to warm-start from (tables and slots;
+      rows remapped by token when the vocabulary changed).
+    warm_start_from_pushed: without a base model, warm start from the model
+      behind the push root's latest version (read when the trainer runs; no
+      pushed version or an incompatible spec means a logged cold start).
+  """
+  WHAT = 'EmbeddingTrainer'
+
+  embedding_spec: str = ''
+  tpu: str = ''
+  warm_start_uri: str = ''
+  warm_start_from_pushed: bool = True
+
+  def validate(self):
+    super().validate()
+    if self.embedding_spec.strip():
+      EmbeddingSpec.from_json(self.embedding_spec)
+
+  def spec(self) -> EmbeddingSpec:
+    if self.embedding_spec.strip():
+      return EmbeddingSpec.from_json(self.embedding_spec)
+    return skipgram_spec()
+
+  def untrained_loss(self) -> float:
+    """Skip-gram loss of a table that learned nothing (every logit 0)."""
+    return (1 + self.negatives) * math.log(2)
+
+
+@dataclasses.dataclass(frozen=True)
+class TableConfig(settings.Settings):
+  """The trained table and its optimizer; builds the trainer's embedding spec.
+
+  Attributes:
+    dim: embedding dimension.
+    optimizer: 'sgd', 'adagrad', 'adam' or 'ftrl'.
+    learning_rate: the optimizer's learning rate.
+    initial_accumulator_value: Adagrad / FTRL only. The batch-mean loss gives
+      small gradients; a small starting accumulator lets the first updates
+      move the rows.
+  """
+  WHAT = 'table'
+
+  dim: int = 32
+  optimizer: str = 'adagrad'
+  learning_rate: float = 0.5
+  initial_accumulator_value: float = 1e-3
+
+  def validate(self):
+    super().validate()
+    self.embedding_spec()
+
+  def embedding_spec(self) -> EmbeddingSpec:
+    params = {'learning_rate': self.learning_rate}
+    if self.optimizer in ('adagrad', 'ftrl'):
+      params['initial_accumulator_value'] = self.initial_accumulator_value
+    return skipgram_spec(dim=self.dim, optimizer=self.optimizer, **params)

@@ -1,0 +1,48 @@
+"""The ModelBlessing the validator writes (the conventions of TFX's Evaluator).
+
+Custom properties `blessed` (1/0), `current_model`, `baseline_model` ('' when
+none) and `blessing_message`; report files first, then an empty `BLESSED` or
+`NOT_BLESSED` file, so a blessing without its marker is incomplete.
+"""
+
+import os
+from typing import Any, Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+from tfx import types
+
+from components.validator import report as report_lib
+
+BLESSED_PROPERTY = 'blessed'
+CURRENT_MODEL_PROPERTY = 'current_model'
+BASELINE_MODEL_PROPERTY = 'baseline_model'
+MESSAGE_PROPERTY = 'blessing_message'
+BLESSED_FILE = 'BLESSED'
+NOT_BLESSED_FILE = 'NOT_BLESSED'
+
+
+def write(blessing: types.Artifact, report: Dict[str, Any],
+          candidate_norms: Optional[np.ndarray],
+          baseline_norms: Optional[np.ndarray]):
+  """Report files, then the marker, then the properties; no partial files."""
+  uri = blessing.uri
+  written = []
+  try:
+    written += report_lib.write(uri, report, candidate_norms, baseline_norms)
+    marker = os.path.join(uri, BLESSED_FILE if report['blessed'] else
+                          NOT_BLESSED_FILE)
+    with tf.io.gfile.GFile(marker, 'w') as f:
+      f.write('')
+  except Exception:
+    for path in written:
+      if tf.io.gfile.exists(path):
+        tf.io.gfile.remove(path)
+    raise
+  blessing.set_int_custom_property(BLESSED_PROPERTY,
+                                   1 if report['blessed'] else 0)
+  blessing.set_string_custom_property(CURRENT_MODEL_PROPERTY,
+                                      report['current_model'])
+  blessing.set_string_custom_property(BASELINE_MODEL_PROPERTY,
+                                      report['baseline_model'])
+  blessing.set_string_custom_property(MESSAGE_PROPERTY, report['summary'])

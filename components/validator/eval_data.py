@@ -1,0 +1,98 @@
+"""What the candidate and the baseline are scored on, and how.
+
+Both tables are aligned to the evaluation vocabulary and scored by the same
+code on the same (target, context, negatives) pairs, drawn with the skip-gram
+settings the candidate was trained with (`trainer_config` in its metadata).
+"""
+
+import dataclasses
+import itertools
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from components import examples_io
+from components import model_layout
+from components import vocabulary_file
+from components.skipgram_config import SkipGramConfig
+from components.validator import metrics
+from components.validator.config import ValidatorConfig
+
+EVAL_SPLIT = 'eval'
+
+
+@dataclasses.dataclass
+class EvalData:
+  """Everything both models are scored on."""
+  tokens: List[str]
+  ids: Dict[str, int]
+  pairs: metrics.EvalPairs
+  recall_rows: np.ndarray
+  similarity: Optional[List[Tuple[str, str, float]]]
+  related: Optional[List[Tuple[str, str]]]
+
+
+def trained_skipgram(model_uri: str) -> SkipGramConfig:
+  """The skip-gram settings in the model's metadata; defaults without them."""
+  meta = {}
+  try:
+    meta = model_layout.read_metadata(model_uri) or {}
+  except (ValueError, tf.errors.OpError):
+    pass  # An unreadable metadata file is reported by the restore gate.
+  trained = meta.get(model_layout.TRAINER_CONFIG_KEY) or {}
+  return SkipGramConfig.from_dict(
+      {name: trained[name] for name in SkipGramConfig.names()
+       if name in trained})
+
+
+def load(examples_uri: str, vocabulary_uri: str, config: ValidatorConfig,
+         skipgram: SkipGramConfig) -> EvalData:
+  """Reads the eval split and the optional files; one-line error if unusable."""
+  vocab = vocabulary_file.read(vocabulary_uri)
+  similarity = (metrics.read_similarity_file(config.similarity_file)
+                if config.similarity_file else None)
+  related = (metrics.read_related_pairs(config.related_pairs_file)
+             if config.related_pairs_file else None)
+  sequences = itertools.islice(
+      examples_io.read_sequences(examples_uri, EVAL_SPLIT),
+      config.max_eval_examples)
+  pairs = metrics.eval_pairs(sequences, vocab.tokens, vocab.counts,
+                             skipgram.window, skipgram.negatives,
+                             skipgram.subsample, seed=config.seed)
+  if pairs.targets.size == 0:
+    raise ValueError(
+        f'examples {examples_uri}: split {EVAL_SPLIT!r} gives no skip-gram '
+        f'pairs ({pairs.sequences} sequences read, {pairs.oov_tokens} tokens '
+        f'not in the vocabulary {vocabulary_uri}); check the eval data')
+  rows = np.arange(pairs.targets.size)
+  if rows.size > config.max_recall_queries:
+    rng = np.random.default_rng(config.seed + 1)
+    rows = np.sort(rng.choice(rows.size, config.max_recall_queries,
+                              replace=False))
+  return EvalData(list(vocab.tokens), vocab.ids, pairs, rows, similarity,
+                  related)
+
+
+def quality(model_tokens: List[str], table: np.ndarray, data: EvalData,
+            k: int) -> Dict[str, Any]:
+  """Quality metrics of one model's table on `data` (same code for both)."""
+  aligned = metrics.align_table(model_tokens, table, data.tokens)
+  p = data.pairs
+  out = {
+      'eval_loss': metrics.skipgram_loss(aligned, p.targets, p.contexts,
+                                         p.negatives),
+      'recall_at_k': metrics.recall_at_k(aligned, p.targets[data.recall_rows],
+                                         p.contexts[data.recall_rows], k),
+      'eval_vocabulary_coverage': float(
+          np.mean(metrics.row_norms(aligned) > metrics.ZERO_NORM)),
+  }
+  if data.similarity is not None:
+    sim = metrics.similarity_spearman(aligned, data.ids, data.similarity)
+    out['spearman'] = sim['spearman']
+    out['similarity_covered_pairs'] = sim['covered_pairs']
+  if data.related is not None:
+    rel = metrics.related_recall_at_k(aligned, data.ids, data.related, k)
+    out['related_recall_at_k'] = rel['recall_at_k']
+    out['related_covered_pairs'] = rel['covered_pairs']
+  return out

@@ -1,0 +1,141 @@
+"""One validation: restore on CPU, measure, gate; returns the report.
+
+1. Restore the candidate's tables with `TPUEmbeddingForServing(optimizer=None)`
+   outside any TPU strategy (`components.checkpoint_restore`): every spec
+   table must be in the checkpoint with its spec shape. A checkpoint that
+   fails this is not blessed; the report gives the error.
+2. Health of every table: no NaN/Inf, no collapse, no exploded norms.
+3. Quality of the `tokens` table on the eval split (and optional similarity
+   and related-pairs files), candidate and pushed baseline scored alike.
+4. Gates: absolute thresholds; baseline within the regression margin.
+
+Bad settings or inputs (files, push root, eval data) raise a one-line error;
+a bad checkpoint is a verdict, not a crash.
+"""
+
+import dataclasses
+from typing import Any, Dict, List, Optional, Tuple
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from components import checkpoint_restore
+from components import embedding_spec
+from components import model_layout
+from components import vocabulary_file
+from components.validator import baseline as baseline_lib
+from components.validator import eval_data
+from components.validator import gates as gates_lib
+from components.validator import metrics
+from components.validator.config import ValidatorConfig
+
+
+def restored_variables_summary(restored: checkpoint_restore.RestoredModel
+                               ) -> Dict[str, Any]:
+  """What the restore created vs what the checkpoint holds (slots skipped)."""
+  variables = [v for v in tf.train.TrackableView(
+      restored.embedding).descendants() if isinstance(v, tf.Variable)]
+  restored_bytes = sum(v.shape.num_elements() * v.dtype.size
+                       for v in variables)
+  reader = tf.train.load_checkpoint(restored.checkpoint_path)
+  dtypes = reader.get_variable_to_dtype_map()
+  prefix = model_layout.EMBEDDING_KEY + '/'
+  in_checkpoint = {
+      key: int(np.prod(shape)) * dtypes[key].size
+      for key, shape in reader.get_variable_to_shape_map().items()
+      if key.startswith(prefix)}
+  table_keys = {model_layout.table_key(t.name) for t in restored.spec.tables}
+  return {
+      'checkpoint': restored.checkpoint_path,
+      'restored_variables': [
+          {'name': v.name, 'shape': v.shape.as_list(),
+           'bytes': v.shape.num_elements() * v.dtype.size} for v in variables],
+      'restored_bytes': int(restored_bytes),
+      'checkpoint_table_bytes': int(sum(
+          b for k, b in in_checkpoint.items() if k in table_keys)),
+      'checkpoint_slot_bytes_not_loaded': int(sum(
+          b for k, b in in_checkpoint.items() if k not in table_keys)),
+  }
+
+
+def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
+             config: ValidatorConfig, push_root: str = ''
+             ) -> Tuple[Dict[str, Any], Optional[np.ndarray],
+                        Optional[np.ndarray]]:
+  """Runs every check; returns (report, candidate norms, baseline norms)."""
+  skipgram = eval_data.trained_skipgram(model_uri)
+  data = eval_data.load(examples_uri, vocabulary_uri, config, skipgram)
+  baseline = baseline_lib.load_baseline(push_root)
+  thresholds = config.thresholds()
+  report: Dict[str, Any] = {
+      'current_model': model_uri,
+      'baseline_model': baseline.path if baseline else '',
+      'baseline_version': baseline.version if baseline else None,
+      'parameters': {
+          'k': config.k, 'window': skipgram.window,
+          'num_negatives': skipgram.negatives,
+          'subsample': skipgram.subsample,
+          'max_eval_examples': config.max_eval_examples,
+          'max_recall_queries': config.max_recall_queries,
+          'similarity_file': config.similarity_file,
+          'related_pairs_file': config.related_pairs_file,
+          'push_root': push_root,
+          'sparsecore_restore_info': config.sparsecore_restore_info,
+          'thresholds': dataclasses.asdict(thresholds),
+      },
+      'eval_data': {
+          'examples': examples_uri, 'split': eval_data.EVAL_SPLIT,
+          'vocabulary': vocabulary_uri, 'vocabulary_size': len(data.tokens),
+          'sequences': data.pairs.sequences,
+          'oov_tokens_dropped': data.pairs.oov_tokens,
+          'pairs': int(data.pairs.targets.size),
+          'recall_queries': int(data.recall_rows.size),
+      },
+      'metrics': {'candidate': None, 'baseline': None},
+      'health': {},
+  }
+  base_norms = None
+  if baseline is not None:
+    report['metrics']['baseline'] = eval_data.quality(baseline.tokens, baseline.table,
+                                            data, config.k)
+    report['health']['baseline'] = metrics.table_health(baseline.table)
+    base_norms = metrics.row_norms(baseline.table)
+
+  try:
+    restored = checkpoint_restore.restore_for_serving(
+        model_uri, sparsecore_restore_info=config.sparsecore_restore_info)
+  except (checkpoint_restore.CheckpointError, embedding_spec.SpecError,
+          vocabulary_file.VocabularyError, FileNotFoundError) as e:
+    logging.error('CheckpointValidator: %s', e)
+    gates = [gates_lib.restore_gate(f'{type(e).__name__}: {e}')]
+    return _finish(report, gates), None, base_norms
+
+  report['restore'] = restored_variables_summary(restored)
+  gates = [gates_lib.restore_gate(None)]
+  candidate_health = {}
+  for t in restored.spec.tables:
+    candidate_health[t.name] = metrics.table_health(restored.table_numpy(t.name))
+    gates += gates_lib.health_gates(t.name, candidate_health[t.name],
+                                    thresholds)
+  report['health']['candidate'] = candidate_health
+  table_name = embedding_spec.TOKENS_TABLE
+  if table_name not in {t.name for t in restored.spec.tables}:
+    raise ValueError(f'model {model_uri}: spec has no {table_name!r} table; '
+                     'the validator scores skip-gram models')
+  table = restored.table_numpy(table_name)
+  candidate = eval_data.quality(list(restored.vocabulary.tokens), table, data, config.k)
+  report['metrics']['candidate'] = candidate
+  gates += gates_lib.absolute_gates(candidate, thresholds)
+  if baseline is not None:
+    gates += gates_lib.baseline_gates(candidate, report['metrics']['baseline'],
+                                      thresholds.regression_margin)
+  return _finish(report, gates), metrics.row_norms(table), base_norms
+
+
+def _finish(report: Dict[str, Any], gates: List[gates_lib.Gate]
+            ) -> Dict[str, Any]:
+  report['gates'] = [g.to_dict() for g in gates]
+  report['blessed'] = gates_lib.blessed(gates)
+  report['summary'] = gates_lib.summary(gates)
+  return report
