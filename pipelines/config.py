@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, Tuple
 
 from components.corpus_example_gen.config import ExampleGenConfig
 from components.embedding_spec import EmbeddingSpec
+from components.exporter.config import ExporterConfig
 from components.pusher.config import PusherConfig
 from components.trainer.config import TableConfig, TrainerConfig
 from components.validator.config import ValidatorConfig
@@ -32,6 +33,7 @@ class PipelineConfig:
   table: TableConfig = TableConfig()
   trainer: TrainerConfig = TrainerConfig()
   validator: ValidatorConfig = ValidatorConfig()
+  exporter: ExporterConfig = ExporterConfig()
   pusher: PusherConfig = PusherConfig()
 
   def __post_init__(self):

@@ -31,7 +31,8 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
       examples=example_gen.outputs['examples'],
       vocabulary=vocabulary.outputs['vocabulary'],
       push_root=push_root, config=config.validator_config())
-  exporter = EmbeddingExporter(model=trainer.outputs['model'])
+  exporter = EmbeddingExporter(model=trainer.outputs['model'],
+                               config=config.exporter)
   pusher = EmbeddingPusher(
       serving_model=exporter.outputs['serving_model'],
       hub_module=exporter.outputs['hub_module'],

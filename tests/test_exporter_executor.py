@@ -72,7 +72,8 @@ def run(tmp_path_factory):
       {executor.MODEL_KEY: [_model_artifact(model_uri)]},
       {executor.SERVING_MODEL_KEY: [serving],
        executor.HUB_MODULE_KEY: [hub_module]},
-      {executor.NUM_OOV_BUCKETS_KEY: 1, executor.L2_REGULARIZATION_KEY: 1e-4})
+      {'config': json.dumps({'num_oov_buckets': 1,
+                             'l2_regularization': 1e-4})})
   reader = tf.train.load_checkpoint(model_layout.latest_checkpoint(model_uri))
   table = reader.get_tensor(model_layout.table_key('tokens'))
   return root, model_uri, serving, hub_module, table

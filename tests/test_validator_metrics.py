@@ -150,33 +150,6 @@ def test_spearman_matches_scipy_with_ties():
   assert metrics.spearman([1], [2]) is None
 
 
-def test_read_similarity_file_accepts_header_and_names_bad_lines(tmp_path):
-  good = tmp_path / 'wordsim.tab'
-  good.write_text('Word 1\tWord 2\tHuman (mean)\ntiger\tcat\t7.35\n'
-                  'book\tpaper\t7.46\n\n')
-  assert metrics.read_similarity_file(str(good)) == [
-      ('tiger', 'cat', 7.35), ('book', 'paper', 7.46)]
-  bad = tmp_path / 'bad.tab'
-  bad.write_text('tiger\tcat\t7.35\nbook\tpaper\thigh\n')
-  with pytest.raises(ValueError, match=r'bad.tab line 2: score .high.'):
-    metrics.read_similarity_file(str(bad))
-  short = tmp_path / 'short.tab'
-  short.write_text('tiger\tcat\n')
-  with pytest.raises(ValueError, match='line 1: expected'):
-    metrics.read_similarity_file(str(short))
-  with pytest.raises(FileNotFoundError, match='missing.tab'):
-    metrics.read_similarity_file(str(tmp_path / 'missing.tab'))
-
-
-def test_read_related_pairs(tmp_path):
-  path = tmp_path / 'related_pairs.tsv'
-  path.write_text('a\tb\nc\td\textra\n')
-  assert metrics.read_related_pairs(str(path)) == [('a', 'b'), ('c', 'd')]
-  path.write_text('a b\n')
-  with pytest.raises(ValueError, match='line 1: expected "tokenA<TAB>tokenB"'):
-    metrics.read_related_pairs(str(path))
-
-
 def test_similarity_and_related_scores_use_covered_pairs_only():
   ids = {'a': 0, 'b': 1, 'c': 2, 'd': 3}
   table = np.array([[1, 0], [0.9, 0.1], [0, 1], [-1, 0.1]], np.float32)

@@ -9,16 +9,14 @@ from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
+from components import settings
 from components.exporter import executor
-from components.exporter import hub_export
+from components.exporter.config import ExporterConfig
 
 
 class EmbeddingExporterSpec(types.ComponentSpec):
   PARAMETERS = {
-      executor.NUM_OOV_BUCKETS_KEY: ExecutionParameter(type=int,
-                                                       optional=True),
-      executor.L2_REGULARIZATION_KEY: ExecutionParameter(type=float,
-                                                         optional=True),
+      settings.CONFIG_KEY: ExecutionParameter(type=str),
   }
   INPUTS = {
       executor.MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
@@ -40,10 +38,7 @@ class EmbeddingExporter(base_component.BaseComponent):
 
   Args:
     model: the trainer's `Model` channel.
-    num_oov_buckets: zero rows appended to the Hub module's table for OOV
-      tokens.
-    l2_regularization: strength of the L2 loss the Hub module's {"train"} tag
-      set puts into REGULARIZATION_LOSSES for fine-tuning.
+    config: an `ExporterConfig`; `**settings` override its fields by name.
   """
 
   SPEC_CLASS = EmbeddingExporterSpec
@@ -51,24 +46,14 @@ class EmbeddingExporter(base_component.BaseComponent):
 
   def __init__(self,
                model: types.BaseChannel,
-               num_oov_buckets: int = hub_export.DEFAULT_NUM_OOV_BUCKETS,
-               l2_regularization: float = (
-                   hub_export.DEFAULT_L2_REGULARIZATION),
+               config: Optional[ExporterConfig] = None,
                serving_model: Optional[types.BaseChannel] = None,
-               hub_module: Optional[types.BaseChannel] = None):
-    if isinstance(num_oov_buckets, bool) or not isinstance(
-        num_oov_buckets, int) or num_oov_buckets < 1:
-      raise ValueError(f'EmbeddingExporter: num_oov_buckets must be an '
-                       f'integer >= 1, got {num_oov_buckets!r}')
-    if isinstance(l2_regularization, bool) or not isinstance(
-        l2_regularization, (int, float)) or not (
-            0 <= l2_regularization < float('inf')):
-      raise ValueError(f'EmbeddingExporter: l2_regularization must be a '
-                       f'finite number >= 0, got {l2_regularization!r}')
+               hub_module: Optional[types.BaseChannel] = None,
+               **settings_by_name):
+    config = (config or ExporterConfig()).replace(**settings_by_name)
     super().__init__(spec=EmbeddingExporterSpec(
         model=model,
-        num_oov_buckets=num_oov_buckets,
-        l2_regularization=float(l2_regularization),
+        config=config.to_json(),
         serving_model=serving_model or types.Channel(
             type=standard_artifacts.Model),
         hub_module=hub_module or types.Channel(

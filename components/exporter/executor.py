@@ -43,12 +43,11 @@ from components.exporter import hub_export
 from components.exporter import load_check
 from components.exporter import serving_export
 from components.exporter import token_ids
+from components.exporter.config import ExporterConfig
 
 MODEL_KEY = 'model'
 SERVING_MODEL_KEY = 'serving_model'
 HUB_MODULE_KEY = 'hub_module'
-NUM_OOV_BUCKETS_KEY = 'num_oov_buckets'
-L2_REGULARIZATION_KEY = 'l2_regularization'
 SOURCE_MODEL_PROPERTY = 'source_model'
 # Table size from which the Hub module is load-checked in its own process.
 SEPARATE_HUB_CHECK_BYTES = 1 << 30
@@ -217,13 +216,9 @@ class Executor(base_executor.BaseExecutor):
         output_dict[SERVING_MODEL_KEY])
     hub_module = artifact_utils.get_single_instance(
         output_dict[HUB_MODULE_KEY])
-    num_oov_buckets = exec_properties.get(NUM_OOV_BUCKETS_KEY)
-    l2 = exec_properties.get(L2_REGULARIZATION_KEY)
-    export_model(
-        model.uri, serving.uri, hub_module.uri,
-        num_oov_buckets=(hub_export.DEFAULT_NUM_OOV_BUCKETS
-                         if num_oov_buckets is None else int(num_oov_buckets)),
-        l2_regularization=(hub_export.DEFAULT_L2_REGULARIZATION
-                           if l2 is None else float(l2)))
+    config = ExporterConfig.from_exec_properties(exec_properties)
+    export_model(model.uri, serving.uri, hub_module.uri,
+                 num_oov_buckets=config.num_oov_buckets,
+                 l2_regularization=config.l2_regularization)
     for artifact in (serving, hub_module):
       artifact.set_string_custom_property(SOURCE_MODEL_PROPERTY, model.uri)

@@ -16,6 +16,7 @@ from components import examples_io
 from components import model_layout
 from components import vocabulary_file
 from components.skipgram_config import SkipGramConfig
+from components.validator import eval_files
 from components.validator import metrics
 from components.validator.config import ValidatorConfig
 
@@ -50,9 +51,9 @@ def load(examples_uri: str, vocabulary_uri: str, config: ValidatorConfig,
          skipgram: SkipGramConfig) -> EvalData:
   """Reads the eval split and the optional files; one-line error if unusable."""
   vocab = vocabulary_file.read(vocabulary_uri)
-  similarity = (metrics.read_similarity_file(config.similarity_file)
+  similarity = (eval_files.read_similarity_file(config.similarity_file)
                 if config.similarity_file else None)
-  related = (metrics.read_related_pairs(config.related_pairs_file)
+  related = (eval_files.read_related_pairs(config.related_pairs_file)
              if config.related_pairs_file else None)
   sequences = itertools.islice(
       examples_io.read_sequences(examples_uri, EVAL_SPLIT),

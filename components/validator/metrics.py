@@ -206,60 +206,6 @@ def recall_at_k(table: np.ndarray, queries: np.ndarray, answers: np.ndarray,
   return hits / queries.size
 
 
-# -- similarity and related-pairs files -----------------------------------------
-def _fields(line: str) -> List[str]:
-  sep = '\t' if '\t' in line else ','
-  return [f.strip() for f in line.split(sep)]
-
-
-def read_similarity_file(path: str) -> List[Tuple[str, str, float]]:
-  """WordSim-353 style "word1<TAB>word2<TAB>score" lines; a header is allowed."""
-  triples = []
-  for n, line in _lines(path):
-    parts = _fields(line)
-    if len(parts) < 3 or not parts[0] or not parts[1]:
-      raise ValueError(f'similarity file {path} line {n}: expected '
-                       f'"word1<TAB>word2<TAB>score", got {line[:80]!r}')
-    try:
-      score = float(parts[2])
-    except ValueError:
-      if n == 1 and not triples:
-        continue  # header, e.g. "Word 1<TAB>Word 2<TAB>Human (mean)"
-      raise ValueError(f'similarity file {path} line {n}: score '
-                       f'{parts[2]!r} is not a number') from None
-    if not math.isfinite(score):
-      raise ValueError(f'similarity file {path} line {n}: score {score} is '
-                       'not finite')
-    triples.append((parts[0], parts[1], score))
-  if not triples:
-    raise ValueError(f'similarity file {path} has no scored pairs')
-  return triples
-
-
-def read_related_pairs(path: str) -> List[Tuple[str, str]]:
-  """One "tokenA<TAB>tokenB" pair per line (extra columns ignored)."""
-  pairs = []
-  for n, line in _lines(path):
-    parts = line.split('\t')
-    if len(parts) < 2 or not parts[0].strip() or not parts[1].strip():
-      raise ValueError(f'related-pairs file {path} line {n}: expected '
-                       f'"tokenA<TAB>tokenB", got {line[:80]!r}')
-    pairs.append((parts[0].strip(), parts[1].strip()))
-  if not pairs:
-    raise ValueError(f'related-pairs file {path} has no pairs')
-  return pairs
-
-
-def _lines(path: str):
-  if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(f'{path} does not exist')
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    for n, raw in enumerate(f, start=1):
-      line = raw.decode('utf-8').rstrip('\r\n')
-      if line.strip() and not line.lstrip().startswith('#'):
-        yield n, line
-
-
 def average_ranks(x: np.ndarray) -> np.ndarray:
   """1-based ranks, ties sharing their average rank."""
   x = np.asarray(x, dtype=np.float64)

@@ -1,0 +1,32 @@
+"""The validator's similarity and related-pairs files."""
+
+import pytest
+
+from components.validator import eval_files
+
+
+def test_read_similarity_file_accepts_header_and_names_bad_lines(tmp_path):
+  good = tmp_path / 'wordsim.tab'
+  good.write_text('Word 1\tWord 2\tHuman (mean)\ntiger\tcat\t7.35\n'
+                  'book\tpaper\t7.46\n\n')
+  assert eval_files.read_similarity_file(str(good)) == [
+      ('tiger', 'cat', 7.35), ('book', 'paper', 7.46)]
+  bad = tmp_path / 'bad.tab'
+  bad.write_text('tiger\tcat\t7.35\nbook\tpaper\thigh\n')
+  with pytest.raises(ValueError, match=r'bad.tab line 2: score .high.'):
+    eval_files.read_similarity_file(str(bad))
+  short = tmp_path / 'short.tab'
+  short.write_text('tiger\tcat\n')
+  with pytest.raises(ValueError, match='line 1: expected'):
+    eval_files.read_similarity_file(str(short))
+  with pytest.raises(FileNotFoundError, match='missing.tab'):
+    eval_files.read_similarity_file(str(tmp_path / 'missing.tab'))
+
+
+def test_read_related_pairs(tmp_path):
+  path = tmp_path / 'related_pairs.tsv'
+  path.write_text('a\tb\nc\td\textra\n')
+  assert eval_files.read_related_pairs(str(path)) == [('a', 'b'), ('c', 'd')]
+  path.write_text('a b\n')
+  with pytest.raises(ValueError, match='line 1: expected "tokenA<TAB>tokenB"'):
+    eval_files.read_related_pairs(str(path))
