@@ -11,67 +11,15 @@ import json
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
+from components.optimizer_spec import OptimizerSpec
+from components.spec_checks import (SpecError, check_int, check_name,
+                                    check_number, fail)
+
 SPEC_FILENAME = 'embedding_spec.json'
 FORMAT_VERSION = 1
 
-# Hyper-parameters each optimizer accepts, with defaults (those of TF 2.15).
-OPTIMIZER_PARAMS: Dict[str, Dict[str, Any]] = {
-    'sgd': {'learning_rate': 0.01},
-    'adagrad': {'learning_rate': 0.001, 'initial_accumulator_value': 0.1},
-    'adam': {
-        'learning_rate': 0.001,
-        'beta_1': 0.9,
-        'beta_2': 0.999,
-        'epsilon': 1e-7,
-        'lazy_adam': True,
-        'sum_inside_sqrt': True,
-    },
-    'ftrl': {
-        'learning_rate': 0.001,
-        'learning_rate_power': -0.5,
-        'l1_regularization_strength': 0.0,
-        'l2_regularization_strength': 0.0,
-        'beta': 0.0,
-        'initial_accumulator_value': 0.1,
-        'multiply_linear_by_learning_rate': False,
-        'allow_zero_accumulator': False,
-    },
-}
-# Slot variable names per optimizer, in the order the mid-level API creates them.
-OPTIMIZER_SLOTS: Dict[str, Tuple[str, ...]] = {
-    'sgd': (),
-    'adagrad': ('accumulators',),
-    'adam': ('momenta', 'velocities'),
-    'ftrl': ('accumulators', 'linears'),
-}
 INITIALIZERS = ('truncated_normal', 'uniform', 'zeros')
 COMBINERS = ('mean', 'sum', 'sqrtn')
-
-
-class SpecError(ValueError):
-  """A bad value in an embedding spec; the message names the field."""
-
-
-def _fail(field: str, message: str):
-  raise SpecError(f'embedding spec: {field}: {message}')
-
-
-def _check_name(field: str, value: Any):
-  if not isinstance(value, str) or not value:
-    _fail(field, f'must be a non-empty string, got {value!r}')
-  if '/' in value or value.startswith('.'):
-    _fail(field, f'{value!r} may not contain "/" or start with "."')
-
-
-def _check_int(field: str, value: Any, minimum: int):
-  if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-    _fail(field, f'must be an integer >= {minimum}, got {value!r}')
-
-
-def _check_number(field: str, value: Any):
-  if (isinstance(value, bool) or not isinstance(value, (int, float)) or
-      not math.isfinite(value)):
-    _fail(field, f'must be a finite number, got {value!r}')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,19 +35,19 @@ class TableSpec:
   combiner: str = 'mean'
 
   def validate(self, field: str):
-    _check_name(f'{field}.name', self.name)
-    _check_int(f'{field}.dim', self.dim, 1)
-    _check_int(f'{field}.vocabulary_size', self.vocabulary_size, 0)
+    check_name(f'{field}.name', self.name)
+    check_int(f'{field}.dim', self.dim, 1)
+    check_int(f'{field}.vocabulary_size', self.vocabulary_size, 0)
     if self.initializer not in INITIALIZERS:
-      _fail(f'{field}.initializer',
+      fail(f'{field}.initializer',
             f'unknown initializer {self.initializer!r}; one of {INITIALIZERS}')
     if self.initializer_scale is not None:
-      _check_number(f'{field}.initializer_scale', self.initializer_scale)
+      check_number(f'{field}.initializer_scale', self.initializer_scale)
       if self.initializer_scale <= 0:
-        _fail(f'{field}.initializer_scale',
+        fail(f'{field}.initializer_scale',
               f'must be > 0, got {self.initializer_scale!r}')
     if self.combiner not in COMBINERS:
-      _fail(f'{field}.combiner',
+      fail(f'{field}.combiner',
             f'unknown combiner {self.combiner!r}; one of {COMBINERS}')
 
   def build_initializer(self):
@@ -124,70 +72,11 @@ class FeatureSpec:
   output_shape: Tuple[int, ...] = ()
 
   def validate(self, field: str):
-    _check_name(f'{field}.name', self.name)
-    _check_name(f'{field}.table', self.table)
-    _check_int(f'{field}.max_sequence_length', self.max_sequence_length, 0)
+    check_name(f'{field}.name', self.name)
+    check_name(f'{field}.table', self.table)
+    check_int(f'{field}.max_sequence_length', self.max_sequence_length, 0)
     for i, d in enumerate(self.output_shape):
-      _check_int(f'{field}.output_shape[{i}]', d, 1)
-
-
-@dataclasses.dataclass(frozen=True)
-class OptimizerSpec:
-  """The embedding optimizer: `kind` plus its hyper-parameters."""
-  kind: str = 'adagrad'
-  params: Tuple[Tuple[str, Any], ...] = ()
-
-  @property
-  def hyperparameters(self) -> Dict[str, Any]:
-    """All hyper-parameters, defaults filled in."""
-    merged = dict(OPTIMIZER_PARAMS[self.kind])
-    merged.update(dict(self.params))
-    return merged
-
-  @property
-  def learning_rate(self) -> float:
-    return self.hyperparameters['learning_rate']
-
-  @property
-  def slot_names(self) -> Tuple[str, ...]:
-    return OPTIMIZER_SLOTS[self.kind]
-
-  def validate(self, field: str):
-    if self.kind not in OPTIMIZER_PARAMS:
-      _fail(f'{field}.kind', f'unknown optimizer {self.kind!r}; one of '
-            f'{sorted(OPTIMIZER_PARAMS)}')
-    allowed = OPTIMIZER_PARAMS[self.kind]
-    for key, value in self.params:
-      if key not in allowed:
-        _fail(f'{field}.{key}', f'not a parameter of {self.kind}; one of '
-              f'{sorted(allowed)}')
-      if isinstance(allowed[key], bool):
-        if not isinstance(value, bool):
-          _fail(f'{field}.{key}', f'must be true or false, got {value!r}')
-      else:
-        _check_number(f'{field}.{key}', value)
-    hp = self.hyperparameters
-    if hp['learning_rate'] <= 0:
-      _fail(f'{field}.learning_rate', f'must be > 0, got {hp["learning_rate"]}')
-    if hp.get('initial_accumulator_value', 1.0) < 0:
-      _fail(f'{field}.initial_accumulator_value', 'must be >= 0')
-    if self.kind == 'adam':
-      for beta in ('beta_1', 'beta_2'):
-        if not 0 <= hp[beta] < 1:
-          _fail(f'{field}.{beta}', f'must be in [0, 1), got {hp[beta]}')
-      if hp['epsilon'] <= 0:
-        _fail(f'{field}.epsilon', f'must be > 0, got {hp["epsilon"]}')
-
-  def build(self):
-    """A fresh `tf.tpu.experimental.embedding` optimizer."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    cls = {
-        'sgd': tf.tpu.experimental.embedding.SGD,
-        'adagrad': tf.tpu.experimental.embedding.Adagrad,
-        'adam': tf.tpu.experimental.embedding.Adam,
-        'ftrl': tf.tpu.experimental.embedding.FTRL,
-    }[self.kind]
-    return cls(**self.hyperparameters)
+      check_int(f'{field}.output_shape[{i}]', d, 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,24 +92,24 @@ class EmbeddingSpec:
   # -- validation -------------------------------------------------------------
   def validate(self):
     if not self.tables:
-      _fail('tables', 'at least one table is required')
+      fail('tables', 'at least one table is required')
     if not self.features:
-      _fail('features', 'at least one feature is required')
+      fail('features', 'at least one feature is required')
     seen = set()
     for i, table in enumerate(self.tables):
       table.validate(f'tables[{i}]')
       if table.name in seen:
-        _fail(f'tables[{i}].name', f'duplicate table name {table.name!r}')
+        fail(f'tables[{i}].name', f'duplicate table name {table.name!r}')
       seen.add(table.name)
     seen_features = set()
     for i, feature in enumerate(self.features):
       feature.validate(f'features[{i}]')
       if feature.name in seen_features:
-        _fail(f'features[{i}].name',
+        fail(f'features[{i}].name',
               f'duplicate feature name {feature.name!r}')
       seen_features.add(feature.name)
       if feature.table not in seen:
-        _fail(f'features[{i}].table',
+        fail(f'features[{i}].table',
               f'unknown table {feature.table!r}; tables are {sorted(seen)}')
     self.optimizer.validate('optimizer')
 
@@ -241,7 +130,7 @@ class EmbeddingSpec:
   def require_vocabulary_sizes(self):
     for i, t in enumerate(self.tables):
       if t.vocabulary_size < 1:
-        _fail(f'tables[{i}].vocabulary_size',
+        fail(f'tables[{i}].vocabulary_size',
               f'table {t.name!r} has no vocabulary size yet (0); set it from '
               'the vocabulary before building configs')
 
@@ -289,13 +178,13 @@ class EmbeddingSpec:
   @classmethod
   def from_dict(cls, d: Dict[str, Any]) -> 'EmbeddingSpec':
     if not isinstance(d, dict):
-      _fail('(root)', f'must be a JSON object, got {type(d).__name__}')
+      fail('(root)', f'must be a JSON object, got {type(d).__name__}')
     version = d.get('format_version', FORMAT_VERSION)
     if version != FORMAT_VERSION:
-      _fail('format_version', f'unsupported version {version!r}')
+      fail('format_version', f'unsupported version {version!r}')
     unknown = set(d) - {'format_version', 'tables', 'features', 'optimizer'}
     if unknown:
-      _fail(sorted(unknown)[0], 'unknown field')
+      fail(sorted(unknown)[0], 'unknown field')
     tables = tuple(
         _from_fields(TableSpec, t, f'tables[{i}]')
         for i, t in enumerate(_as_list(d.get('tables'), 'tables')))
@@ -308,7 +197,7 @@ class EmbeddingSpec:
       features.append(_from_fields(FeatureSpec, f, f'features[{i}]'))
     opt = d.get('optimizer', {'kind': 'adagrad'})
     if not isinstance(opt, dict):
-      _fail('optimizer', 'must be an object with a "kind"')
+      fail('optimizer', 'must be an object with a "kind"')
     opt = dict(opt)
     kind = opt.pop('kind', 'adagrad')
     return cls(tables=tables, features=tuple(features),
@@ -346,17 +235,17 @@ class EmbeddingSpec:
 
 def _as_list(value: Any, field: str) -> List[Any]:
   if not isinstance(value, (list, tuple)):
-    _fail(field, f'must be a list, got {value!r}')
+    fail(field, f'must be a list, got {value!r}')
   return list(value)
 
 
 def _from_fields(cls, value: Any, field: str):
   if not isinstance(value, dict):
-    _fail(field, f'must be an object, got {value!r}')
+    fail(field, f'must be an object, got {value!r}')
   names = {f.name for f in dataclasses.fields(cls)}
   for key in value:
     if key not in names:
-      _fail(f'{field}.{key}', 'unknown field')
+      fail(f'{field}.{key}', 'unknown field')
   try:
     return cls(**value)
   except TypeError as e:

@@ -16,7 +16,7 @@ from typing import Dict, List, Tuple
 
 import tensorflow as tf
 
-from components import embedding_optimizers
+from components.trainer import embedding_optimizers
 from components import skipgram
 from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
                                        TARGET_FEATURE, EmbeddingSpec)

@@ -32,6 +32,8 @@ from typing import Callable, Dict, Tuple
 
 import tensorflow as tf
 
+from components.optimizer_spec import OPTIMIZER_SLOTS
+
 PARAMETERS = 'parameters'
 
 _UNSUPPORTED = ('clip_weight_min', 'clip_weight_max', 'weight_decay_factor',
@@ -80,7 +82,7 @@ class SGDRule(SparseRule):
 
 
 class AdagradRule(SparseRule):
-  slot_names = ('accumulators',)
+  slot_names = OPTIMIZER_SLOTS['adagrad']
 
   def apply(self, variables, ids, gradients):
     # The proto's reference kernel for Adagrad, fused (one pass over the rows):
@@ -93,7 +95,7 @@ class AdagradRule(SparseRule):
 
 
 class AdamRule(SparseRule):
-  slot_names = ('momenta', 'velocities')
+  slot_names = OPTIMIZER_SLOTS['adam']
 
   def _step(self, w, m, v, g):
     o = self.optimizer
@@ -124,7 +126,7 @@ class AdamRule(SparseRule):
 
 
 class FTRLRule(SparseRule):
-  slot_names = ('accumulators', 'linears')
+  slot_names = OPTIMIZER_SLOTS['ftrl']
 
   def apply(self, variables, ids, gradients):
     o = self.optimizer

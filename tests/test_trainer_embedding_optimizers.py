@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components import embedding_optimizers as eo
+from components.trainer import embedding_optimizers as eo
 from components.embedding_spec import skipgram_spec
 
 V, D = 7, 3

@@ -1,0 +1,30 @@
+"""Checks of embedding-spec fields; each failure names the field."""
+
+import math
+from typing import Any
+
+
+class SpecError(ValueError):
+  """A bad value in an embedding spec; the message names the field."""
+
+
+def fail(field: str, message: str):
+  raise SpecError(f'embedding spec: {field}: {message}')
+
+
+def check_name(field: str, value: Any):
+  if not isinstance(value, str) or not value:
+    fail(field, f'must be a non-empty string, got {value!r}')
+  if '/' in value or value.startswith('.'):
+    fail(field, f'{value!r} may not contain "/" or start with "."')
+
+
+def check_int(field: str, value: Any, minimum: int):
+  if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    fail(field, f'must be an integer >= {minimum}, got {value!r}')
+
+
+def check_number(field: str, value: Any):
+  if (isinstance(value, bool) or not isinstance(value, (int, float)) or
+      not math.isfinite(value)):
+    fail(field, f'must be a finite number, got {value!r}')
