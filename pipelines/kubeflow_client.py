@@ -15,41 +15,17 @@ RuntimeError naming the host, never a hang.
 import contextlib
 import dataclasses
 import json
-import os
 import re
 import socket
 import warnings
 from typing import Any, Dict, Iterator, Optional
 
-from google.protobuf import json_format
-from kfp.pipeline_spec import pipeline_spec_pb2
-import yaml
+
+from pipelines import cron as cron_lib
+from pipelines import kubeflow_package
 
 DEFAULT_EXPERIMENT = 'tpu-embeddings'
 DEFAULT_TIMEOUT_SECONDS = 10.0
-
-# Field name, lowest value, highest value, names allowed instead of numbers.
-_CRON_FIELDS = (
-    ('seconds', 0, 59, ()),
-    ('minutes', 0, 59, ()),
-    ('hours', 0, 23, ()),
-    ('day of month', 1, 31, ()),
-    ('month', 1, 12, ('JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG',
-                      'SEP', 'OCT', 'NOV', 'DEC')),
-    ('day of week', 0, 6, ('SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT')),
-)
-_CRON_DESCRIPTORS = ('@yearly', '@annually', '@monthly', '@weekly', '@daily',
-                     '@midnight', '@hourly')
-
-
-@dataclasses.dataclass
-class Package:
-  """A compiled pipeline package, checked to parse as a KFP PipelineSpec."""
-  path: str
-  pipeline_name: str
-  default_pipeline_root: str
-  parameters: Dict[str, Any]  # name -> default value (None: required)
-
 
 @dataclasses.dataclass
 class Submitted:
@@ -65,88 +41,6 @@ class Submitted:
     if self.recurring_run_id:
       return f'{self.host}/#/recurringruns/details/{self.recurring_run_id}'
     return f'{self.host}/#/runs/details/{self.run_id}'
-
-
-def read_package(path: str) -> Package:
-  """Loads a compiled YAML package; a bad file is a one-line error."""
-  if not os.path.isfile(path):
-    raise FileNotFoundError(
-        f'pipeline package {path}: no such file; write it with '
-        '`python -m pipelines compile --output PATH ...`')
-  if not path.endswith(('.yaml', '.yml')):
-    raise ValueError(f'pipeline package {path}: expected a .yaml file '
-                     '(kfp.Client does not accept TFX\'s .json job spec)')
-  try:
-    with open(path) as f:
-      docs = [d for d in yaml.safe_load_all(f) if d is not None]
-    if not docs:
-      raise ValueError('empty file')
-    spec = json_format.ParseDict(docs[0], pipeline_spec_pb2.PipelineSpec())
-  except (yaml.YAMLError, json_format.ParseError, ValueError) as e:
-    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e)
-    raise ValueError(f'pipeline package {path} is not a KFP pipeline spec '
-                     f'({first}); recompile it with '
-                     '`python -m pipelines compile`') from None
-  if not spec.pipeline_info.name or not spec.root.dag.tasks:
-    raise ValueError(f'pipeline package {path} has no pipeline name or no '
-                     'tasks; recompile it with `python -m pipelines compile`')
-  parameters = {}
-  for name, p in spec.root.input_definitions.parameters.items():
-    parameters[name] = (json_format.MessageToDict(p.default_value)
-                        if p.HasField('default_value') else None)
-  return Package(path=path, pipeline_name=spec.pipeline_info.name,
-                 default_pipeline_root=spec.default_pipeline_root,
-                 parameters=parameters)
-
-
-def validate_cron(cron: str) -> str:
-  """Checks a Kubeflow Pipelines cron expression: 6 fields, seconds first."""
-  text = ' '.join(cron.split())
-  if text.startswith('@'):
-    if text in _CRON_DESCRIPTORS or re.fullmatch(
-        r'@every (\d+(\.\d+)?(ns|us|ms|s|m|h))+', text):
-      return text
-    raise ValueError(f'--cron {cron!r}: unknown descriptor; use 6 fields '
-                     '(seconds first), @daily, @hourly, ... or @every 1h')
-  fields = text.split(' ') if text else []
-  if len(fields) == 5:
-    raise ValueError(
-        f'--cron {cron!r} has 5 fields; Kubeflow Pipelines cron has 6, '
-        f'seconds first: {"0 " + text!r}')
-  if len(fields) != 6:
-    raise ValueError(
-        f'--cron {cron!r} has {len(fields)} fields; Kubeflow Pipelines cron '
-        'has 6, seconds first, e.g. "0 0 3 * * *" (03:00 daily)')
-  for field, (name, low, high, names) in zip(fields, _CRON_FIELDS):
-    _check_cron_field(cron, field, name, low, high, names)
-  return text
-
-
-def _check_cron_field(cron, field, name, low, high, names):
-  def value(token):
-    if token.upper() in names:
-      return names.index(token.upper()) + low
-    if not token.isdigit() or not low <= int(token) <= high:
-      raise ValueError(f'--cron {cron!r}: {name} field {field!r} must be '
-                       f'within {low}-{high}')
-    return int(token)
-
-  if field == '?' and name in ('day of month', 'day of week'):
-    return
-  for part in field.split(','):
-    base, slash, step = part.partition('/')
-    if slash and (not step.isdigit() or int(step) < 1):
-      raise ValueError(f'--cron {cron!r}: {name} field {field!r} has a bad '
-                       'step after "/"')
-    if base == '*':
-      continue
-    start, dash, end = base.partition('-')
-    if dash:
-      if value(start) > value(end):
-        raise ValueError(f'--cron {cron!r}: {name} range {base!r} is '
-                         'reversed')
-    else:
-      value(start)
 
 
 def check_host(host: str) -> str:
@@ -271,25 +165,6 @@ def connect(host: str, timeout: float = DEFAULT_TIMEOUT_SECONDS,
   return client
 
 
-def _arguments(package: Package,
-               arguments: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-  arguments = dict(arguments or {})
-  unknown = sorted(set(arguments) - set(package.parameters))
-  if unknown:
-    known = ', '.join(sorted(package.parameters)) or 'none'
-    raise ValueError(f'--param {unknown[0]}: the pipeline has no such '
-                     f'parameter (parameters: {known})')
-  return arguments
-
-
-def _pipeline_root(package: Package, pipeline_root: Optional[str]) -> str:
-  root = pipeline_root or package.default_pipeline_root
-  if not root:
-    raise ValueError(f'{package.path} has no default pipeline root: pass '
-                     '--pipeline-root URI (e.g. gs://bucket/tfx)')
-  return root
-
-
 def submit(host: str,
            package_path: str,
            pipeline_root: Optional[str] = None,
@@ -302,9 +177,8 @@ def submit(host: str,
            timeout: float = DEFAULT_TIMEOUT_SECONDS,
            existing_token: Optional[str] = None) -> Submitted:
   """Starts one run of the package (create_run_from_pipeline_package)."""
-  package = read_package(package_path)
-  root = _pipeline_root(package, pipeline_root)
-  arguments = _arguments(package, arguments)
+  package, root, arguments = kubeflow_package.checked(
+      package_path, pipeline_root, arguments)
   client = connect(host, timeout, namespace, existing_token)
   host = check_host(host)
   with _translate_errors(host, timeout):
@@ -341,12 +215,11 @@ def schedule(host: str,
   retraining trigger on Kubeflow; `max_concurrency=1` keeps two runs from
   pushing at once and `catchup=False` skips missed intervals.
   """
-  cron = validate_cron(cron)
+  cron = cron_lib.validate_cron(cron)
   if max_concurrency < 1:
     raise ValueError(f'--max-concurrency must be >= 1, got {max_concurrency}')
-  package = read_package(package_path)
-  root = _pipeline_root(package, pipeline_root)
-  arguments = _arguments(package, arguments)
+  package, root, arguments = kubeflow_package.checked(
+      package_path, pipeline_root, arguments)
   client = connect(host, timeout, namespace, existing_token)
   host = check_host(host)
   job_name = name or f'{package.pipeline_name} ({cron})'

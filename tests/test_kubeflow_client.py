@@ -246,13 +246,6 @@ def test_bad_cron_is_one_clear_line_before_any_request(package, capsys, cron,
   assert not api.requests
 
 
-@pytest.mark.parametrize('cron', ['0 0 3 * * *', '*/15 * * * * *',
-                                  '0 0 0 1,15 JAN-JUN ?', '@daily',
-                                  '@every 6h'])
-def test_valid_crons_pass(cron):
-  assert kubeflow_client.validate_cron(cron) == cron
-
-
 def test_unreachable_host_fails_clearly_and_fast(package, capsys):
   path, _, _ = package
   host = f'http://127.0.0.1:{_closed_port()}'

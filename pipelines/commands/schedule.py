@@ -4,6 +4,7 @@ Each scheduled run reads the latest span, so the schedule is the retraining
 trigger on Kubeflow.
 """
 
+from pipelines import cron
 from pipelines import kubeflow_client
 from pipelines.commands import submit
 
@@ -26,7 +27,7 @@ def register(sub):
 
 
 def run(args) -> int:
-  kubeflow_client.validate_cron(args.cron)
+  cron.validate_cron(args.cron)
   scheduled = kubeflow_client.schedule(
       args.host, args.package, args.cron, pipeline_root=args.pipeline_root,
       arguments=submit.parse_params(args.param), name=args.name,
@@ -35,7 +36,7 @@ def run(args) -> int:
       start_time=args.start_time, service_account=args.service_account,
       timeout=args.timeout)
   print(f'scheduled recurring run {scheduled.recurring_run_id} on cron '
-        f'"{kubeflow_client.validate_cron(args.cron)}" (experiment '
+        f'"{cron.validate_cron(args.cron)}" (experiment '
         f'{scheduled.experiment_id}, pipeline root {scheduled.pipeline_root})'
         f': {scheduled.url}')
   return 0
