@@ -188,11 +188,7 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
 def read(directory_or_file: str) -> Vocabulary:
   """Reads `vocabulary.tsv` from an artifact directory or a file path."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  path = directory_or_file
-  if tf.io.gfile.isdir(path):
-    path = f'{path.rstrip("/")}/{VOCABULARY_FILENAME}'
-  if not tf.io.gfile.exists(path):
-    raise VocabularyError(f'vocabulary: no {VOCABULARY_FILENAME} at {path}')
+  path = _path_of(directory_or_file)
   tokens, counts = [], []
   with tf.io.gfile.GFile(path, 'rb') as f:
     for n, raw in enumerate(f, start=1):

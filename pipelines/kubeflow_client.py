@@ -165,6 +165,15 @@ def connect(host: str, timeout: float = DEFAULT_TIMEOUT_SECONDS,
   return client
 
 
+def _prepare(host, package_path, pipeline_root, arguments, timeout, namespace,
+             existing_token):
+  """The checked package, root and arguments, then a connected client."""
+  package, root, arguments = kubeflow_package.checked(
+      package_path, pipeline_root, arguments)
+  client = connect(host, timeout, namespace, existing_token)
+  return package, root, arguments, client, check_host(host)
+
+
 def submit(host: str,
            package_path: str,
            pipeline_root: Optional[str] = None,
@@ -177,10 +186,9 @@ def submit(host: str,
            timeout: float = DEFAULT_TIMEOUT_SECONDS,
            existing_token: Optional[str] = None) -> Submitted:
   """Starts one run of the package (create_run_from_pipeline_package)."""
-  package, root, arguments = kubeflow_package.checked(
-      package_path, pipeline_root, arguments)
-  client = connect(host, timeout, namespace, existing_token)
-  host = check_host(host)
+  package, root, arguments, client, host = _prepare(
+      host, package_path, pipeline_root, arguments, timeout, namespace,
+      existing_token)
   with _translate_errors(host, timeout):
     result = client.create_run_from_pipeline_package(
         package.path,
@@ -218,10 +226,9 @@ def schedule(host: str,
   cron = cron_lib.validate_cron(cron)
   if max_concurrency < 1:
     raise ValueError(f'--max-concurrency must be >= 1, got {max_concurrency}')
-  package, root, arguments = kubeflow_package.checked(
-      package_path, pipeline_root, arguments)
-  client = connect(host, timeout, namespace, existing_token)
-  host = check_host(host)
+  package, root, arguments, client, host = _prepare(
+      host, package_path, pipeline_root, arguments, timeout, namespace,
+      existing_token)
   job_name = name or f'{package.pipeline_name} ({cron})'
   with _translate_errors(host, timeout):
     exp = client.create_experiment(name=experiment, namespace=namespace)

@@ -47,14 +47,10 @@ class EmbeddingExporter(base_component.BaseComponent):
   def __init__(self,
                model: types.BaseChannel,
                config: Optional[ExporterConfig] = None,
-               serving_model: Optional[types.BaseChannel] = None,
-               hub_module: Optional[types.BaseChannel] = None,
                **settings_by_name):
     config = (config or ExporterConfig()).replace(**settings_by_name)
     super().__init__(spec=EmbeddingExporterSpec(
         model=model,
         config=config.to_json(),
-        serving_model=serving_model or types.Channel(
-            type=standard_artifacts.Model),
-        hub_module=hub_module or types.Channel(
-            type=standard_artifacts.Model)))
+        serving_model=types.Channel(type=standard_artifacts.Model),
+        hub_module=types.Channel(type=standard_artifacts.Model)))

@@ -54,8 +54,6 @@ class EmbeddingPusher(base_component.BaseComponent):
                model_blessing: types.BaseChannel,
                push_root: str,
                config: Optional[PusherConfig] = None,
-               pushed_serving: Optional[types.BaseChannel] = None,
-               pushed_hub: Optional[types.BaseChannel] = None,
                **settings_by_name):
     if isinstance(push_root, str):
       push_layout.check_root(push_root)
@@ -66,7 +64,5 @@ class EmbeddingPusher(base_component.BaseComponent):
         model_blessing=model_blessing,
         push_root=push_root,
         config=config.to_json(),
-        pushed_serving=pushed_serving or types.Channel(
-            type=standard_artifacts.PushedModel),
-        pushed_hub=pushed_hub or types.Channel(
-            type=standard_artifacts.PushedModel)))
+        pushed_serving=types.Channel(type=standard_artifacts.PushedModel),
+        pushed_hub=types.Channel(type=standard_artifacts.PushedModel)))

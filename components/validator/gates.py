@@ -117,22 +117,24 @@ def health_gates(table: str, health: Dict[str, Any],
         f'table {table!r}: collapsed (fewer than two non-zero finite rows)',
         None, thresholds.max_mean_cosine, '<='))
   else:
-    ok = cos <= thresholds.max_mean_cosine
-    gates.append(Gate(
-        f'health/{table}/not_collapsed', ok,
-        f'table {table!r}: mean pairwise cosine {cos:.4f} '
-        + ('<=' if ok else '>') + f' {thresholds.max_mean_cosine:g}'
-        + ('' if ok else ' (collapsed: rows are near-identical)'),
-        cos, thresholds.max_mean_cosine, '<='))
+    gates.append(_at_most(
+        f'health/{table}/not_collapsed', cos, thresholds.max_mean_cosine,
+        f'table {table!r}: mean pairwise cosine {cos:.4f}', '>',
+        ' (collapsed: rows are near-identical)'))
   norm = health['max_norm']
-  ok = norm is not None and norm <= thresholds.max_row_norm
-  gates.append(Gate(
-      f'health/{table}/norms', ok,
-      f'table {table!r}: max row norm {_fmt(norm)} '
-      + ('<=' if ok else 'exceeds') + f' {thresholds.max_row_norm:g}'
-      + ('' if ok else ' (exploded norms)'),
-      norm, thresholds.max_row_norm, '<='))
+  gates.append(_at_most(
+      f'health/{table}/norms', norm, thresholds.max_row_norm,
+      f'table {table!r}: max row norm {_fmt(norm)}', 'exceeds',
+      ' (exploded norms)'))
   return gates
+
+
+def _at_most(name: str, value: Optional[float], limit: float, what: str,
+             over: str, failure: str) -> Gate:
+  """A health gate passing when `value` <= `limit` (None fails)."""
+  ok = value is not None and value <= limit
+  return Gate(name, ok, f'{what} ' + ('<=' if ok else over) + f' {limit:g}'
+              + ('' if ok else failure), value, limit, '<=')
 
 
 def absolute_gates(metrics: Dict[str, Optional[float]],

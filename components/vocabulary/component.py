@@ -39,9 +39,8 @@ class Vocabulary(base_beam_component.BaseBeamComponent):
 
   def __init__(self, examples: types.BaseChannel,
                config: Optional[VocabularyConfig] = None,
-               vocabulary: Optional[types.BaseChannel] = None,
                **settings_by_name):
     config = (config or VocabularyConfig()).replace(**settings_by_name)
     super().__init__(spec=VocabularySpec(
         examples=examples, config=config.to_json(),
-        vocabulary=vocabulary or types.Channel(type=VocabularyArtifact)))
+        vocabulary=types.Channel(type=VocabularyArtifact)))
