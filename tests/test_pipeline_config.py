@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -29,3 +30,57 @@ def test_spec_follows_the_config():
 def test_unknown_field_is_named():
   with pytest.raises(ValueError, match="unknown field 'steps'"):
     PipelineConfig.from_json(json.dumps({'steps': 3}))
+
+
+def test_each_component_gets_its_section_of_the_config():
+  from components import settings  # pylint: disable=g-import-not-at-top
+  from pipelines import pipeline  # pylint: disable=g-import-not-at-top
+  config = PipelineConfig().replace(**{'trainer.window': 7, 'k': 4,
+                                       'keep_versions': 2, 'seed': 3,
+                                       'min_count': 2, 'num_oov_buckets': 3})
+  components = pipeline.create_components('/data', '/pushed', config)
+  sent = {c.id: json.loads(c.exec_properties[settings.CONFIG_KEY])
+          for c in components if settings.CONFIG_KEY in c.exec_properties}
+  assert sent['EmbeddingTrainer'] == dataclasses.asdict(config.trainer_config())
+  assert sent['EmbeddingTrainer']['window'] == 7
+  assert sent['EmbeddingTrainer']['seed'] == sent['CheckpointValidator'][
+      'seed'] == 3
+  assert sent['CheckpointValidator'] == dataclasses.asdict(
+      config.validator_config())
+  assert sent['EmbeddingPusher'] == {'keep_versions': 2}
+  assert sent['Vocabulary'] == dataclasses.asdict(config.vocabulary)
+  assert sent['EmbeddingExporter'] == dataclasses.asdict(config.exporter)
+  assert sent['EmbeddingExporter']['num_oov_buckets'] == 3
+  assert sent['Vocabulary']['min_count'] == 2
+  # The defaults a user gets are the component configs' own.
+  assert PipelineConfig().trainer == TrainerConfig()
+
+
+def test_settings_are_named_by_section_or_field():
+  config = PipelineConfig.from_dict({'trainer': {'window': 9},
+                                     'validator.k': 3, 'dim': 16})
+  assert (config.trainer.window, config.validator.k, config.table.dim) == (
+      9, 3, 16)
+  with pytest.raises(ValueError, match="unknown field 'trainer.dim'"):
+    PipelineConfig.from_dict({'trainer.dim': 3})
+  with pytest.raises(ValueError, match='EmbeddingTrainer parameter window '
+                     'must be an integer, got'):
+    PipelineConfig.from_dict({'window': 'five'})
+  with pytest.raises(ValueError, match='table.* or trainer.embedding_spec'):
+    PipelineConfig.from_dict({'dim': 8, 'embedding_spec':
+                              TableConfig().embedding_spec().to_json()})
+
+
+def test_cli_config_file_and_overrides(tmp_path):
+  from pipelines import cli  # pylint: disable=g-import-not-at-top
+  from pipelines.commands import run  # pylint: disable=g-import-not-at-top
+  path = tmp_path / 'config.json'
+  path.write_text(json.dumps({'trainer': {'window': 4, 'epochs': 2}}))
+  parser = cli.build_parser()
+  args = parser.parse_args(['run', '--data', 'd', '--home', 'h', '--config',
+                            str(path), '--set', 'trainer.window=6'])
+  config = run.config_from_args(args)
+  assert (config.trainer.window, config.trainer.epochs) == (6, 2)
+  path.write_text('{"trainer": ')
+  with pytest.raises(ValueError, match=f'--config {path}: not valid JSON'):
+    run.config_from_args(args)
