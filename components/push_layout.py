@@ -19,95 +19,39 @@ root (`..`, absolute names, symlinks pointing outside) raise PushLayoutError.
 """
 
 import json
-import os
 import re
-import shutil
 from typing import Any, Dict, List, Optional, Union
+
+from components import file_system
 
 KINDS = ('serving', 'hub')
 MANIFEST_FILENAME = 'manifest.json'
 # The file each kind's loaders open first; copied last into a version.
 MARKER_FILES = {'serving': 'saved_model.pb', 'hub': 'tfhub_module.pb'}
 RESERVED_DIR = '.reserved'
-HIDDEN_PREFIX = '.'
 
 _VERSION = re.compile(r'^[1-9][0-9]{0,17}$')
-_SCHEME = re.compile(r'^[a-zA-Z][a-zA-Z0-9+.-]*://')
+
+join = file_system.join
 
 
 class PushLayoutError(ValueError):
   """A push root, kind or version name that is invalid or escapes the root."""
 
 
-def is_local(path: str) -> bool:
-  return not _SCHEME.match(path) or path.startswith('file://')
-
-
-def _local(path: str) -> str:
-  return path[len('file://'):] if path.startswith('file://') else path
-
-
-class _LocalFiles:
-  """The subset of `tf.io.gfile` used here, for local paths, without TF."""
-
-  # pylint: disable=invalid-name,missing-function-docstring
-  @staticmethod
-  def exists(path):
-    return os.path.exists(_local(path))
-
-  @staticmethod
-  def isdir(path):
-    return os.path.isdir(_local(path))
-
-  @staticmethod
-  def listdir(path):
-    return os.listdir(_local(path))
-
-  @staticmethod
-  def makedirs(path):
-    os.makedirs(_local(path), exist_ok=True)
-
-  @staticmethod
-  def rmtree(path):
-    shutil.rmtree(_local(path))
-
-  @staticmethod
-  def remove(path):
-    os.remove(_local(path))
-
-  @staticmethod
-  def walk(path):
-    return os.walk(_local(path))
-
-  @staticmethod
-  def GFile(path, mode='r'):
-    return open(_local(path), mode)
-
-
-def files_for(path: str):
-  """`tf.io.gfile` for remote paths; plain `os` for local ones (no TF import)."""
-  if is_local(path):
-    return _LocalFiles
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.io.gfile
-
-
-def join(*parts: str) -> str:
-  return '/'.join([parts[0].rstrip('/')] + [p.strip('/') for p in parts[1:]])
-
-
 def check_root(root: str) -> str:
   """Returns the root without a trailing "/"; raises if it is unusable."""
   if not isinstance(root, str) or not root.strip():
     raise PushLayoutError(f'push root must be a non-empty path, got {root!r}')
-  rest = _SCHEME.sub('', root, count=1)
+  rest = file_system.split_scheme(root)[1]
   if '..' in rest.replace('\\', '/').split('/'):
     raise PushLayoutError(
         f'push root {root!r} contains ".."; give a path without ".." segments')
   if '\x00' in root or '\n' in root:
     raise PushLayoutError(f'push root {root!r} contains a control character')
   stripped = root.rstrip('/')
-  if not stripped or (is_local(root) and not _local(stripped)):
+  if not stripped or (file_system.is_local(root) and
+                      not file_system.local_path(stripped)):
     raise PushLayoutError(
         f'push root {root!r} is a filesystem root; give a directory under it')
   return stripped
@@ -140,12 +84,9 @@ def parse_version(version: Union[int, str]) -> int:
 
 def check_inside(root: str, path: str):
   """Raises if local `path` resolves (through symlinks) outside `root`."""
-  if not is_local(root):
-    return  # Object stores have no symlinks.
-  real_root = os.path.realpath(_local(root))
-  real = os.path.realpath(_local(path))
-  if real != real_root and not real.startswith(real_root.rstrip(os.sep) +
-                                               os.sep):
+  real_root = file_system.realpath(root)
+  real = file_system.realpath(path)
+  if real != real_root and not real.startswith(real_root.rstrip('/') + '/'):
     raise PushLayoutError(
         f'{path} resolves to {real}, outside the push root {real_root}; '
         'remove the symlink')
@@ -168,31 +109,24 @@ def version_dir(root: str, kind: str, version: Union[int, str]) -> str:
 
 def has_files(path: str, kind: str) -> bool:
   """True if `path` holds the manifest and the kind's marker file."""
-  gfile = files_for(path)
-  return (gfile.exists(join(path, MANIFEST_FILENAME)) and
-          gfile.exists(join(path, MARKER_FILES[kind])))
+  return (file_system.exists(join(path, MANIFEST_FILENAME)) and
+          file_system.exists(join(path, MARKER_FILES[kind])))
 
 
 def _numbered(root: str, kind: str) -> List[int]:
   """Integer-named entries of `<root>/<kind>` (complete or not)."""
   directory = kind_dir(root, kind)
-  gfile = files_for(directory)
-  if not gfile.isdir(directory):
+  if not file_system.isdir(directory):
     return []
-  out = []
-  for name in gfile.listdir(directory):
-    name = name.rstrip('/')
-    if _VERSION.match(name):
-      out.append(int(name))
-  return sorted(out)
+  return sorted(int(name) for name in file_system.listdir(directory)
+                if _VERSION.match(name))
 
 
 def is_complete(root: str, version: Union[int, str]) -> bool:
   """Both kinds of `version` are in place with their manifest and marker."""
-  gfile = files_for(root)
   for kind in KINDS:
     path = version_dir(root, kind, version)
-    if not gfile.isdir(path) or not has_files(path, kind):
+    if not file_system.isdir(path) or not has_files(path, kind):
       return False
   return True
 
@@ -217,5 +151,5 @@ def read_manifest(root: str, kind: str,
         f'push root {check_root(root)}: version {parse_version(version)} is '
         f'not a complete pushed version; complete: '
         f'{list_versions(root, kind) or "none"}')
-  with files_for(path).GFile(join(path, MANIFEST_FILENAME)) as f:
+  with file_system.open_file(join(path, MANIFEST_FILENAME)) as f:
     return json.load(f)

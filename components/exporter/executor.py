@@ -25,12 +25,9 @@ import contextlib
 import gc
 import os
 import shutil
-import tempfile
 import time
-import uuid
 from typing import Any, Dict, List, Optional
 
-import tensorflow as tf
 from absl import logging
 from tfx import types
 from tfx.dsl.components.base import base_executor
@@ -38,6 +35,7 @@ from tfx.types import artifact_utils
 
 from components import checkpoint_restore
 from components import embedding_spec
+from components import file_system
 from components import vocabulary_file
 from components.exporter import hub_export
 from components.exporter import load_check
@@ -53,43 +51,15 @@ SOURCE_MODEL_PROPERTY = 'source_model'
 SEPARATE_HUB_CHECK_BYTES = 1 << 30
 
 
-def _is_local(uri: str) -> bool:
-  return '://' not in uri
-
-
-def _staging_dir(final_uri: str) -> str:
-  """A new empty directory beside `final_uri` (local) or on local disk."""
-  if _is_local(final_uri):
-    parent, name = os.path.split(os.path.abspath(final_uri).rstrip('/'))
-    os.makedirs(parent, exist_ok=True)
-    path = os.path.join(parent, f'.{name}.exporting-{uuid.uuid4().hex[:8]}')
-    os.makedirs(path)
-    return path
-  return tempfile.mkdtemp(prefix='export-')
-
-
-def _publish(built_dir: str, final_uri: str):
-  """Moves a complete export into `final_uri` (which may exist, empty)."""
-  if tf.io.gfile.exists(final_uri):
-    if tf.io.gfile.listdir(final_uri):
+def _move_into_output(built_dir: str, output_uri: str):
+  """Moves a complete export into `output_uri` (which may exist, empty)."""
+  if file_system.exists(output_uri):
+    if file_system.listdir(output_uri):
       raise FileExistsError(
-          f'exporter: output {final_uri} is not empty; give each run a new '
+          f'exporter: output {output_uri} is not empty; give each run a new '
           'output URI')
-    tf.io.gfile.rmtree(final_uri)
-  if _is_local(final_uri):
-    os.rename(built_dir, final_uri)
-    return
-  try:
-    for root, _, files in tf.io.gfile.walk(built_dir):
-      rel = os.path.relpath(root, built_dir)
-      target = final_uri if rel == '.' else f'{final_uri}/{rel}'
-      tf.io.gfile.makedirs(target)
-      for f in files:
-        tf.io.gfile.copy(os.path.join(root, f), f'{target}/{f}')
-  except Exception:
-    if tf.io.gfile.exists(final_uri):
-      tf.io.gfile.rmtree(final_uri)
-    raise
+    file_system.remove_tree(output_uri)
+  file_system.move_dir(built_dir, output_uri)
 
 
 @contextlib.contextmanager
@@ -135,9 +105,9 @@ def export_model(model_uri: str,
   staging: List[str] = []
   checkers: List[load_check.FreshProcess] = []
   try:
-    serving_stage = _staging_dir(serving_uri)
+    serving_stage = file_system.staging_dir(serving_uri, 'exporting')
     staging.append(serving_stage)
-    hub_stage = _staging_dir(hub_uri)
+    hub_stage = file_system.staging_dir(hub_uri, 'exporting')
     staging.append(hub_stage)
     serving_dir = os.path.join(serving_stage, 'export')
     hub_dir = os.path.join(hub_stage, 'export')
@@ -195,8 +165,8 @@ def export_model(model_uri: str,
     with _phase('load check (rest)'):
       for checker in checkers:
         checker.wait()
-    _publish(serving_dir, serving_uri)
-    _publish(hub_dir, hub_uri)
+    _move_into_output(serving_dir, serving_uri)
+    _move_into_output(hub_dir, hub_uri)
   finally:
     for checker in checkers:
       checker.close()

@@ -19,7 +19,7 @@ import hashlib
 import json
 from typing import Any, Dict, Iterable, List, Optional
 
-from components import push_layout
+from components import file_system
 
 FORMAT_VERSION = 1
 _CHUNK = 1 << 20
@@ -32,7 +32,7 @@ def utc_now() -> str:
 
 def sha256_file(path: str) -> str:
   digest = hashlib.sha256()
-  with push_layout.files_for(path).GFile(path, 'rb') as f:
+  with file_system.open_file(path, 'rb') as f:
     while True:
       chunk = f.read(_CHUNK)
       if not chunk:
@@ -72,7 +72,7 @@ def verify(directory: str, manifest: Dict[str, Any]) -> List[str]:
   bad = []
   for rel, digest in manifest.get('files', {}).items():
     path = f'{directory.rstrip("/")}/{rel}'
-    if not push_layout.files_for(path).exists(path) or sha256_file(path) != digest:
+    if not file_system.exists(path) or sha256_file(path) != digest:
       bad.append(rel)
   return bad
 
@@ -80,10 +80,9 @@ def verify(directory: str, manifest: Dict[str, Any]) -> List[str]:
 def read_blessing_metrics(blessing_uri: str) -> Dict[str, Any]:
   """`metrics` of `<blessing uri>/report.json`; {} when absent."""
   path = f'{blessing_uri.rstrip("/")}/report.json'
-  files = push_layout.files_for(path)
-  if not files.exists(path):
+  if not file_system.exists(path):
     return {}
-  with files.GFile(path) as f:
+  with file_system.open_file(path) as f:
     try:
       report = json.load(f)
     except ValueError as e:
