@@ -42,6 +42,7 @@ from typing import Optional, Union
 import numpy as np
 import tensorflow as tf
 
+from components import serving_contract
 from components import text
 from components import vocabulary_file
 from components.exporter import token_ids
@@ -49,7 +50,6 @@ from components.exporter import token_ids
 EMBEDDINGS_VARIABLE = 'embeddings'
 OOV_VARIABLE = 'oov_embeddings'
 TRAIN_TAGS = frozenset({'train'})
-SIGNATURES = ('default', 'tokens')
 DEFAULT_NUM_OOV_BUCKETS = 1
 DEFAULT_L2_REGULARIZATION = 1e-6
 # Key of the table in the temporary checkpoint `TableRows.from_variable` uses.
@@ -148,7 +148,8 @@ def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
                                         ids - vocabulary_size))
       return tf.where(known[:, tf.newaxis], rows, buckets)
 
-    sentences = tf.compat.v1.placeholder(tf.string, [None], name='sentences')
+    sentences = tf.compat.v1.placeholder(tf.string, [None],
+                                         name=serving_contract.SENTENCES)
     tokens = text.tf_tokenize(sentences)
     sums = tf.math.unsorted_segment_sum(
         vectors(lookup_ids(tokens.flat_values)),
@@ -157,14 +158,17 @@ def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
     # sqrtn; rows without tokens come out as zeros.
     sentence_embeddings = tf.math.divide_no_nan(sums, tf.sqrt(counts))
     sentence_embeddings.set_shape([None, dim])
-    hub.add_signature('default', {'sentences': sentences},
-                      {'default': sentence_embeddings})
+    hub.add_signature(serving_contract.HUB_DEFAULT,
+                      {serving_contract.SENTENCES: sentences},
+                      {serving_contract.HUB_OUTPUT: sentence_embeddings})
 
-    token_input = tf.compat.v1.placeholder(tf.string, [None], name='tokens')
+    token_input = tf.compat.v1.placeholder(tf.string, [None],
+                                           name=serving_contract.TOKENS)
     token_embeddings = vectors(lookup_ids(token_input))
     token_embeddings.set_shape([None, dim])
-    hub.add_signature('tokens', {'tokens': token_input},
-                      {'default': token_embeddings})
+    hub.add_signature(serving_contract.HUB_TOKENS,
+                      {serving_contract.TOKENS: token_input},
+                      {serving_contract.HUB_OUTPUT: token_embeddings})
 
   return hub.create_module_spec(
       module_fn,

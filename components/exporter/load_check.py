@@ -27,6 +27,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from components import huge_pages
+from components import serving_contract
 
 KINDS = ('serving', 'hub')
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -165,9 +166,10 @@ def _check_serving_saved_model(export_dir: str, canary: Canary) -> np.ndarray:
   of the first canary token."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   loaded = tf.saved_model.load(export_dir)
-  missing = {'serving_default', 'lookup', 'neighbors'} - set(loaded.signatures)
+  missing = set(serving_contract.SIGNATURES) - set(loaded.signatures)
   if missing:
-    raise LoadCheckError(f'serving export lacks signature(s) {sorted(missing)}')
+    raise LoadCheckError(
+        f'serving export lacks signature(s) {sorted(missing)}')
   call = lambda name, **inputs: {
       k: v.numpy() for k, v in loaded.signatures[name](**{
           n: tf.constant(x) for n, x in inputs.items()}).items()}
@@ -222,31 +224,39 @@ def _reason(e: Exception) -> str:
 def _check_serving_answers(what: str, call, canary: Canary):
   """`call(signature, **inputs)` -> {output: ndarray} answers the canary;
   returns the neighbour tokens of its first token."""
-  _compare(f'{what} lookup', call('lookup', tokens=canary.tokens)[
-      'embeddings'], canary.token_embeddings)
-  _compare(f'{what} serving_default', call(
-      'serving_default', sentences=canary.sentences)['embeddings'],
-           canary.sentence_embeddings)
-  out = call('neighbors', tokens=canary.tokens[:1], k=1)
-  scores = out['scores']
-  if out['tokens'].shape != (1, 1) or not (np.abs(scores) <= 1 + 1e-5).all():
+  sentences, tokens, k = (serving_contract.SENTENCES, serving_contract.TOKENS,
+                          serving_contract.K)
+  embeddings, scores = serving_contract.EMBEDDINGS, serving_contract.SCORES
+  for name, inputs, want in (
+      (serving_contract.LOOKUP, {tokens: canary.tokens},
+       canary.token_embeddings),
+      (serving_contract.SERVING_DEFAULT, {sentences: canary.sentences},
+       canary.sentence_embeddings)):
+    _compare(f'{what} {name}', call(name, **inputs)[embeddings], want)
+  name = serving_contract.NEIGHBORS
+  out = call(name, **{tokens: canary.tokens[:1], k: 1})
+  if out[tokens].shape != (1, 1) or not (np.abs(out[scores]) <= 1 + 1e-5).all():
     raise LoadCheckError(
-        f'{what} neighbors: expected [1, 1] tokens and cosine scores, got '
-        f'{out["tokens"].shape} tokens, scores {scores.tolist()}')
-  return out['tokens']
+        f'{what} {name}: expected [1, 1] tokens and cosine scores, got '
+        f'{out[tokens].shape} tokens, scores {out[scores].tolist()}')
+  return out[tokens]
 
 
 def check_hub(export_dir: str, canary: Canary):
-  if not os.path.exists(os.path.join(export_dir, 'tfhub_module.pb')):
-    raise LoadCheckError(f'hub export {export_dir} has no tfhub_module.pb')
+  """The canary through `hub.load(export_dir).signatures`."""
+  module_file = serving_contract.HUB_MODULE_FILENAME
+  if not os.path.exists(os.path.join(export_dir, module_file)):
+    raise LoadCheckError(f'hub export {export_dir} has no {module_file}')
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
   loaded = hub.load(export_dir)
-  _compare('hub signature default', loaded.signatures['default'](
-      sentences=tf.constant(canary.sentences))['default'],
-           canary.sentence_embeddings)
-  _compare('hub signature tokens', loaded.signatures['tokens'](
-      tokens=tf.constant(canary.tokens))['default'], canary.token_embeddings)
+  for name, key, inputs, want in (
+      (serving_contract.HUB_DEFAULT, serving_contract.SENTENCES,
+       canary.sentences, canary.sentence_embeddings),
+      (serving_contract.HUB_TOKENS, serving_contract.TOKENS, canary.tokens,
+       canary.token_embeddings)):
+    out = loaded.signatures[name](**{key: tf.constant(inputs)})
+    _compare(f'hub signature {name}', out[serving_contract.HUB_OUTPUT], want)
 
 
 def check(kind: str, export_dir: str, canary: Canary):

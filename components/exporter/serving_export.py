@@ -4,8 +4,9 @@
     <export_dir>/variables/               the table and its row norms, nothing else
     <export_dir>/assets/vocabulary.txt    one token per line, line i = table row i
 
-Signatures (all lookups go through the vocabulary asset; an OOV token, including
-"", maps to id -1 and to a zero vector):
+Signatures (names and keys from `components.serving_contract`; all lookups
+go through the vocabulary asset; an OOV token, including "", maps to id -1 and
+to a zero vector):
 
 * `serving_default`: `sentences` [batch] string -> `embeddings` [batch, dim],
   tokens split with `components.text.tf_tokenize` and combined with sqrtn:
@@ -43,6 +44,7 @@ import uuid
 import numpy as np
 import tensorflow as tf
 
+from components import serving_contract
 from components import text
 from components import vocabulary_file
 from components.checkpoint_restore import RestoredModel
@@ -53,13 +55,16 @@ from components.exporter import warmup
 # `<TABLE_ATTRIBUTE>/.ATTRIBUTES/VARIABLE_VALUE` in variables/).
 TABLE_ATTRIBUTE = 'embeddings'
 NORMS_ATTRIBUTE = 'row_norms'
-SIGNATURES = ('serving_default', 'lookup', 'neighbors')
 # Vocabulary tokens (the file's first lines) used by the warm-up requests.
 _WARMUP_TOKENS = 3
 # Rows per step when computing row norms: a multi-GB table needs no
 # table-sized temporary, and a 16 MB block (at dim 64) stays in cache between
 # the square and the sum.
 _NORM_CHUNK_ROWS = 1 << 16
+# Inputs of the signatures.
+_SENTENCES = tf.TensorSpec([None], tf.string, name=serving_contract.SENTENCES)
+_TOKENS = tf.TensorSpec([None], tf.string, name=serving_contract.TOKENS)
+_K = tf.TensorSpec([], tf.int32, name=serving_contract.K)
 
 
 def table_checkpoint_key() -> str:
@@ -235,19 +240,16 @@ class EmbeddingServingModule(tf.Module):
     sums = tf.ensure_shape(sums, [None, self.dim])
     return tf.math.divide_no_nan(sums, tf.sqrt(counts))
 
-  @tf.function(input_signature=[
-      tf.TensorSpec([None], tf.string, name='sentences')], autograph=False)
+  @tf.function(input_signature=[_SENTENCES], autograph=False)
   def __call__(self, sentences):
     """[batch] sentences -> [batch, dim]: the reusable SavedModel's call."""
     return self._embed(sentences)
 
-  @tf.function(input_signature=[
-      tf.TensorSpec([None], tf.string, name='sentences')], autograph=False)
+  @tf.function(input_signature=[_SENTENCES], autograph=False)
   def embed_sentences(self, sentences):
-    return {'embeddings': self._embed(sentences)}
+    return {serving_contract.EMBEDDINGS: self._embed(sentences)}
 
-  @tf.function(input_signature=[
-      tf.TensorSpec([None], tf.string, name='tokens')], autograph=False)
+  @tf.function(input_signature=[_TOKENS], autograph=False)
   def lookup(self, tokens):
     ids, known = self.token_ids.lookup(tokens)
     rows = self._rows(ids)
@@ -256,11 +258,9 @@ class EmbeddingServingModule(tf.Module):
     vectors = tf.cond(
         tf.reduce_all(known), lambda: rows,
         lambda: rows * tf.cast(known, rows.dtype)[:, tf.newaxis])
-    return {'embeddings': vectors}
+    return {serving_contract.EMBEDDINGS: vectors}
 
-  @tf.function(input_signature=[
-      tf.TensorSpec([None], tf.string, name='tokens'),
-      tf.TensorSpec([], tf.int32, name='k')], autograph=False)
+  @tf.function(input_signature=[_TOKENS, _K], autograph=False)
   def neighbors(self, tokens, k):
     tf.debugging.assert_positive(k, message='neighbors: k must be >= 1')
     ids, known = self.token_ids.lookup(tokens)
@@ -280,15 +280,17 @@ class EmbeddingServingModule(tf.Module):
     values = tf.reshape(tf.boolean_mask(top.values, keep), shape)
     found = tf.broadcast_to(known[:, tf.newaxis], shape)
     return {
-        'tokens': tf.where(found, self.tokens_by_id.gather(indices), ''),
-        'scores': tf.where(found, values, 0.0),
+        serving_contract.TOKENS: tf.where(
+            found, self.tokens_by_id.gather(indices), ''),
+        serving_contract.SCORES: tf.where(found, values, 0.0),
     }
 
   def signatures(self):
     return {
-        'serving_default': self.embed_sentences.get_concrete_function(),
-        'lookup': self.lookup.get_concrete_function(),
-        'neighbors': self.neighbors.get_concrete_function(),
+        serving_contract.SERVING_DEFAULT:
+            self.embed_sentences.get_concrete_function(),
+        serving_contract.LOOKUP: self.lookup.get_concrete_function(),
+        serving_contract.NEIGHBORS: self.neighbors.get_concrete_function(),
     }
 
 
@@ -330,7 +332,7 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
   with tempfile.TemporaryDirectory(prefix='vocabulary-') as staging:
     if not tokens_path:
       tokens_path = os.path.join(staging,
-                                 vocabulary_file.TOKENS_ASSET_FILENAME)
+                                 serving_contract.TOKENS_ASSET_FILENAME)
       vocabulary_file.write_tokens(tokens_path, restored.vocabulary)
     tokens = vocabulary_file.count_lines(tokens_path)
     if int(variable.shape[0]) != tokens:
