@@ -13,6 +13,7 @@ from components import checkpoint_restore
 from components.exporter import canaries
 from components.exporter import load_check
 from components.exporter import serving_export
+from components.exporter import vocabulary_resources
 from tests import artifact_fixtures
 from tests import exporter_fixtures
 
@@ -91,7 +92,7 @@ def test_session_path_refuses_anonymous_resources(export, tmp_path,
   load_check.check('serving', good_dir, canary)
 
   monkeypatch.setattr(
-      serving_export.TokenIds, '_create_resource',
+      vocabulary_resources.TokenIds, '_create_resource',
       lambda self: tf.raw_ops.AnonymousHashTable(key_dtype=tf.int64,
                                                  value_dtype=tf.int64))
   model_uri = os.path.join(os.path.dirname(good_dir), 'model')
