@@ -14,6 +14,7 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from components import push_layout
+from components import serving_contract
 
 # The local runner's layout: <home>/pushed is the push root.
 PUSHED_DIRNAME = 'pushed'
@@ -90,9 +91,9 @@ def embed(push_root: str, sentences: Sequence[str],
     raise ValueError('embed: give at least one sentence')
   number, model = ((version, loaded) if loaded is not None else
                    load_serving(push_root, version))
-  out = model.signatures['serving_default'](
-      sentences=tf.constant(list(sentences), tf.string))
-  return number, out['embeddings'].numpy()
+  out = model.signatures[serving_contract.SERVING_DEFAULT](**{
+      serving_contract.SENTENCES: tf.constant(list(sentences), tf.string)})
+  return number, out[serving_contract.EMBEDDINGS].numpy()
 
 
 def neighbors(push_root: str, token: str, k: int = 10,
@@ -107,10 +108,12 @@ def neighbors(push_root: str, token: str, k: int = 10,
                      f'{token!r}')
   number, model = ((version, loaded) if loaded is not None else
                    load_serving(push_root, version))
-  out = model.signatures['neighbors'](
-      tokens=tf.constant([token], tf.string), k=tf.constant(k, tf.int32))
-  tokens = [t.decode('utf-8') for t in out['tokens'].numpy()[0]]
-  scores = [float(s) for s in out['scores'].numpy()[0]]
+  out = model.signatures[serving_contract.NEIGHBORS](**{
+      serving_contract.TOKENS: tf.constant([token], tf.string),
+      serving_contract.K: tf.constant(k, tf.int32)})
+  tokens = [t.decode('utf-8')
+            for t in out[serving_contract.TOKENS].numpy()[0]]
+  scores = [float(s) for s in out[serving_contract.SCORES].numpy()[0]]
   if not any(tokens):
     raise ValueError(f'neighbors: token {token!r} is not in the vocabulary of '
                      f'pushed version {number}')

@@ -15,11 +15,11 @@ import tensorflow_hub as hub
 
 from components import push_layout
 from components.checkpoint_restore import restore_for_serving
-from components.exporter import hub_export
 from components.exporter import serving_export
 from components.pusher import publish
 from pipelines import cli
 from pipelines import consumer
+from tests import exporter_fixtures
 from tests.artifact_fixtures import write_tpu_format_model
 
 TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'dog', 'ran']
@@ -35,8 +35,8 @@ def _export(base: str, seed: int):
   dirs = {'serving': os.path.join(base, f'serving_{seed}'),
           'hub': os.path.join(base, f'hub_{seed}')}
   serving_export.export_serving_model(restored, dirs['serving'])
-  hub_export.export_hub_module(
-      hub_export.TableRows.from_variable(restored.table('tokens')),
+  exporter_fixtures.export_hub_module(
+      exporter_fixtures.from_variable(restored.table('tokens')),
       restored.vocabulary, dirs['hub'])
   return model_uri, table, dirs
 

@@ -19,6 +19,7 @@ from tfx.types import standard_artifacts
 from components import model_layout
 from components.embedding_spec import skipgram_spec
 from components.exporter import executor
+from components.exporter import fresh_process
 from components.exporter import load_check
 from tests import artifact_fixtures
 
@@ -148,13 +149,13 @@ def test_hub_check_in_its_own_process(run, tmp_path, monkeypatch):
   _, model_uri, _, _, _ = run
   started = []
 
-  class Counted(load_check.FreshProcess):
+  class Counted(fresh_process.FreshProcess):
 
     def __init__(self, *args, **kwargs):
       started.append(self)
       super().__init__(*args, **kwargs)
 
-  monkeypatch.setattr(load_check, 'FreshProcess', Counted)
+  monkeypatch.setattr(fresh_process, 'FreshProcess', Counted)
   serving_uri, hub_uri = str(tmp_path / 'serving'), str(tmp_path / 'hub')
   executor.export_model(model_uri, serving_uri, hub_uri,
                         separate_hub_check=True)

@@ -13,6 +13,7 @@ from components import model_layout
 from components import vocabulary_file
 from components.exporter import hub_export
 from tests import artifact_fixtures
+from tests import exporter_fixtures
 
 TOKENS = ['red', 'green', 'blue', 'cyan', 'magenta', 'yellow', 'black']
 DIM = 4
@@ -27,8 +28,8 @@ def module(tmp_path_factory):
       seed=5)
   restored = checkpoint_restore.restore_for_serving(str(root / 'model'))
   export_dir = str(root / 'hub')
-  hub_export.export_hub_module(
-      hub_export.TableRows.from_variable(restored.table('tokens')),
+  exporter_fixtures.export_hub_module(
+      exporter_fixtures.from_variable(restored.table('tokens')),
       restored.vocabulary, export_dir, num_oov_buckets=2,
       l2_regularization=0.01)
   return restored, export_dir
@@ -99,8 +100,8 @@ def test_string_keyed_module_answers_the_same(module, tmp_path):
   and OOV tokens land in the same buckets (which fine-tuning trains)."""
   restored, export_dir = module
   string_dir = str(tmp_path / 'hub')
-  hub_export.export_hub_module(
-      hub_export.TableRows.from_variable(restored.table('tokens')),
+  exporter_fixtures.export_hub_module(
+      exporter_fixtures.from_variable(restored.table('tokens')),
       restored.vocabulary, string_dir, num_oov_buckets=2,
       l2_regularization=0.01, keyed_by_string=True)
   sentences = ['blue blue', '', 'red unknown', 'red\tgreen  black ']
@@ -165,7 +166,7 @@ def test_train_tags_fine_tune_with_regularization_loss(module):
 def test_export_straight_from_a_trainer_checkpoint(module, tmp_path):
   restored, _ = module
   export_dir = str(tmp_path / 'hub')
-  hub_export.export_hub_module(
+  exporter_fixtures.export_hub_module(
       hub_export.TableRows.from_checkpoint(restored.checkpoint_path,
                                            model_layout.table_key('tokens')),
       restored.vocabulary, export_dir)
@@ -181,19 +182,19 @@ def test_bad_arguments(module, tmp_path):
       restored.checkpoint_path, model_layout.table_key('tokens'))
   vocab = restored.vocabulary
   with pytest.raises(FileExistsError, match='already exists'):
-    hub_export.export_hub_module(rows, vocab, export_dir)
+    exporter_fixtures.export_hub_module(rows, vocab, export_dir)
   with pytest.raises(ValueError, match='num_oov_buckets must be'):
-    hub_export.export_hub_module(rows, vocab, str(tmp_path / 'a'),
+    exporter_fixtures.export_hub_module(rows, vocab, str(tmp_path / 'a'),
                                  num_oov_buckets=0)
   with pytest.raises(ValueError, match='l2_regularization must be'):
-    hub_export.export_hub_module(rows, vocab, str(tmp_path / 'b'),
+    exporter_fixtures.export_hub_module(rows, vocab, str(tmp_path / 'b'),
                                  l2_regularization=-1.0)
   with pytest.raises(ValueError, match="no 2-D tensor 'nope'"):
-    hub_export.export_hub_module(
+    exporter_fixtures.export_hub_module(
         hub_export.TableRows.from_checkpoint(restored.checkpoint_path,
                                              'nope'),
         vocab, str(tmp_path / 'c'))
   short = vocabulary_file.Vocabulary(tuple(TOKENS[:3]), (1, 1, 1))
   with pytest.raises(ValueError, match='7 rows but the vocabulary has 3'):
-    hub_export.export_hub_module(rows, short, str(tmp_path / 'd'))
+    exporter_fixtures.export_hub_module(rows, short, str(tmp_path / 'd'))
   assert not os.listdir(tmp_path)

@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 
 from components import checkpoint_restore
+from components.exporter import canaries
 from components.exporter import load_check
 from components.exporter import serving_export
+from components.exporter import vocabulary_resources
 from tests import artifact_fixtures
+from tests import exporter_fixtures
 
 TOKENS = ['x', 'y', 'z', 'w']
 
@@ -30,7 +33,7 @@ def export(tmp_path_factory):
 
 def test_canary_expected_values():
   table = np.arange(4 * 8, dtype=np.float32).reshape(4, 8)
-  canary = load_check.make_canary(TOKENS, lambda a, b: table[a:b])
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
   ids = {t: i for i, t in enumerate(TOKENS)}
   for token, got in zip(canary.tokens, canary.token_embeddings):
     want = table[ids[token]] if token in ids else np.zeros(8)
@@ -44,9 +47,9 @@ def test_canary_expected_values():
 
 def test_canary_round_trips_through_npz(tmp_path):
   table = np.ones([3, 2], np.float32)
-  canary = load_check.make_canary(['a', 'é', 'c'], lambda a, b: table[a:b])
+  canary = canaries.make_canary(['a', 'é', 'c'], lambda a, b: table[a:b])
   canary.save(str(tmp_path / 'c.npz'))
-  back = load_check.Canary.load(str(tmp_path / 'c.npz'))
+  back = canaries.Canary.load(str(tmp_path / 'c.npz'))
   assert back.tokens == canary.tokens and back.sentences == canary.sentences
   np.testing.assert_array_equal(back.sentence_embeddings,
                                 canary.sentence_embeddings)
@@ -54,29 +57,29 @@ def test_canary_round_trips_through_npz(tmp_path):
 
 def test_fresh_process_rejects_values_that_differ(export):
   table, export_dir = export
-  wrong = load_check.make_canary(TOKENS, lambda a, b: table[a:b] + 0.5)
+  wrong = canaries.make_canary(TOKENS, lambda a, b: table[a:b] + 0.5)
   with pytest.raises(load_check.LoadCheckError,
                      match=f'load check failed: serving export {export_dir}: '
                      'LoadCheckError: serving lookup: differs'):
-    load_check.run_in_fresh_process([('serving', export_dir)], wrong)
+    exporter_fixtures.run_in_fresh_process([('serving', export_dir)], wrong)
 
 
 def test_fresh_process_rejects_a_serving_model_as_hub_module(export):
   table, export_dir = export
-  canary = load_check.make_canary(TOKENS, lambda a, b: table[a:b])
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
   with pytest.raises(load_check.LoadCheckError, match='no tfhub_module.pb'):
-    load_check.run_in_fresh_process([('hub', export_dir)], canary)
+    exporter_fixtures.run_in_fresh_process([('hub', export_dir)], canary)
   assert os.path.exists(os.path.join(export_dir, 'saved_model.pb'))
 
 
 def test_timeout_and_unknown_kind_are_clear_errors(export):
   table, export_dir = export
-  canary = load_check.make_canary(TOKENS, lambda a, b: table[a:b])
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
   with pytest.raises(load_check.LoadCheckError, match='timed out after'):
-    load_check.run_in_fresh_process([('serving', export_dir)], canary,
+    exporter_fixtures.run_in_fresh_process([('serving', export_dir)], canary,
                                     timeout_seconds=0.01)
   with pytest.raises(load_check.LoadCheckError, match='unknown export kind'):
-    load_check.run_in_fresh_process([('onnx', export_dir)], canary)
+    exporter_fixtures.run_in_fresh_process([('onnx', export_dir)], canary)
 
 
 def test_session_path_refuses_anonymous_resources(export, tmp_path,
@@ -85,11 +88,11 @@ def test_session_path_refuses_anonymous_resources(export, tmp_path,
   (TF Serving's path) is refused, naming the signature and the reason."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   table, good_dir = export
-  canary = load_check.make_canary(TOKENS, lambda a, b: table[a:b])
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
   load_check.check('serving', good_dir, canary)
 
   monkeypatch.setattr(
-      serving_export.TokenIds, '_create_resource',
+      vocabulary_resources.TokenIds, '_create_resource',
       lambda self: tf.raw_ops.AnonymousHashTable(key_dtype=tf.int64,
                                                  value_dtype=tf.int64))
   model_uri = os.path.join(os.path.dirname(good_dir), 'model')
@@ -109,7 +112,7 @@ def test_session_path_refuses_anonymous_resources(export, tmp_path,
 def test_missing_warmup_requests_are_refused(export, tmp_path):
   import shutil  # pylint: disable=g-import-not-at-top
   table, good_dir = export
-  canary = load_check.make_canary(TOKENS, lambda a, b: table[a:b])
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
   copy = str(tmp_path / 'copy')
   shutil.copytree(good_dir, copy)
   shutil.rmtree(os.path.join(copy, 'assets.extra'))

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from components import checkpoint_restore
+from components import serving_contract
 from components import vocabulary_file
 from components.embedding_spec import skipgram_spec
 from components.exporter import serving_export
@@ -52,7 +53,7 @@ def test_saved_model_cli_lists_three_signatures(exported):
   cli = os.path.join(os.path.dirname(sys.executable), 'saved_model_cli')
   out = subprocess.run([cli, 'show', '--all', '--dir', export_dir],
                        capture_output=True, text=True, check=True).stdout
-  for name in serving_export.SIGNATURES:
+  for name in serving_contract.SIGNATURES:
     assert f"signature_def['{name}']" in out
   assert 'accumulator' not in out and 'momenta' not in out
 

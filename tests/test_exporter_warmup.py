@@ -8,6 +8,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
 from components import checkpoint_restore
+from components import serving_contract
 from components.exporter import serving_export
 from components.exporter import warmup
 from tests import artifact_fixtures
@@ -32,7 +33,7 @@ def test_export_holds_a_predict_request_per_signature(export_dir):
           for record in tf.compat.v1.io.tf_record_iterator(path)]
   assert {log.WhichOneof('log_type') for log in logs} == {'predict_log'}
   assert {log.predict_log.request.model_spec.signature_name
-          for log in logs} == set(serving_export.SIGNATURES)
+          for log in logs} == set(serving_contract.SIGNATURES)
   assert len(logs) <= 1000  # TF Serving reads at most 1000 records
   tokens = tf.make_ndarray(next(
       log.predict_log.request.inputs['tokens'] for log in logs

@@ -13,10 +13,10 @@ import numpy as np
 
 from components import push_layout
 from components.checkpoint_restore import restore_for_serving
-from components.exporter import hub_export
 from components.exporter import serving_export
 from pipelines import demo_data
 from tests import artifact_fixtures
+from tests import exporter_fixtures
 
 SHAPE = demo_data.CorpusShape(topics=4, tokens_per_topic=20, filler_tokens=5,
                               lines_per_span=300, related_per_topic=5)
@@ -59,8 +59,8 @@ def push_baseline(push_root: str, model_uri: str, version: int = 1) -> str:
   restored = restore_for_serving(model_uri)
   dirs = {kind: push_layout.version_dir(push_root, kind, version)
           for kind in push_layout.KINDS}
-  hub_export.export_hub_module(
-      hub_export.TableRows.from_variable(restored.table('tokens')),
+  exporter_fixtures.export_hub_module(
+      exporter_fixtures.from_variable(restored.table('tokens')),
       restored.vocabulary, dirs['hub'])
   serving_export.export_serving_model(restored, dirs['serving'])
   for kind, path in dirs.items():

@@ -37,8 +37,9 @@ from components import checkpoint_restore
 from components import embedding_spec
 from components import file_system
 from components import vocabulary_file
+from components.exporter import canaries
+from components.exporter import fresh_process
 from components.exporter import hub_export
-from components.exporter import load_check
 from components.exporter import serving_export
 from components.exporter import token_ids
 from components.exporter.config import ExporterConfig
@@ -92,7 +93,7 @@ def export_model(model_uri: str,
                  l2_regularization: float = (
                      hub_export.DEFAULT_L2_REGULARIZATION),
                  load_check_timeout_seconds: float = (
-                     load_check.DEFAULT_TIMEOUT_SECONDS),
+                     fresh_process.DEFAULT_TIMEOUT_SECONDS),
                  separate_hub_check: Optional[bool] = None) -> None:
   """Writes both exports of the Model artifact at `model_uri`, load-checked.
 
@@ -103,7 +104,7 @@ def export_model(model_uri: str,
   more.
   """
   staging: List[str] = []
-  checkers: List[load_check.FreshProcess] = []
+  checkers: List[fresh_process.FreshProcess] = []
   try:
     serving_stage = file_system.staging_dir(serving_uri, 'exporting')
     staging.append(serving_stage)
@@ -112,7 +113,7 @@ def export_model(model_uri: str,
     serving_dir = os.path.join(serving_stage, 'export')
     hub_dir = os.path.join(hub_stage, 'export')
     # Imports TensorFlow while this process restores and exports.
-    checkers.append(load_check.FreshProcess(load_check_timeout_seconds))
+    checkers.append(fresh_process.FreshProcess(load_check_timeout_seconds))
 
     spec = embedding_spec.EmbeddingSpec.load(model_uri)
     table_name = spec.tables[0].name
@@ -135,8 +136,8 @@ def export_model(model_uri: str,
           f'model {model_uri}: vocabulary has {count} tokens but table '
           f'{table_name!r} has {rows} rows')
     table = restored.table(table_name)
-    canary = load_check.make_canary(
-        load_check.TokenFile(tokens_path, count, known),
+    canary = canaries.make_canary(
+        canaries.TokenFile(tokens_path, count, known),
         lambda start, stop: table[start:stop].numpy())
     logging.info('Exporting table %r %s from %s', table_name, table.shape,
                  restored.checkpoint_path)
@@ -151,7 +152,7 @@ def export_model(model_uri: str,
       # Started now, so that it imports TensorFlow while the module is
       # written. It loads the module once this process has released the
       # module's table, while the serving check may still be running.
-      checkers.append(load_check.FreshProcess(load_check_timeout_seconds))
+      checkers.append(fresh_process.FreshProcess(load_check_timeout_seconds))
 
     with _phase('hub export'):
       hub_export.export_hub_module(

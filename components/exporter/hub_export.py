@@ -35,13 +35,12 @@ export and the exporting session holds one copy of the table.
 """
 
 import dataclasses
-import os
-import tempfile
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 
+from components import serving_contract
 from components import text
 from components import vocabulary_file
 from components.exporter import token_ids
@@ -49,34 +48,20 @@ from components.exporter import token_ids
 EMBEDDINGS_VARIABLE = 'embeddings'
 OOV_VARIABLE = 'oov_embeddings'
 TRAIN_TAGS = frozenset({'train'})
-SIGNATURES = ('default', 'tokens')
 DEFAULT_NUM_OOV_BUCKETS = 1
 DEFAULT_L2_REGULARIZATION = 1e-6
-# Key of the table in the temporary checkpoint `TableRows.from_variable` uses.
-_TABLE_KEY = 'embeddings/.ATTRIBUTES/VARIABLE_VALUE'
 
 
 @dataclasses.dataclass(frozen=True)
 class TableRows:
-  """Where the module's table comes from: a checkpoint tensor or a variable."""
-  checkpoint_prefix: str = ''
-  key: str = ''
-  variable: Optional[tf.Variable] = None
+  """Where the module's table comes from: a 2-D tensor of a checkpoint."""
+  checkpoint_prefix: str
+  key: str
 
   @classmethod
   def from_checkpoint(cls, checkpoint_prefix: str, key: str) -> 'TableRows':
     """Tensor `key` of a checkpoint, e.g. the serving export's table."""
     return cls(checkpoint_prefix=checkpoint_prefix, key=key)
-
-  @classmethod
-  def from_variable(cls, variable: tf.Variable) -> 'TableRows':
-    """An eager variable, e.g. `RestoredModel.table(name)`.
-
-    It is written to a temporary checkpoint first, so the exporting process
-    briefly holds the table twice; the executor exports from the serving
-    export's checkpoint after releasing the restored table instead.
-    """
-    return cls(variable=variable)
 
 
 def _token_id_lookup(vocabulary_path: str, vocabulary_size: int,
@@ -84,9 +69,8 @@ def _token_id_lookup(vocabulary_path: str, vocabulary_size: int,
   """In the module's graph: tokens -> ids, V.. for OOV (hashed into buckets).
 
   The table is fingerprint-keyed (`components.exporter.token_ids`, as in the
-  serving SavedModel; at 10M tokens it loads in about a third of the time of
-  a string-keyed table read from the file), unless two vocabulary tokens share
-  a fingerprint. Either way an OOV token goes to bucket
+  serving SavedModel) unless `keyed_by_string`, for vocabularies in which two
+  tokens share a fingerprint. Either way an OOV token goes to bucket
   Fingerprint64(token) % num_oov_buckets.
   """
   if keyed_by_string:
@@ -148,7 +132,8 @@ def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
                                         ids - vocabulary_size))
       return tf.where(known[:, tf.newaxis], rows, buckets)
 
-    sentences = tf.compat.v1.placeholder(tf.string, [None], name='sentences')
+    sentences = tf.compat.v1.placeholder(tf.string, [None],
+                                         name=serving_contract.SENTENCES)
     tokens = text.tf_tokenize(sentences)
     sums = tf.math.unsorted_segment_sum(
         vectors(lookup_ids(tokens.flat_values)),
@@ -157,14 +142,17 @@ def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
     # sqrtn; rows without tokens come out as zeros.
     sentence_embeddings = tf.math.divide_no_nan(sums, tf.sqrt(counts))
     sentence_embeddings.set_shape([None, dim])
-    hub.add_signature('default', {'sentences': sentences},
-                      {'default': sentence_embeddings})
+    hub.add_signature(serving_contract.HUB_DEFAULT,
+                      {serving_contract.SENTENCES: sentences},
+                      {serving_contract.HUB_OUTPUT: sentence_embeddings})
 
-    token_input = tf.compat.v1.placeholder(tf.string, [None], name='tokens')
+    token_input = tf.compat.v1.placeholder(tf.string, [None],
+                                           name=serving_contract.TOKENS)
     token_embeddings = vectors(lookup_ids(token_input))
     token_embeddings.set_shape([None, dim])
-    hub.add_signature('tokens', {'tokens': token_input},
-                      {'default': token_embeddings})
+    hub.add_signature(serving_contract.HUB_TOKENS,
+                      {serving_contract.TOKENS: token_input},
+                      {serving_contract.HUB_OUTPUT: token_embeddings})
 
   return hub.create_module_spec(
       module_fn,
@@ -173,7 +161,7 @@ def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
 
 
 def export_hub_module(rows: TableRows,
-                      vocabulary: Union[vocabulary_file.Vocabulary, str],
+                      tokens_path: str,
                       export_dir: str,
                       num_oov_buckets: int = DEFAULT_NUM_OOV_BUCKETS,
                       l2_regularization: float = DEFAULT_L2_REGULARIZATION,
@@ -181,16 +169,17 @@ def export_hub_module(rows: TableRows,
   """Writes the TF1 Hub module for the table `rows` (row i = token i).
 
   Args:
-    rows: `TableRows.from_checkpoint(prefix, key)` (e.g. the serving export's
-      `variables/variables` and `serving_export.table_checkpoint_key()`) or
-      `TableRows.from_variable(restored.table('tokens'))` for a
-      `restore_for_serving` result (optimizer=None, so no slots).
-    vocabulary: tokens in row order, or the path of a one-token-per-line
-      file (`vocabulary_file.write_tokens_asset`) shipped as the asset.
+    rows: `TableRows.from_checkpoint(prefix, key)`, e.g. the serving export's
+      `variables/variables` and `serving_export.table_checkpoint_key()`, or a
+      trainer checkpoint and `model_layout.table_key(name)`.
+    tokens_path: a one-token-per-line file in row order
+      (`vocabulary_file.write_tokens` / `write_tokens_asset` format), shipped
+      as the module's asset under its own file name (normally
+      `serving_contract.TOKENS_ASSET_FILENAME`).
     export_dir: must not exist (hub's `export` refuses an existing directory).
     num_oov_buckets: zero rows for OOV tokens (>= 1).
     l2_regularization: strength of the L2 loss of the {"train"} tag set (>= 0).
-    keyed_by_string: `token_ids.fingerprints_collide(vocabulary file)`, if
+    keyed_by_string: `token_ids.fingerprints_collide(tokens_path)`, if
       already known; computed when None.
   """
   import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
@@ -206,46 +195,30 @@ def export_hub_module(rows: TableRows,
   if tf.io.gfile.exists(export_dir):
     raise FileExistsError(
         f'hub export: {export_dir} already exists; export into a new path')
-  if rows.variable is not None:
-    with tempfile.TemporaryDirectory(prefix='hub-table-') as tmp:
-      prefix = tf.train.Checkpoint(embeddings=rows.variable).write(
-          os.path.join(tmp, 'table'))
-      export_hub_module(TableRows.from_checkpoint(prefix, _TABLE_KEY),
-                        vocabulary, export_dir, num_oov_buckets,
-                        l2_regularization, keyed_by_string)
-    return
   checkpoint_prefix, table_key = rows.checkpoint_prefix, rows.key
   shapes = dict(tf.train.list_variables(checkpoint_prefix))
   if table_key not in shapes or len(shapes[table_key]) != 2:
     raise ValueError(f'hub export: checkpoint {checkpoint_prefix} has no 2-D '
                      f'tensor {table_key!r}')
   vocabulary_size, dim = (int(d) for d in shapes[table_key])
-  tokens = (vocabulary_file.count_lines(vocabulary)
-            if isinstance(vocabulary, str) else len(vocabulary))
+  tokens = vocabulary_file.count_lines(tokens_path)
   if vocabulary_size != tokens:
     raise ValueError(
         f'hub export: table has {vocabulary_size} rows but the vocabulary has '
         f'{tokens} tokens')
 
-  with tempfile.TemporaryDirectory(prefix='vocabulary-') as staging:
-    if isinstance(vocabulary, str):
-      vocab_path = vocabulary
-    else:
-      vocab_path = os.path.join(staging,
-                                vocabulary_file.TOKENS_ASSET_FILENAME)
-      vocabulary_file.write_tokens(vocab_path, vocabulary)
-    if keyed_by_string is None:
-      keyed_by_string = token_ids.fingerprints_collide(vocab_path)
-    spec = make_module_spec(vocab_path, vocabulary_size, dim, num_oov_buckets,
-                            float(l2_regularization), keyed_by_string)
-    with tf.Graph().as_default():
-      module = hub.Module(spec)
-      # The table's initializer becomes a restore op; the OOV rows keep their
-      # zeros initializer.
-      tf.compat.v1.train.init_from_checkpoint(
-          checkpoint_prefix,
-          {table_key: module.variable_map[EMBEDDINGS_VARIABLE]})
-      init = tf.compat.v1.global_variables_initializer()
-      with tf.compat.v1.Session() as session:
-        session.run(init)
-        module.export(export_dir, session)
+  if keyed_by_string is None:
+    keyed_by_string = token_ids.fingerprints_collide(tokens_path)
+  spec = make_module_spec(tokens_path, vocabulary_size, dim, num_oov_buckets,
+                          float(l2_regularization), keyed_by_string)
+  with tf.Graph().as_default():
+    module = hub.Module(spec)
+    # The table's initializer becomes a restore op; the OOV rows keep their
+    # zeros initializer.
+    tf.compat.v1.train.init_from_checkpoint(
+        checkpoint_prefix,
+        {table_key: module.variable_map[EMBEDDINGS_VARIABLE]})
+    init = tf.compat.v1.global_variables_initializer()
+    with tf.compat.v1.Session() as session:
+      session.run(init)
+      module.export(export_dir, session)

@@ -4,8 +4,9 @@
     <export_dir>/variables/               the table and its row norms, nothing else
     <export_dir>/assets/vocabulary.txt    one token per line, line i = table row i
 
-Signatures (all lookups go through the vocabulary asset; an OOV token, including
-"", maps to id -1 and to a zero vector):
+Signatures (names and keys from `components.serving_contract`; all lookups
+go through the vocabulary asset; an OOV token, including "", maps to id -1 and
+to a zero vector):
 
 * `serving_default`: `sentences` [batch] string -> `embeddings` [batch, dim],
   tokens split with `components.text.tf_tokenize` and combined with sqrtn:
@@ -19,9 +20,10 @@ Signatures (all lookups go through the vocabulary asset; an OOV token, including
   has no direction: its row is "" with score 0.
 
 Every signature reads the table densely (never ResourceGather), so a loaded
-table is never switched to copy-on-read and is held once. Every resource is
-named (see `_shared_name`), so the signatures answer under session loaders
-(TF Serving, `saved_model_cli run`) as under `tf.saved_model.load`.
+table is never switched to copy-on-read and is held once. The vocabulary's
+resources (`components.exporter.vocabulary_resources`) are named, so the
+signatures answer under session loaders (TF Serving, `saved_model_cli run`) as
+under `tf.saved_model.load`.
 
 It is also a TF2 reusable SavedModel, for `hub.KerasLayer(export_dir,
 trainable=True)`: calling the loaded object, `obj(sentences)`, gives the
@@ -38,28 +40,31 @@ import gc
 import os
 import tempfile
 from typing import Optional
-import uuid
 
 import numpy as np
 import tensorflow as tf
 
+from components import serving_contract
 from components import text
 from components import vocabulary_file
 from components.checkpoint_restore import RestoredModel
 from components.exporter import token_ids
+from components.exporter import vocabulary_resources
 from components.exporter import warmup
 
 # Name of the table variable inside the SavedModel (its checkpoint key is
 # `<TABLE_ATTRIBUTE>/.ATTRIBUTES/VARIABLE_VALUE` in variables/).
 TABLE_ATTRIBUTE = 'embeddings'
 NORMS_ATTRIBUTE = 'row_norms'
-SIGNATURES = ('serving_default', 'lookup', 'neighbors')
 # Vocabulary tokens (the file's first lines) used by the warm-up requests.
 _WARMUP_TOKENS = 3
 # Rows per step when computing row norms: a multi-GB table needs no
-# table-sized temporary, and a 16 MB block (at dim 64) stays in cache between
-# the square and the sum.
+# table-sized temporary.
 _NORM_CHUNK_ROWS = 1 << 16
+# Inputs of the signatures.
+_SENTENCES = tf.TensorSpec([None], tf.string, name=serving_contract.SENTENCES)
+_TOKENS = tf.TensorSpec([None], tf.string, name=serving_contract.TOKENS)
+_K = tf.TensorSpec([], tf.int32, name=serving_contract.K)
 
 
 def table_checkpoint_key() -> str:
@@ -78,111 +83,11 @@ def _row_norms(table: tf.Variable) -> np.ndarray:
   return norms
 
 
-def _shared_name(kind: str) -> str:
-  """A resource name unique to one export.
-
-  Session loaders (TF Serving, `saved_model_cli run`, the C++ loader) run the
-  init op once, then each request as a separate `Session.run` of the same
-  graph: a resource the requests find again must be named. Anonymous
-  resources (AnonymousHashTable, anonymous VarHandleOp) would be created anew,
-  empty, by every request. The uuid keeps two exports loaded in one process
-  apart; two loads of the same export share the resource, which both
-  initialize with the same contents.
-  """
-  return f'{kind}_{uuid.uuid4().hex}'
-
-
-class TokenIds(tf.saved_model.experimental.TrackableResource):
-  """Token -> row id (`components.exporter.token_ids`), built at load time.
-
-  Nothing is built while exporting; the table exists only in the process that
-  loads the SavedModel. `keyed_by_string=True` (for vocabularies in which two
-  tokens share a fingerprint) keys a plain table by the token strings.
-  """
-
-  def __init__(self, vocabulary_asset: tf.saved_model.Asset,
-               vocabulary_size: int, keyed_by_string: bool = False):
-    super().__init__()
-    if vocabulary_size > token_ids.MAX_TOKENS:
-      raise ValueError(
-          f'serving export: {vocabulary_size} tokens; at most '
-          f'{token_ids.MAX_TOKENS} fit the token id table')
-    self._vocabulary_asset = vocabulary_asset
-    self._vocabulary_size = vocabulary_size
-    self._keyed_by_string = keyed_by_string
-    self._name = _shared_name('token_ids')
-    _create_now(self)
-
-  def _create_resource(self):
-    return tf.raw_ops.HashTableV2(
-        key_dtype=tf.string if self._keyed_by_string else tf.int64,
-        value_dtype=tf.int64, shared_name=self._name)
-
-  def _initialize(self):
-    tokens = token_ids.read_lines(self._vocabulary_asset,
-                                  self._vocabulary_size)
-    if self._keyed_by_string:
-      keys = tokens
-      values = tf.range(self._vocabulary_size, dtype=tf.int64)
-    else:
-      keys, values = token_ids.keys_and_values(tokens,
-                                               self._vocabulary_size)
-    return tf.raw_ops.InitializeTableV2(
-        table_handle=self.resource_handle, keys=keys, values=values)
-
-  def lookup(self, tokens):
-    """`(ids, known)`: ids in [0, vocabulary size) (0 for OOV), OOV mask."""
-    if self._keyed_by_string:
-      found = tf.raw_ops.LookupTableFindV2(
-          table_handle=self.resource_handle, keys=tokens,
-          default_value=tf.constant(vocabulary_file.OOV_ID, tf.int64))
-      found.set_shape(tokens.shape)
-      return tf.maximum(found, 0), found >= 0
-    found = tf.raw_ops.LookupTableFindV2(
-        table_handle=self.resource_handle, keys=token_ids.keys(tokens),
-        default_value=tf.constant(token_ids.MISSING, tf.int64))
-    found.set_shape(tokens.shape)
-    return token_ids.decode(found, tokens)
-
-
-class TokenStrings(tf.saved_model.experimental.TrackableResource):
-  """Row id -> token: the asset's lines as one string tensor, read at load."""
-
-  def __init__(self, vocabulary_asset: tf.saved_model.Asset,
-               vocabulary_size: int):
-    super().__init__()
-    self._vocabulary_asset = vocabulary_asset
-    self._vocabulary_size = vocabulary_size
-    self._name = _shared_name('tokens_by_id')
-    _create_now(self)
-
-  def _create_resource(self):
-    return tf.raw_ops.VarHandleOp(dtype=tf.string,
-                                  shape=[self._vocabulary_size],
-                                  shared_name=self._name)
-
-  def _initialize(self):
-    return tf.raw_ops.AssignVariableOp(
-        resource=self.resource_handle,
-        value=token_ids.read_lines(self._vocabulary_asset,
-                                   self._vocabulary_size))
-
-  def gather(self, ids):
-    return tf.raw_ops.ResourceGather(resource=self.resource_handle,
-                                     indices=ids, dtype=tf.string)
-
-
-def _create_now(resource: tf.saved_model.experimental.TrackableResource):
-  """Creates the (empty) resource eagerly, so every signature captures it."""
-  with tf.init_scope():
-    resource.resource_handle  # pylint: disable=pointless-statement
-
-
 class EmbeddingServingModule(tf.Module):
   """The exported object: a table, its vocabulary and three signatures.
 
   The signatures hold no Python control flow on tensors, so they are traced
-  without AutoGraph (which took most of their tracing time).
+  without AutoGraph.
   """
 
   # Reusable SavedModel attributes: saved as plain attributes, which
@@ -203,10 +108,10 @@ class EmbeddingServingModule(tf.Module):
     setattr(self, NORMS_ATTRIBUTE,
             tf.Variable(_row_norms(table), trainable=False, name='row_norms'))
     self.vocabulary_asset = tf.saved_model.Asset(vocabulary_path)
-    self.token_ids = TokenIds(self.vocabulary_asset, self.vocabulary_size,
-                              keyed_by_string)
-    self.tokens_by_id = TokenStrings(self.vocabulary_asset,
-                                     self.vocabulary_size)
+    self.token_ids = vocabulary_resources.TokenIds(
+        self.vocabulary_asset, self.vocabulary_size, keyed_by_string)
+    self.tokens_by_id = vocabulary_resources.TokenStrings(
+        self.vocabulary_asset, self.vocabulary_size)
     self.variables = [table, getattr(self, NORMS_ATTRIBUTE)]
     self.trainable_variables = [table]
     self.regularization_losses = []
@@ -235,19 +140,16 @@ class EmbeddingServingModule(tf.Module):
     sums = tf.ensure_shape(sums, [None, self.dim])
     return tf.math.divide_no_nan(sums, tf.sqrt(counts))
 
-  @tf.function(input_signature=[
-      tf.TensorSpec([None], tf.string, name='sentences')], autograph=False)
+  @tf.function(input_signature=[_SENTENCES], autograph=False)
   def __call__(self, sentences):
     """[batch] sentences -> [batch, dim]: the reusable SavedModel's call."""
     return self._embed(sentences)
 
-  @tf.function(input_signature=[
-      tf.TensorSpec([None], tf.string, name='sentences')], autograph=False)
+  @tf.function(input_signature=[_SENTENCES], autograph=False)
   def embed_sentences(self, sentences):
-    return {'embeddings': self._embed(sentences)}
+    return {serving_contract.EMBEDDINGS: self._embed(sentences)}
 
-  @tf.function(input_signature=[
-      tf.TensorSpec([None], tf.string, name='tokens')], autograph=False)
+  @tf.function(input_signature=[_TOKENS], autograph=False)
   def lookup(self, tokens):
     ids, known = self.token_ids.lookup(tokens)
     rows = self._rows(ids)
@@ -256,11 +158,9 @@ class EmbeddingServingModule(tf.Module):
     vectors = tf.cond(
         tf.reduce_all(known), lambda: rows,
         lambda: rows * tf.cast(known, rows.dtype)[:, tf.newaxis])
-    return {'embeddings': vectors}
+    return {serving_contract.EMBEDDINGS: vectors}
 
-  @tf.function(input_signature=[
-      tf.TensorSpec([None], tf.string, name='tokens'),
-      tf.TensorSpec([], tf.int32, name='k')], autograph=False)
+  @tf.function(input_signature=[_TOKENS, _K], autograph=False)
   def neighbors(self, tokens, k):
     tf.debugging.assert_positive(k, message='neighbors: k must be >= 1')
     ids, known = self.token_ids.lookup(tokens)
@@ -280,15 +180,17 @@ class EmbeddingServingModule(tf.Module):
     values = tf.reshape(tf.boolean_mask(top.values, keep), shape)
     found = tf.broadcast_to(known[:, tf.newaxis], shape)
     return {
-        'tokens': tf.where(found, self.tokens_by_id.gather(indices), ''),
-        'scores': tf.where(found, values, 0.0),
+        serving_contract.TOKENS: tf.where(
+            found, self.tokens_by_id.gather(indices), ''),
+        serving_contract.SCORES: tf.where(found, values, 0.0),
     }
 
   def signatures(self):
     return {
-        'serving_default': self.embed_sentences.get_concrete_function(),
-        'lookup': self.lookup.get_concrete_function(),
-        'neighbors': self.neighbors.get_concrete_function(),
+        serving_contract.SERVING_DEFAULT:
+            self.embed_sentences.get_concrete_function(),
+        serving_contract.LOOKUP: self.lookup.get_concrete_function(),
+        serving_contract.NEIGHBORS: self.neighbors.get_concrete_function(),
     }
 
 
@@ -330,7 +232,7 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
   with tempfile.TemporaryDirectory(prefix='vocabulary-') as staging:
     if not tokens_path:
       tokens_path = os.path.join(staging,
-                                 vocabulary_file.TOKENS_ASSET_FILENAME)
+                                 serving_contract.TOKENS_ASSET_FILENAME)
       vocabulary_file.write_tokens(tokens_path, restored.vocabulary)
     tokens = vocabulary_file.count_lines(tokens_path)
     if int(variable.shape[0]) != tokens:

@@ -2,13 +2,13 @@
 
 Both exports build an int64-keyed hash table from their vocabulary asset when
 they are loaded: keys are 63-bit fingerprints (`tf.strings.to_hash_bucket_fast`),
-because an int64 table is several times faster to build and probe than a
-string one. Each value packs the row id (low `ID_BITS`) with a second,
-independent 31-bit hash of the token (`tf.strings.to_hash_bucket`), which
-`decode` compares against the query's: an OOV token whose fingerprint equals a
-vocabulary token's is still OOV (chance about vocabulary size / 2**94 per
-token). A vocabulary in which two tokens share a fingerprint
-(`fingerprints_collide`) is served from a plain string-keyed table instead.
+as an int64 table is cheaper to build and probe than a string-keyed one. Each
+value packs the row id (low `ID_BITS`) with a second, independent 31-bit hash
+of the token (`tf.strings.to_hash_bucket`), which `decode` compares against the
+query's: an OOV token whose fingerprint equals a vocabulary token's is still
+OOV (chance about vocabulary size / 2**94 per token). A vocabulary in which
+two tokens share a fingerprint (`fingerprints_collide`) is served from a plain
+string-keyed table instead.
 """
 
 from typing import Tuple
@@ -22,7 +22,7 @@ FINGERPRINT_BUCKETS = (1 << 63) - 1
 CHECK_BUCKETS = (1 << 31) - 1
 ID_BITS = 32
 _ID_MASK = (1 << ID_BITS) - 1
-# Vocabulary sizes the id field holds (as before: fewer than 2**ID_BITS).
+# Vocabulary sizes the id field holds: fewer than 2**ID_BITS.
 MAX_TOKENS = _ID_MASK
 # Default value of a lookup: id 0 with check CHECK_BUCKETS, a value
 # to_hash_bucket never returns, so it never passes the check.

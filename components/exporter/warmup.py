@@ -16,8 +16,8 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_log_pb2
 
-WARMUP_DIR = 'assets.extra'
-WARMUP_FILENAME = 'tf_serving_warmup_requests'
+from components import serving_contract
+
 # Neighbours asked for by the warm-up `neighbors` request (at most V - 1 are
 # returned).
 WARMUP_K = 10
@@ -26,7 +26,8 @@ Request = Tuple[str, Dict[str, np.ndarray]]
 
 
 def warmup_path(export_dir: str) -> str:
-  return os.path.join(export_dir, WARMUP_DIR, WARMUP_FILENAME)
+  return os.path.join(export_dir, serving_contract.WARMUP_DIR,
+                      serving_contract.WARMUP_FILENAME)
 
 
 def requests_for(tokens: Sequence[str]) -> List[Request]:
@@ -37,13 +38,15 @@ def requests_for(tokens: Sequence[str]) -> List[Request]:
     raise ValueError('warm-up: needs at least one vocabulary token')
   as_array = lambda values: np.array([v.encode('utf-8') for v in values],
                                      dtype=object)
+  sentences, tokens_key = serving_contract.SENTENCES, serving_contract.TOKENS
   return [
-      ('serving_default',
-       {'sentences': as_array([' '.join(tokens), tokens[0], ''])}),
-      ('lookup', {'tokens': as_array(tokens)}),
-      ('lookup', {'tokens': as_array(tokens + [''])}),
-      ('neighbors', {'tokens': as_array(tokens[:1]),
-                     'k': np.array(WARMUP_K, np.int32)}),
+      (serving_contract.SERVING_DEFAULT,
+       {sentences: as_array([' '.join(tokens), tokens[0], ''])}),
+      (serving_contract.LOOKUP, {tokens_key: as_array(tokens)}),
+      (serving_contract.LOOKUP, {tokens_key: as_array(tokens + [''])}),
+      (serving_contract.NEIGHBORS,
+       {tokens_key: as_array(tokens[:1]),
+        serving_contract.K: np.array(WARMUP_K, np.int32)}),
   ]
 
 

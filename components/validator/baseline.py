@@ -15,11 +15,8 @@ import numpy as np
 import tensorflow as tf
 
 from components import push_layout
-from components import vocabulary_file
+from components import serving_contract
 
-LOOKUP_SIGNATURE = 'lookup'
-LOOKUP_INPUT = 'tokens'
-LOOKUP_OUTPUT = 'embeddings'
 _BATCH = 8192
 
 
@@ -38,12 +35,12 @@ class Baseline:
 
 def read_tokens(export_dir: str) -> List[str]:
   """Tokens of a serving export's vocabulary asset, in row order."""
-  path = push_layout.join(export_dir, 'assets',
-                          vocabulary_file.TOKENS_ASSET_FILENAME)
+  asset = (f'{serving_contract.ASSETS_DIR}/'
+           f'{serving_contract.TOKENS_ASSET_FILENAME}')
+  path = push_layout.join(export_dir, asset)
   if not tf.io.gfile.exists(path):
-    raise BaselineError(f'baseline {export_dir}: no assets/'
-                        f'{vocabulary_file.TOKENS_ASSET_FILENAME}; is it a '
-                        'serving export of this project?')
+    raise BaselineError(f'baseline {export_dir}: no {asset}; is it a serving '
+                        'export of this project?')
   with tf.io.gfile.GFile(path, 'rb') as f:
     tokens = [line.decode('utf-8').rstrip('\n') for line in f]
   if not tokens:
@@ -54,11 +51,13 @@ def read_tokens(export_dir: str) -> List[str]:
 def read_serving_table(export_dir: str) -> np.ndarray:
   """`[vocabulary size, dim]` rows of a serving export, via `lookup`."""
   tokens = read_tokens(export_dir)
+  name = serving_contract.LOOKUP
+  output = serving_contract.EMBEDDINGS
   try:
     loaded = tf.saved_model.load(export_dir)
-    lookup = loaded.signatures[LOOKUP_SIGNATURE]
+    lookup = loaded.signatures[name]
   except KeyError as e:
-    raise BaselineError(f'baseline {export_dir} has no {LOOKUP_SIGNATURE!r} '
+    raise BaselineError(f'baseline {export_dir} has no {name!r} '
                         'signature') from e
   except (OSError, ValueError, tf.errors.OpError) as e:
     raise BaselineError(f'baseline {export_dir} cannot be loaded '
@@ -66,11 +65,12 @@ def read_serving_table(export_dir: str) -> np.ndarray:
                         ) from e
   parts = []
   for start in range(0, len(tokens), _BATCH):
-    out = lookup(**{LOOKUP_INPUT: tf.constant(tokens[start:start + _BATCH])})
-    if LOOKUP_OUTPUT not in out:
-      raise BaselineError(f'baseline {export_dir}: {LOOKUP_SIGNATURE!r} '
-                          f'returns {sorted(out)}, not {LOOKUP_OUTPUT!r}')
-    parts.append(out[LOOKUP_OUTPUT].numpy())
+    out = lookup(**{serving_contract.TOKENS: tf.constant(
+        tokens[start:start + _BATCH])})
+    if output not in out:
+      raise BaselineError(f'baseline {export_dir}: {name!r} returns '
+                          f'{sorted(out)}, not {output!r}')
+    parts.append(out[output].numpy())
   table = np.concatenate(parts, axis=0)
   if table.ndim != 2 or table.shape[0] != len(tokens):
     raise BaselineError(f'baseline {export_dir}: lookup returned shape '

@@ -1,0 +1,93 @@
+"""Canary inputs of the load check and the outputs an export must give them.
+
+A canary is a few vocabulary tokens (the table's first, middle and last rows),
+an OOV token and "", and sentences built from them that exercise the sqrtn
+combiner; its expected outputs are computed with numpy from the table rows.
+"""
+
+import collections.abc
+import dataclasses
+from typing import Callable, Dict, List, Sequence
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Canary:
+  tokens: List[str]
+  token_embeddings: np.ndarray     # [len(tokens), dim]
+  sentences: List[str]
+  sentence_embeddings: np.ndarray  # [len(sentences), dim]
+
+  def save(self, path: str):
+    np.savez(path, tokens=np.array(self.tokens, dtype=str),
+             token_embeddings=self.token_embeddings,
+             sentences=np.array(self.sentences, dtype=str),
+             sentence_embeddings=self.sentence_embeddings)
+
+  @classmethod
+  def load(cls, path: str) -> 'Canary':
+    with np.load(path) as d:
+      return cls([str(t) for t in d['tokens']], d['token_embeddings'],
+                 [str(s) for s in d['sentences']], d['sentence_embeddings'])
+
+
+class TokenFile(collections.abc.Sequence):
+  """A one-token-per-line file as the `tokens` of `make_canary`.
+
+  Only the lines in `known` ({line: token}, e.g. from
+  `vocabulary_file.write_tokens_asset`) can be indexed; `in` scans the file
+  block by block. Nothing per token is held in memory.
+  """
+
+  def __init__(self, path: str, size: int, known: Dict[int, str]):
+    self._path, self._size, self._known = path, size, dict(known)
+
+  def __len__(self) -> int:
+    return self._size
+
+  def __getitem__(self, i: int) -> str:
+    i = i + self._size if i < 0 else i
+    if i not in self._known:
+      raise IndexError(f'{self._path}: line {i} was not read')
+    return self._known[i]
+
+  def __contains__(self, token) -> bool:
+    from components import vocabulary_file  # pylint: disable=g-import-not-at-top
+    line = b'\n' + token.encode('utf-8') + b'\n'
+    return any(line in b'\n' + block
+               for block in vocabulary_file.line_blocks(self._path))
+
+
+def make_canary(tokens: Sequence[str],
+                read_rows: Callable[[int, int], np.ndarray]) -> Canary:
+  """Canary inputs and expected outputs for a table whose row i is tokens[i].
+
+  `read_rows(start, stop)` returns table rows; only the few canary rows are read.
+  """
+  size = len(tokens)
+  picks = sorted({0, size // 2, size - 1})
+  rows = {i: np.asarray(read_rows(i, i + 1), np.float32)[0] for i in picks}
+  dim = rows[0].shape[0]
+  oov = 'oov-canary'
+  while oov in tokens:  # only a scan in the unlikely case it is a token
+    oov += '-'
+  vector = {tokens[i]: rows[i] for i in picks}
+  zero = np.zeros([dim], np.float32)
+  embed = lambda t: vector.get(t, zero)
+
+  def sqrtn(sentence):
+    parts = sentence.split()
+    if not parts:
+      return zero
+    return (np.sum([embed(t) for t in parts], axis=0, dtype=np.float32) /
+            np.float32(np.sqrt(len(parts))))
+
+  first, middle, last = (tokens[picks[0]], tokens[picks[len(picks) // 2]],
+                         tokens[picks[-1]])
+  canary_tokens = [first, oov, '', middle, last]
+  sentences = [f'{first} {first}', '', f'{first} {oov}',
+               f' {first}\t{middle} {last} ', oov]
+  return Canary(canary_tokens,
+                np.stack([embed(t) for t in canary_tokens]),
+                sentences, np.stack([sqrtn(s) for s in sentences]))
