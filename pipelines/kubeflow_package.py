@@ -1,11 +1,13 @@
-"""The compiled pipeline package, read and checked before any API request."""
+"""The compiled pipeline package, read and checked before any API request.
+
+kfp is imported only when a package is read: importing it costs every
+command of the CLI well over a second.
+"""
 
 import dataclasses
 import os
 from typing import Any, Dict, Optional
 
-from google.protobuf import json_format
-from kfp.pipeline_spec import pipeline_spec_pb2
 import yaml
 
 from pipelines import kubeflow_parameters
@@ -24,6 +26,8 @@ class Package:
 
 def read_package(path: str) -> Package:
   """Loads a compiled YAML package; a bad file is a one-line error."""
+  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
   if not os.path.isfile(path):
     raise FileNotFoundError(
         f'pipeline package {path}: no such file; write it with '
