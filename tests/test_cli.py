@@ -108,3 +108,19 @@ def test_a_successful_command_prints_no_error_lines(tmp_path):
                  if re.match(r'(\S+ \S+: )?E\d* ', l) or 'Unable to register'
                  in l]
   assert not error_lines, done.stderr
+
+
+def test_settings_and_cluster_checks_import_without_tensorflow():
+  modules = ['components.settings', 'pipelines.config', 'pipelines.cli',
+             'pipelines.kubeflow_flags', 'pipelines.kubeflow_resources',
+             'pipelines.kubeflow_parameters', 'pipelines.kubeflow_package']
+  code = ('import importlib, sys\n'
+          f'for m in {modules!r}: importlib.import_module(m)\n'
+          'from pipelines import cli\n'
+          'cli.build_parser()\n'
+          "print(sorted(m for m in ('tensorflow', 'tfx', 'kfp', 'absl') "
+          'if m in sys.modules))\n')
+  done = subprocess.run([sys.executable, '-c', code], cwd=REPO,
+                        capture_output=True, text=True, check=True,
+                        timeout=120)
+  assert done.stdout.strip() == '[]'
