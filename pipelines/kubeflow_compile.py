@@ -48,14 +48,12 @@ from components.trainer.executor import PUSH_ROOT_KEY
 from pipelines import kubeflow_parameters
 from pipelines import kubeflow_resources
 from pipelines import pipeline as pipeline_lib
+from pipelines.kubeflow_flags import TPU_RESOURCE
 from pipelines.kubeflow_flags import TpuRequest
 from pipelines.kubeflow_flags import check_image
 from pipelines.kubeflow_flags import check_output
 from pipelines.kubeflow_flags import check_uri
 
-TPU_RESOURCE = 'google.com/tpu'
-GKE_TPU_ACCELERATOR_LABEL = 'cloud.google.com/gke-tpu-accelerator'
-GKE_TPU_TOPOLOGY_LABEL = 'cloud.google.com/gke-tpu-topology'
 # The container entrypoint of the ExampleGen task (pipelines/
 # kubeflow_example_gen.py): span resolution, then TFX's executor entrypoint.
 EXAMPLE_GEN_COMMAND = ('python', '-m', 'pipelines.kubeflow_example_gen')
@@ -224,14 +222,7 @@ def _platform_spec(spec: Dict[str, Any], trainer_task: str,
   container['env'] = [{'name': k, 'value': v}
                       for k, v in sorted(TRAINER_TPU_ENV.items())]
   return {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
-      label: {
-          'nodeSelector': {'labels': {
-              GKE_TPU_ACCELERATOR_LABEL: tpu.accelerator,
-              GKE_TPU_TOPOLOGY_LABEL: tpu.topology,
-          }},
-          'tolerations': [{'key': TPU_RESOURCE, 'operator': 'Exists',
-                           'effect': 'NoSchedule'}],
-      }}}}}}
+      label: tpu.kubernetes_executor()}}}}}
 
 
 def _header(spec: Dict[str, Any], image: str, tpu: Optional[TpuRequest],

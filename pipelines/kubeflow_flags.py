@@ -7,7 +7,11 @@ costs a fraction of a second and writes nothing.
 import dataclasses
 import os
 import re
-from typing import Optional
+from typing import Any, Dict, Optional
+
+TPU_RESOURCE = 'google.com/tpu'
+GKE_TPU_ACCELERATOR_LABEL = 'cloud.google.com/gke-tpu-accelerator'
+GKE_TPU_TOPOLOGY_LABEL = 'cloud.google.com/gke-tpu-topology'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +56,18 @@ class TpuRequest:
       raise ValueError(f'--tpu-count {count} exceeds the {chips} chips of '
                        f'topology {topology}')
     return cls(accelerator, topology, count)
+
+  def kubernetes_executor(self) -> Dict[str, Any]:
+    """The trainer's Kubernetes platform config: the TPU node pool's node
+    selectors and a toleration of its taint."""
+    return {
+        'nodeSelector': {'labels': {
+            GKE_TPU_ACCELERATOR_LABEL: self.accelerator,
+            GKE_TPU_TOPOLOGY_LABEL: self.topology,
+        }},
+        'tolerations': [{'key': TPU_RESOURCE, 'operator': 'Exists',
+                         'effect': 'NoSchedule'}],
+    }
 
 
 def check_uri(flag: str, value: str) -> str:
