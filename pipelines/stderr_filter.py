@@ -30,6 +30,11 @@ FACTORY_REGISTRATION = re.compile(
     rb'registered')
 
 
+def _flush():
+  if sys.stderr is not None:
+    sys.stderr.flush()
+
+
 @contextlib.contextmanager
 def dropping_lines(pattern: Pattern[bytes] = FACTORY_REGISTRATION,
                    fd: int = 2) -> Iterator[None]:
@@ -38,14 +43,18 @@ def dropping_lines(pattern: Pattern[bytes] = FACTORY_REGISTRATION,
   Everything else reaches `fd`, in order, when the block ends (also when it
   raises).
   """
-  sys.stderr.flush()
-  saved = os.dup(fd)
+  _flush()
+  try:
+    saved = os.dup(fd)
+  except OSError:  # no stderr to filter (closed)
+    yield
+    return
   with tempfile.TemporaryFile() as capture:
     os.dup2(capture.fileno(), fd)
     try:
       yield
     finally:
-      sys.stderr.flush()
+      _flush()
       os.dup2(saved, fd)
       os.close(saved)
       capture.seek(0)

@@ -46,3 +46,16 @@ def test_import_tensorflow_is_quiet_once_installed():
   assert done.returncode == 0, done.stderr
   assert b'Unable to register' not in done.stderr
   assert done.stderr.strip().endswith(b'still writable')
+
+
+def test_a_closed_stderr_is_left_alone():
+  code = ('import os\n'
+          'os.close(2)\n'
+          'from pipelines import stderr_filter\n'
+          'with stderr_filter.dropping_lines():\n'
+          '  print("ran")\n')
+  done = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                        text=True, timeout=60,
+                        cwd=os.path.dirname(os.path.dirname(
+                            os.path.abspath(__file__))))
+  assert done.returncode == 0 and done.stdout == 'ran\n', done
