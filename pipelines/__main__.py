@@ -3,6 +3,7 @@ import sys
 import warnings
 
 from components import huge_pages
+from pipelines import stderr_filter
 
 # Before anything is imported: a multi-GB table restored or exported in this
 # process then faults huge pages, not 4 KiB ones.
@@ -13,6 +14,9 @@ huge_pages.reexec_if_needed(['-m', 'pipelines'] + sys.argv[1:])
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 for category in (DeprecationWarning, FutureWarning, UserWarning):
   warnings.filterwarnings('ignore', category=category)
+# ...and the three ERROR lines XLA logs at `import tensorflow` on every
+# machine (real errors still show: TF_CPP_MIN_LOG_LEVEL stays at 2).
+stderr_filter.install()
 
 from pipelines.cli import main  # pylint: disable=g-import-not-at-top
 

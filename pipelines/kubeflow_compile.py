@@ -19,6 +19,11 @@ What the YAML holds, beyond TFX's own compilation:
     (open-source KFP does not run TFX's pre-cache-check driver hook) and is
     never cached, so every run, and every run of a schedule, trains on the
     newest span under the data root.
+  * Every task requests the CPU and memory it is limited to, sized from the
+    config (pipelines/kubeflow_resources.py).
+  * The data root, the push root and each component's config are run-time
+    parameters defaulting to the compiled values
+    (pipelines/kubeflow_parameters.py), so a run or a schedule can set them.
   * `defaultPipelineRoot` is the pipeline root, since a YAML package carries
     no runtimeConfig.
 No Resolver node is compiled (open-source KFP refuses them): the validator's
@@ -27,7 +32,6 @@ baseline is the version under the push root.
 
 import dataclasses
 import os
-import re
 import tempfile
 from typing import Any, Dict, List, Optional
 
@@ -35,14 +39,21 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx import v1 as tfx
 from tfx.dsl.components.base import executor_spec
+from tfx.orchestration import data_types
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 import yaml
 
+from components import settings
+from components.trainer.executor import PUSH_ROOT_KEY
+from pipelines import kubeflow_parameters
+from pipelines import kubeflow_resources
 from pipelines import pipeline as pipeline_lib
+from pipelines.kubeflow_flags import TPU_RESOURCE
+from pipelines.kubeflow_flags import TpuRequest
+from pipelines.kubeflow_flags import check_image
+from pipelines.kubeflow_flags import check_output
+from pipelines.kubeflow_flags import check_uri
 
-TPU_RESOURCE = 'google.com/tpu'
-GKE_TPU_ACCELERATOR_LABEL = 'cloud.google.com/gke-tpu-accelerator'
-GKE_TPU_TOPOLOGY_LABEL = 'cloud.google.com/gke-tpu-topology'
 # The container entrypoint of the ExampleGen task (pipelines/
 # kubeflow_example_gen.py): span resolution, then TFX's executor entrypoint.
 EXAMPLE_GEN_COMMAND = ('python', '-m', 'pipelines.kubeflow_example_gen')
@@ -54,50 +65,6 @@ _ResourceSpec = (
     .ResourceSpec)
 
 
-@dataclasses.dataclass(frozen=True)
-class TpuRequest:
-  """A GKE TPU slice for the trainer's pod.
-
-  accelerator: GKE accelerator label, e.g. tpu-v5-lite-podslice, tpu-v4-podslice.
-  topology: chip topology of the slice, e.g. 2x2 or 2x2x1.
-  count: `google.com/tpu` chips requested (default: chips in the topology).
-  """
-  accelerator: str
-  topology: str
-  count: int
-
-  @classmethod
-  def parse(cls, accelerator: Optional[str], topology: Optional[str],
-            count: Optional[int] = None) -> Optional['TpuRequest']:
-    """None when no TPU is asked for; a one-line error for bad flags."""
-    if not accelerator and not topology and count is None:
-      return None
-    if not accelerator:
-      raise ValueError('--tpu-topology/--tpu-count need --tpu-accelerator, '
-                       'e.g. --tpu-accelerator tpu-v5-lite-podslice')
-    if not re.fullmatch(r'tpu-[a-z0-9][a-z0-9-]*', accelerator):
-      raise ValueError(
-          f'--tpu-accelerator {accelerator!r}: expected a GKE TPU accelerator '
-          'label such as tpu-v5-lite-podslice or tpu-v4-podslice')
-    if not topology:
-      raise ValueError(f'--tpu-accelerator {accelerator} needs --tpu-topology '
-                       '(GKE schedules TPU pods by both labels), e.g. 2x2')
-    if not re.fullmatch(r'[1-9]\d*(x[1-9]\d*){1,2}', topology):
-      raise ValueError(f'--tpu-topology {topology!r}: expected chips per '
-                       'dimension such as 2x2 or 2x2x1')
-    chips = 1
-    for d in topology.split('x'):
-      chips *= int(d)
-    if count is None:
-      count = chips
-    if count < 1:
-      raise ValueError(f'--tpu-count must be >= 1, got {count}')
-    if count > chips:
-      raise ValueError(f'--tpu-count {count} exceeds the {chips} chips of '
-                       f'topology {topology}')
-    return cls(accelerator, topology, count)
-
-
 @dataclasses.dataclass
 class CompiledPipeline:
   """Where the YAML went and what it asks of the cluster."""
@@ -107,21 +74,8 @@ class CompiledPipeline:
   tasks: List[str]
   trainer_task: str
   tpu: Optional[TpuRequest]
-
-
-def _check_uri(flag: str, value: str) -> str:
-  if not value or value != value.strip() or any(c.isspace() for c in value):
-    raise ValueError(f'{flag} {value!r}: give a URI without spaces, e.g. '
-                     'gs://bucket/path')
-  return value.rstrip('/') if len(value) > 1 else value
-
-
-def _check_image(image: str) -> str:
-  if not image or not re.fullmatch(r'[A-Za-z0-9][^\s]*', image):
-    raise ValueError(f'--image {image!r}: give the component image, e.g. '
-                     'us-docker.pkg.dev/PROJECT/REPO/tpu-embeddings:TAG '
-                     '(built from kubeflow/Dockerfile)')
-  return image
+  resources: Dict[str, kubeflow_resources.TaskResources]
+  parameters: Dict[str, str]  # name -> compiled default
 
 
 def _find_trainer(components):
@@ -149,12 +103,38 @@ def _check_nodes(components):
           'it to a module under components/ so the image can import it')
 
 
+def _runtime_parameters(components, data_root: str,
+                        push_root: str) -> Dict[str, str]:
+  """Data root, push root and each config become STRING RuntimeParameters
+  defaulting to the compiled values (kubeflow_parameters); name -> default."""
+  defaults = {}
+
+  def parameter(name: str, default: str):
+    defaults[name] = default
+    return data_types.RuntimeParameter(name=name, ptype=str, default=default)
+
+  data = parameter(kubeflow_parameters.DATA_ROOT, data_root)
+  push = parameter(kubeflow_parameters.PUSH_ROOT, push_root)
+  by_id = {c.id: c for c in components}
+  by_id[kubeflow_resources.EXAMPLE_GEN].exec_properties['input_base'] = data
+  for c in components:
+    if c.exec_properties.get(PUSH_ROOT_KEY):
+      c.exec_properties[PUSH_ROOT_KEY] = push
+  for name, (task, _) in kubeflow_parameters.CONFIG_PARAMETERS.items():
+    props = by_id[task].exec_properties
+    props[settings.CONFIG_KEY] = parameter(name, props[settings.CONFIG_KEY])
+  return defaults
+
+
 def build_pipeline(pipeline_root: str, data_root: str, push_root: str,
                    config: pipeline_lib.PipelineConfig,
                    tpu: Optional[TpuRequest],
+                   task_resources: Dict[str, kubeflow_resources.TaskResources],
                    beam_pipeline_args: Optional[List[str]] = None,
                    pipeline_name: str = pipeline_lib.PIPELINE_NAME):
-  """The TFX pipeline as Kubeflow runs it: trainer on TPU or CPU."""
+  """(pipeline, trainer, parameter defaults) as Kubeflow runs it: roots and
+  configs as run-time parameters, each task's CPU and memory set, the trainer
+  on TPU or CPU."""
   config = config.replace(
       **{'trainer.tpu': TRAINER_TPU_PARAMETER if tpu else ''})
   pipeline = pipeline_lib.create_pipeline(
@@ -164,11 +144,21 @@ def build_pipeline(pipeline_root: str, data_root: str, push_root: str,
       enable_cache=True)
   _check_nodes(pipeline.components)
   trainer = _find_trainer(pipeline.components)
-  if tpu:
-    trainer.with_platform_config(_ResourceSpec(
-        accelerator=_ResourceSpec.AcceleratorConfig(
-            type=TPU_RESOURCE, count=tpu.count)))
-  return pipeline, trainer
+  ids = sorted(c.id for c in pipeline.components)
+  if ids != sorted(kubeflow_resources.TASKS):
+    raise RuntimeError(f'pipeline tasks {ids} are not the ones sized in '
+                       'pipelines/kubeflow_resources.py')
+  defaults = _runtime_parameters(pipeline.components, data_root, push_root)
+  for c in pipeline.components:
+    sized = task_resources[c.id]
+    resource_spec = _ResourceSpec(
+        cpu_request=sized.cpu, cpu_limit=sized.cpu,
+        memory_request=sized.memory_gb, memory_limit=sized.memory_gb)
+    if tpu and c is trainer:
+      resource_spec.accelerator.CopyFrom(_ResourceSpec.AcceleratorConfig(
+          type=TPU_RESOURCE, count=tpu.count))
+    c.with_platform_config(resource_spec)
+  return pipeline, trainer, defaults
 
 
 def _executor_label(spec: Dict[str, Any], task: str) -> str:
@@ -202,6 +192,27 @@ def _resolve_span_in_container(spec: Dict[str, Any]) -> List[str]:
   return tasks
 
 
+def _post_process(spec: Dict[str, Any], components,
+                  defaults: Dict[str, str]):
+  """What TFX 1.15's Kubeflow V2 compiler leaves out.
+
+  Every task's `resources` (it drops the platform config of a
+  FileBasedExampleGen), and the run-time parameters' defaults and
+  optionality (it declares only their types).
+  """
+  for c in components:
+    container = spec['deploymentSpec']['executors'][_executor_label(
+        spec, c.id)]['container']
+    container.setdefault('resources', {}).update(json_format.MessageToDict(
+        c.platform_config))
+  declared = spec['root']['inputDefinitions']['parameters']
+  if sorted(declared) != sorted(defaults):
+    raise RuntimeError(f'compiled parameters {sorted(declared)} are not '
+                       f'{sorted(defaults)}')
+  for name, default in defaults.items():
+    declared[name].update(defaultValue=default, isOptional=True)
+
+
 def _platform_spec(spec: Dict[str, Any], trainer_task: str,
                    tpu: Optional[TpuRequest]) -> Dict[str, Any]:
   if not tpu:
@@ -211,27 +222,25 @@ def _platform_spec(spec: Dict[str, Any], trainer_task: str,
   container['env'] = [{'name': k, 'value': v}
                       for k, v in sorted(TRAINER_TPU_ENV.items())]
   return {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
-      label: {
-          'nodeSelector': {'labels': {
-              GKE_TPU_ACCELERATOR_LABEL: tpu.accelerator,
-              GKE_TPU_TOPOLOGY_LABEL: tpu.topology,
-          }},
-          'tolerations': [{'key': TPU_RESOURCE, 'operator': 'Exists',
-                           'effect': 'NoSchedule'}],
-      }}}}}}
+      label: tpu.kubernetes_executor()}}}}}
 
 
-def _header(spec: Dict[str, Any], image: str,
-            tpu: Optional[TpuRequest], trainer_task: str) -> str:
+def _header(spec: Dict[str, Any], image: str, tpu: Optional[TpuRequest],
+            trainer_task: str,
+            task_resources: Dict[str, kubeflow_resources.TaskResources]) -> str:
   where = (f'{trainer_task} on {tpu.count} {TPU_RESOURCE} chip(s), '
            f'{tpu.accelerator} {tpu.topology}; other tasks on CPU'
            if tpu else 'every task on CPU')
+  sized = ', '.join(f'{task} {r}' for task, r in task_resources.items())
   return ('# PIPELINE DEFINITION (KFP v2 YAML; compiled from TFX by '
           '`python -m pipelines compile`)\n'
           f'# Name: {spec["pipelineInfo"]["name"]}\n'
           f'# Image: {image}\n'
           f'# Pipeline root: {spec.get("defaultPipelineRoot", "")}\n'
-          f'# Devices: {where}\n')
+          f'# Devices: {where}\n'
+          f'# Requests = limits: {sized}\n'
+          '# Run-time parameters: '
+          f'{", ".join(kubeflow_parameters.PARAMETERS)}\n')
 
 
 def compile_pipeline(output: str,
@@ -242,24 +251,25 @@ def compile_pipeline(output: str,
                      config: Optional[pipeline_lib.PipelineConfig] = None,
                      tpu: Optional[TpuRequest] = None,
                      beam_pipeline_args: Optional[List[str]] = None,
-                     pipeline_name: str = pipeline_lib.PIPELINE_NAME
+                     pipeline_name: str = pipeline_lib.PIPELINE_NAME,
+                     task_resources: Optional[Dict[
+                         str, kubeflow_resources.TaskResources]] = None
                     ) -> CompiledPipeline:
-  """Writes the KFP v2 YAML package to `output` (complete or not at all)."""
-  if not output.endswith(('.yaml', '.yml')):
-    raise ValueError(f'--output {output}: kfp.Client takes a .yaml package; '
-                     'name the file *.yaml')
-  image = _check_image(image)
-  pipeline_root = _check_uri('--pipeline-root', pipeline_root)
-  data_root = _check_uri('--data-root', data_root)
-  push_root = _check_uri('--push-root', push_root)
-  out_dir = os.path.dirname(os.path.abspath(output))
-  if not os.path.isdir(out_dir):
-    raise FileNotFoundError(f'--output {output}: directory {out_dir} does not '
-                            'exist')
+  """Writes the KFP v2 YAML package to `output` (complete or not at all).
+
+  `task_resources` default to `kubeflow_resources.estimate(config, tpu)`.
+  """
+  out_dir = check_output(output)
+  image = check_image(image)
+  pipeline_root = check_uri('--pipeline-root', pipeline_root)
+  data_root = check_uri('--data-root', data_root)
+  push_root = check_uri('--push-root', push_root)
   config = config or pipeline_lib.PipelineConfig()
-  pipeline, trainer = build_pipeline(pipeline_root, data_root, push_root,
-                                     config, tpu, beam_pipeline_args,
-                                     pipeline_name)
+  task_resources = task_resources or kubeflow_resources.estimate(
+      config, tpu is not None)
+  pipeline, trainer, defaults = build_pipeline(
+      pipeline_root, data_root, push_root, config, tpu, task_resources,
+      beam_pipeline_args, pipeline_name)
 
   runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
       config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
@@ -269,6 +279,7 @@ def compile_pipeline(output: str,
   spec = job['pipelineSpec']
   spec['defaultPipelineRoot'] = pipeline_root
   _resolve_span_in_container(spec)
+  _post_process(spec, pipeline.components, defaults)
   platform = _platform_spec(spec, trainer.id, tpu)
 
   # What kfp.Client will parse; fail here rather than at submit time.
@@ -276,8 +287,8 @@ def compile_pipeline(output: str,
   json_format.ParseDict(platform, pipeline_spec_pb2.PlatformSpec())
 
   docs = [spec] + ([platform] if platform else [])
-  text = _header(spec, image, tpu, trainer.id) + yaml.safe_dump_all(
-      docs, sort_keys=True, default_flow_style=False)
+  text = _header(spec, image, tpu, trainer.id, task_resources) + (
+      yaml.safe_dump_all(docs, sort_keys=True, default_flow_style=False))
   fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(output) + '.',
                              dir=out_dir)
   try:
@@ -291,4 +302,4 @@ def compile_pipeline(output: str,
   return CompiledPipeline(
       path=output, pipeline_name=spec['pipelineInfo']['name'], image=image,
       tasks=sorted(spec['root']['dag']['tasks']), trainer_task=trainer.id,
-      tpu=tpu)
+      tpu=tpu, resources=task_resources, parameters=defaults)

@@ -1,12 +1,16 @@
-"""The compiled pipeline package, read and checked before any API request."""
+"""The compiled pipeline package, read and checked before any API request.
+
+kfp is imported only when a package is read: importing it costs every
+command of the CLI well over a second.
+"""
 
 import dataclasses
 import os
 from typing import Any, Dict, Optional
 
-from google.protobuf import json_format
-from kfp.pipeline_spec import pipeline_spec_pb2
 import yaml
+
+from pipelines import kubeflow_parameters
 
 
 @dataclasses.dataclass
@@ -16,10 +20,14 @@ class Package:
   pipeline_name: str
   default_pipeline_root: str
   parameters: Dict[str, Any]  # name -> default value (None: required)
+  parameter_types: Dict[str, str] = dataclasses.field(
+      default_factory=dict)  # name -> KFP type, e.g. STRING
 
 
 def read_package(path: str) -> Package:
   """Loads a compiled YAML package; a bad file is a one-line error."""
+  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
   if not os.path.isfile(path):
     raise FileNotFoundError(
         f'pipeline package {path}: no such file; write it with '
@@ -41,24 +49,21 @@ def read_package(path: str) -> Package:
   if not spec.pipeline_info.name or not spec.root.dag.tasks:
     raise ValueError(f'pipeline package {path} has no pipeline name or no '
                      'tasks; recompile it with `python -m pipelines compile`')
-  parameters = {}
+  parameters, types = {}, {}
   for name, p in spec.root.input_definitions.parameters.items():
     parameters[name] = (json_format.MessageToDict(p.default_value)
                         if p.HasField('default_value') else None)
+    types[name] = pipeline_spec_pb2.ParameterType.ParameterTypeEnum.Name(
+        p.parameter_type)
   return Package(path=path, pipeline_name=spec.pipeline_info.name,
                  default_pipeline_root=spec.default_pipeline_root,
-                 parameters=parameters)
+                 parameters=parameters, parameter_types=types)
 
 
 def _arguments(package: Package,
                arguments: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-  arguments = dict(arguments or {})
-  unknown = sorted(set(arguments) - set(package.parameters))
-  if unknown:
-    known = ', '.join(sorted(package.parameters)) or 'none'
-    raise ValueError(f'--param {unknown[0]}: the pipeline has no such '
-                     f'parameter (parameters: {known})')
-  return arguments
+  return kubeflow_parameters.check_arguments(
+      package.parameters, package.parameter_types, arguments)
 
 
 def checked(package_path: str, pipeline_root: Optional[str],

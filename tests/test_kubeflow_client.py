@@ -15,10 +15,12 @@ import urllib.parse
 import pytest
 import yaml
 
+from components.trainer.config import TrainerConfig
 from pipelines import cli
 from pipelines import kubeflow_client
 
 API = '/apis/v2beta1'
+COMPILED_TRAINER = TrainerConfig(tpu='auto', train_steps=600).to_json()
 
 
 class FakeKfpApi:
@@ -126,7 +128,12 @@ def package(tmp_path):
       'defaultPipelineRoot': 'gs://compiled-bucket/tfx',
       'root': {
           'inputDefinitions': {'parameters': {
-              'note': {'parameterType': 'STRING', 'defaultValue': 'x'}}},
+              'note': {'parameterType': 'STRING', 'defaultValue': 'x'},
+              'data_root': {'parameterType': 'STRING', 'isOptional': True,
+                            'defaultValue': 'gs://compiled-bucket/corpus'},
+              'trainer_config': {'parameterType': 'STRING',
+                                 'isOptional': True,
+                                 'defaultValue': COMPILED_TRAINER}}},
           'dag': {'tasks': {'EmbeddingTrainer': {
               'taskInfo': {'name': 'EmbeddingTrainer'},
               'componentRef': {'name': 'EmbeddingTrainer'}}}},
@@ -309,3 +316,49 @@ def test_bad_inputs_fail_before_contacting_the_host(tmp_path, package):
   no_root.write_text(yaml.safe_dump_all(docs))
   with pytest.raises(ValueError, match='--pipeline-root'):
     kubeflow_client.submit(host, str(no_root))
+
+
+def test_submit_sets_roots_and_config_fields_at_run_time(package, capsys):
+  path, _, _ = package
+  with FakeKfpApi() as api:
+    rc = cli.main(['submit', '--host', api.host, '--package', str(path),
+                   '--param', 'data_root=gs://new-bucket/corpus',
+                   '--param', 'trainer_config.train_steps=20000',
+                   '--param', 'trainer_config={"window": 5}'])
+  assert rc == 0, capsys.readouterr().err
+  [run] = api.posted('runs')
+  sent = run['runtime_config']['parameters']
+  assert sent['data_root'] == 'gs://new-bucket/corpus'
+  trainer = TrainerConfig.from_json(sent['trainer_config'])
+  assert (trainer.train_steps, trainer.window, trainer.tpu) == (20000, 5,
+                                                                'auto')
+  assert set(sent) == {'data_root', 'trainer_config'}  # the rest: defaults
+
+
+def test_schedule_sets_parameters_of_every_scheduled_run(package, capsys):
+  path, _, _ = package
+  with FakeKfpApi() as api:
+    rc = cli.main(['schedule', '--host', api.host, '--package', str(path),
+                   '--cron', '0 0 3 * * *',
+                   '--param', 'trainer_config.batch_size=1024'])
+  assert rc == 0, capsys.readouterr().err
+  [job] = api.posted('recurringruns')
+  assert TrainerConfig.from_json(job['runtime_config']['parameters'][
+      'trainer_config']).batch_size == 1024
+
+
+@pytest.mark.parametrize('param, message', [
+    ('nope=1', '--param nope: the pipeline has no such parameter'),
+    ('trainer_config.train_steps=abc', 'train_steps must be an integer'),
+    ('trainer_config.tpu=', 'fixed when compiling'),
+])
+def test_bad_parameter_is_one_line_before_any_request(package, capsys, param,
+                                                      message):
+  path, _, _ = package
+  with FakeKfpApi() as api:
+    rc = cli.main(['submit', '--host', api.host, '--package', str(path),
+                   '--param', param])
+  err = capsys.readouterr().err.strip()
+  assert rc == 2 and err.startswith('error: --param') and message in err
+  assert len(err.splitlines()) == 1
+  assert not api.requests

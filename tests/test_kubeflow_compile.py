@@ -12,6 +12,8 @@ import yaml
 
 from pipelines import cli
 from pipelines import kubeflow_compile
+from pipelines import kubeflow_parameters
+from pipelines import kubeflow_resources
 from pipelines import pipeline as pipeline_lib
 
 IMAGE = 'us-docker.pkg.dev/my-project/ml/tpu-embeddings:1.2.3'
@@ -38,10 +40,14 @@ def _executor(spec, task):
 
 
 def _param(spec, task, name):
-  """A task's parameter, or a setting of its JSON `config` parameter."""
+  """A task's parameter, or a setting of its JSON `config` parameter; a
+  run-time parameter's compiled default."""
   params = spec['root']['dag']['tasks'][task]['inputs']['parameters']
   if name not in params:
-    return json.loads(params['config']['runtimeValue']['constant'])[name]
+    return json.loads(_param(spec, task, 'config'))[name]
+  if 'componentInputParameter' in params[name]:
+    return spec['root']['inputDefinitions']['parameters'][params[name][
+        'componentInputParameter']]['defaultValue']
   return params[name]['runtimeValue']['constant']
 
 
@@ -108,7 +114,8 @@ def test_without_a_tpu_everything_runs_on_cpu(cpu_yaml):
   assert len(docs) == 1  # no Kubernetes platform section
   spec = docs[0]
   for e in spec['deploymentSpec']['executors'].values():
-    assert 'resources' not in e['container'] and 'env' not in e['container']
+    assert 'accelerator' not in e['container']['resources']
+    assert 'env' not in e['container']
   assert _param(spec, 'EmbeddingTrainer', 'tpu') == ''
   assert compiled.tpu is None
   assert spec['pipelineInfo']['name'] == compiled.pipeline_name == (
@@ -225,6 +232,11 @@ def test_committed_example_package():
       'google.com/tpu')
   assert list(platform['platforms']['kubernetes']['deploymentSpec'][
       'executors']) == [trainer_label]
+  for task, r in _resources(spec).items():
+    assert r['cpuRequest'] == r['cpuLimit'] > 0, task
+    assert r['memoryRequest'] == r['memoryLimit'] > 0, task
+  assert sorted(spec['root']['inputDefinitions']['parameters']) == sorted(
+      kubeflow_parameters.PARAMETERS)
 
 
 def test_dockerfile_ships_every_module_the_package_runs(cpu_yaml):
@@ -248,3 +260,76 @@ def test_dockerfile_ships_every_module_the_package_runs(cpu_yaml):
     if top != 'tfx':
       path = os.path.join(REPO, *module.split('.')[:2])
       assert os.path.isdir(path) or os.path.isfile(path + '.py'), module
+
+
+def _resources(spec):
+  return {task: _executor(spec, task)[1]['container']['resources']
+          for task in spec['root']['dag']['tasks']}
+
+
+@pytest.mark.parametrize('fixture', ['tpu_yaml', 'cpu_yaml'])
+def test_every_task_requests_the_cpu_and_memory_it_is_limited_to(
+    fixture, request):
+  compiled, (spec, *_) = request.getfixturevalue(fixture)
+  found = _resources(spec)
+  assert sorted(found) == sorted(kubeflow_resources.TASKS)
+  for task, r in found.items():
+    assert r['cpuRequest'] == r['cpuLimit'] > 0, task
+    assert r['memoryRequest'] == r['memoryLimit'] >= 1, task
+    assert (r['cpuLimit'], r['memoryLimit']) == (
+        compiled.resources[task].cpu, compiled.resources[task].memory_gb)
+  # The TPU trainer's host holds checkpoints it saves: more than the pusher.
+  assert found['EmbeddingTrainer']['memoryLimit'] > found[
+      'EmbeddingPusher']['memoryLimit']
+
+
+def test_table_size_sizes_the_validator_and_exporter(tmp_path):
+  path = str(tmp_path / 'big.yaml')
+  big = pipeline_lib.PipelineConfig().replace(**{
+      'vocabulary.max_tokens': 10_000_000, 'table.dim': 64})
+  kubeflow_compile.compile_pipeline(path, image=IMAGE, config=big, **ROOTS)
+  spec = _load(path)[0]
+  found = _resources(spec)
+  table_gb = 10_000_001 * 64 * 4 * 2 / 1e9  # adagrad: table + accumulator
+  for task in ('CheckpointValidator', 'EmbeddingExporter', 'EmbeddingTrainer'):
+    assert found[task]['memoryLimit'] > table_gb, task
+  assert found['EmbeddingPusher']['memoryLimit'] < table_gb
+
+
+def test_roots_and_configs_are_run_time_parameters(cpu_yaml):
+  compiled, (spec, *_) = cpu_yaml
+  declared = spec['root']['inputDefinitions']['parameters']
+  assert sorted(declared) == sorted(kubeflow_parameters.PARAMETERS)
+  for name, p in declared.items():
+    assert p['parameterType'] == 'STRING' and p['isOptional'], name
+    assert p['defaultValue'] == compiled.parameters[name]
+  tasks = spec['root']['dag']['tasks']
+
+  def wired(task, key):
+    return tasks[task]['inputs']['parameters'][key]['componentInputParameter']
+
+  assert wired('FileBasedExampleGen', 'input_base') == 'data_root'
+  assert declared['data_root']['defaultValue'] == ROOTS['data_root']
+  for task in ('EmbeddingTrainer', 'CheckpointValidator', 'EmbeddingPusher'):
+    assert wired(task, 'push_root') == 'push_root'
+  assert declared['push_root']['defaultValue'] == ROOTS['push_root']
+  for name, (task, config_class) in (
+      kubeflow_parameters.CONFIG_PARAMETERS.items()):
+    assert wired(task, 'config') == name
+    # The default is the complete config the component checks.
+    config_class.from_json(declared[name]['defaultValue'])
+  # The SDK that submits the package sees the same inputs.
+  component = kfp.components.load_component_from_file(compiled.path)
+  assert sorted(component.component_spec.inputs) == sorted(declared)
+
+
+def test_resource_flags_override_the_estimate(tmp_path, capsys):
+  out = tmp_path / 'pipeline.yaml'
+  rc = cli.main(['compile', '--output', str(out), '--image', IMAGE,
+                 '--pipeline-root', 'gs://b/tfx', '--cpu',
+                 'EmbeddingTrainer=16', '--memory', 'EmbeddingExporter=64Gi'])
+  assert rc == 0
+  found = _resources(_load(str(out))[0])
+  assert found['EmbeddingTrainer']['cpuLimit'] == 16
+  assert found['EmbeddingExporter']['memoryLimit'] == pytest.approx(68.719)
+  assert 'EmbeddingExporter 4 CPU 68.719 GB' in capsys.readouterr().out

@@ -23,15 +23,25 @@ def _write_span(data_root, span, token, lines=12):
               for i in range(lines)))
 
 
-def _run_task(spec, task, out_dir):
-  """Runs `task`'s container command in-process with a KFP executor input."""
+def _run_task(spec, task, out_dir, run_parameters=None):
+  """Runs `task`'s container command in-process with a KFP executor input;
+  a run-time parameter takes its value from `run_parameters` or its default,
+  as Kubeflow Pipelines resolves it."""
   tasks = spec['root']['dag']['tasks']
   component = spec['components'][tasks[task]['componentRef']['name']]
   container = spec['deploymentSpec']['executors'][
       component['executorLabel']]['container']
   assert container['command'] == list(kubeflow_compile.EXAMPLE_GEN_COMMAND)
-  parameters = {name: p['runtimeValue']['constant']
-                for name, p in tasks[task]['inputs']['parameters'].items()}
+  declared = spec['root']['inputDefinitions']['parameters']
+  run_parameters = run_parameters or {}
+  parameters = {}
+  for name, p in tasks[task]['inputs']['parameters'].items():
+    if 'componentInputParameter' in p:
+      root = p['componentInputParameter']
+      parameters[name] = run_parameters.get(
+          root, declared[root]['defaultValue'])
+    else:
+      parameters[name] = p['runtimeValue']['constant']
   outputs = {
       name: {'artifacts': [{
           'name': f'{task}-{name}', 'type': a['artifactType'],
@@ -89,3 +99,13 @@ def test_example_gen_task_reads_the_latest_span(tmp_path):
   tokens = {t for seq in examples_io.read_sequences(uri, 'train') for t in seq}
   assert tokens and all(t.startswith('newer') for t in tokens)
   assert _downstream_view(output, spec).get_int_custom_property('span') == 3
+
+  # The data_root run-time parameter points a run at another corpus.
+  other = tmp_path / 'other'
+  _write_span(other, 7, 'other', lines=4)
+  output = _run_task(spec, 'FileBasedExampleGen', tmp_path / 'run3',
+                     run_parameters={'data_root': str(other)})
+  uri = str(tmp_path / 'run3' / 'examples')
+  tokens = {t for seq in examples_io.read_sequences(uri, 'train') for t in seq}
+  assert tokens and all(t.startswith('other') for t in tokens)
+  assert _downstream_view(output, spec).get_int_custom_property('span') == 7

@@ -1,5 +1,10 @@
-"""`compile`: the pipeline as a KFP v2 YAML package for Kubeflow Pipelines."""
+"""`compile`: the pipeline as a KFP v2 YAML package for Kubeflow Pipelines.
 
+Every flag and setting is checked before TFX is imported.
+"""
+
+from pipelines import kubeflow_flags
+from pipelines import kubeflow_resources
 from pipelines.commands import run as run_command
 
 DEFAULT_OUTPUT = 'kubeflow/pipeline.yaml'
@@ -16,11 +21,11 @@ def register(sub):
                  help='root of the artifacts on the cluster, e.g. '
                  'gs://bucket/tfx')
   p.add_argument('--data-root',
-                 help='corpus root with span-N/ folders '
-                 '(default PIPELINE_ROOT/data)')
+                 help='corpus root with span-N/ folders: the default of the '
+                 'data_root run parameter (default PIPELINE_ROOT/data)')
   p.add_argument('--push-root',
-                 help='where blessed versions are pushed '
-                 '(default PIPELINE_ROOT/pushed)')
+                 help='where blessed versions are pushed: the default of the '
+                 'push_root run parameter (default PIPELINE_ROOT/pushed)')
   p.add_argument('--tpu-accelerator', metavar='TYPE',
                  help='GKE TPU accelerator of the trainer\'s node pool, e.g. '
                  'tpu-v5-lite-podslice (default: train on CPU)')
@@ -34,28 +39,46 @@ def register(sub):
                  help='override one setting (JSON value), e.g. --set trainer.train_steps=2000')
   p.add_argument('--beam-arg', action='append', default=[],
                  help='Beam pipeline argument for the Beam components')
+  p.add_argument('--cpu', action='append', default=[], metavar='TASK=N',
+                 help='cores one task requests and is limited to, instead of '
+                 'the estimate, e.g. --cpu EmbeddingTrainer=16')
+  p.add_argument('--memory', action='append', default=[],
+                 metavar='TASK=SIZE',
+                 help='memory one task requests and is limited to, instead '
+                 'of the estimate from the table size, e.g. '
+                 '--memory EmbeddingExporter=32G')
   p.set_defaults(func=run, tpu=None)
 
 
 def run(args) -> int:
-  from pipelines import kubeflow_compile  # pylint: disable=g-import-not-at-top
-  tpu = kubeflow_compile.TpuRequest.parse(
+  tpu = kubeflow_flags.TpuRequest.parse(
       args.tpu_accelerator, args.tpu_topology, args.tpu_count)
   config = run_command.config_from_args(args)
   if config.trainer.tpu:
     raise ValueError('--set tpu=...: the compiled trainer\'s tpu follows '
                      '--tpu-accelerator ("auto" with a TPU, "" without)')
-  root = args.pipeline_root.rstrip('/')
-  data_root = args.data_root or f'{root}/data'
-  push_root = args.push_root or f'{root}/pushed'
+  kubeflow_flags.check_output(args.output)
+  kubeflow_flags.check_image(args.image)
+  root = kubeflow_flags.check_uri('--pipeline-root', args.pipeline_root)
+  data_root = kubeflow_flags.check_uri('--data-root',
+                                       args.data_root or f'{root}/data')
+  push_root = kubeflow_flags.check_uri('--push-root',
+                                       args.push_root or f'{root}/pushed')
+  task_resources = kubeflow_resources.with_overrides(
+      kubeflow_resources.estimate(config, tpu is not None), args.cpu,
+      args.memory)
+  from pipelines import kubeflow_compile  # pylint: disable=g-import-not-at-top
   compiled = kubeflow_compile.compile_pipeline(
       args.output, image=args.image, pipeline_root=args.pipeline_root,
       data_root=data_root, push_root=push_root, config=config, tpu=tpu,
-      beam_pipeline_args=args.beam_arg or None)
+      beam_pipeline_args=args.beam_arg or None, task_resources=task_resources)
   where = (f'{compiled.trainer_task} on {tpu.count} google.com/tpu chip(s) '
            f'({tpu.accelerator}, {tpu.topology}), other tasks on CPU'
            if tpu else 'all tasks on CPU')
   print(f'wrote {compiled.path}: {len(compiled.tasks)} tasks, image '
         f'{compiled.image}; {where}; data {data_root}, push {push_root}, '
         f'pipeline root {args.pipeline_root}')
+  print('requests = limits: ' + ', '.join(
+      f'{task} {r}' for task, r in compiled.resources.items()))
+  print('run-time parameters: ' + ', '.join(compiled.parameters))
   return 0

@@ -11,9 +11,13 @@ def register(sub):
   p.add_argument('--spans', type=int, default=2, help='number of spans')
   p.add_argument('--first-span', type=int, default=1,
                  help='number of the first span written (to add spans later)')
-  p.add_argument('--seed', type=int, default=0)
+  p.add_argument('--seed', type=int, default=0,
+                 help='random seed; the same seed writes the same corpus '
+                 '(default 0)')
   p.add_argument('--lines-per-span', type=int,
-                 default=demo_data.CorpusShape.lines_per_span)
+                 default=demo_data.CorpusShape.lines_per_span,
+                 help='sentences per span (default '
+                 f'{demo_data.CorpusShape.lines_per_span})')
   p.set_defaults(func=run)
 
 

@@ -11,7 +11,8 @@ def register(sub):
   consumer.add_root_arguments(p)
   p.add_argument('--version', help='pushed version (default: the latest)')
   p.add_argument('--json', action='store_true', help='print JSON')
-  p.add_argument('sentences', nargs='+', metavar='TEXT')
+  p.add_argument('sentences', nargs='+', metavar='TEXT',
+                 help='sentences to embed, one argument each')
   p.set_defaults(func=run)
 
 

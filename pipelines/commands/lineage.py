@@ -6,9 +6,10 @@ import json
 def register(sub):
   p = sub.add_parser('lineage', help='pushed version -> model -> examples -> '
                      'span, from ML Metadata')
-  p.add_argument('--home', required=True)
+  p.add_argument('--home', required=True,
+                 help='pipeline home of `run` (reads its metadata.sqlite)')
   p.add_argument('--version', type=int, help='pushed version (default latest)')
-  p.add_argument('--json', action='store_true')
+  p.add_argument('--json', action='store_true', help='print JSON')
   p.set_defaults(func=run)
 
 

@@ -12,7 +12,7 @@ def register(sub):
   p.add_argument('--version', help='pushed version (default: the latest)')
   p.add_argument('-k', type=int, default=10, help='how many (default 10)')
   p.add_argument('--json', action='store_true', help='print JSON')
-  p.add_argument('token')
+  p.add_argument('token', help='the query token (one word)')
   p.set_defaults(func=run)
 
 

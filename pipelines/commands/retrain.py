@@ -11,14 +11,17 @@ def register(sub):
   p = sub.add_parser('retrain', help='run the pipeline if the data root has a '
                      'span newer than the pushed model (exit 0 otherwise)')
   p.add_argument('--data', required=True, help='data root with span-N/ folders')
-  p.add_argument('--home', required=True)
-  p.add_argument('--verbose', action='store_true')
+  p.add_argument('--home', required=True,
+                 help='pipeline home of `run`: metadata.sqlite, pipeline/ and '
+                 'pushed/ (the pushed model\'s span is compared)')
+  p.add_argument('--verbose', action='store_true', help='full TFX logs')
   run_command.add_config_arguments(p)
   p.set_defaults(func=run)
 
 
 def run(args) -> int:
   config = run_command.config_from_args(args)
+  run_command.check_data_root(args.data)
   push_root = consumer.push_root_for_home(args.home)
   try:
     with retrain_lib.RetrainLock(args.home):

@@ -45,6 +45,13 @@ def config_from_args(args):
   return config_lib.PipelineConfig.from_dict(values)
 
 
+def check_data_root(data_root: str):
+  """Before TFX is imported and before anything is created under --home."""
+  if not os.path.isdir(data_root):
+    raise FileNotFoundError(f'data root {data_root} is not a directory; '
+                            'create it with `python -m pipelines demo-data`')
+
+
 def register(sub):
   p = sub.add_parser('run', help='run the pipeline locally')
   p.add_argument('--data', required=True, help='data root with span-N/ folders')
@@ -61,6 +68,9 @@ def register(sub):
 def run(args) -> int:
   from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
   config = config_from_args(args)
+  check_data_root(args.data)
+  if args.neighbors < 0:
+    raise ValueError(f'--neighbors must be >= 0, got {args.neighbors}')
   print(f'running pipeline {config_lib.PIPELINE_NAME} on {args.data} '
         f'(home {os.path.abspath(args.home)})', flush=True)
   from pipelines import local_runner  # pylint: disable=g-import-not-at-top

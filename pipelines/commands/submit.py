@@ -1,7 +1,5 @@
 """`submit`: start one run of the compiled pipeline on Kubeflow Pipelines."""
 
-import json
-
 from pipelines import kubeflow_client
 
 DEFAULT_PACKAGE = 'kubeflow/pipeline.yaml'
@@ -23,22 +21,24 @@ def add_client_arguments(p):
   p.add_argument('--service-account', help='Kubernetes service account')
   p.add_argument('--param', action='append', default=[],
                  metavar='NAME=VALUE',
-                 help='pipeline parameter (JSON value or plain string)')
+                 help='set a pipeline parameter for the run, checked against '
+                 'the package: data_root=gs://..., push_root=gs://..., or '
+                 'a component config (JSON object merged over the compiled '
+                 'one, or one field), e.g. trainer_config.train_steps=20000; '
+                 'see kubeflow/README.md')
   p.add_argument('--timeout', type=float,
                  default=kubeflow_client.DEFAULT_TIMEOUT_SECONDS,
                  help='seconds to wait for each API request')
 
 
 def parse_params(items):
+  """{NAME: raw string}; the package's parameter types convert them."""
   params = {}
   for item in items:
     name, sep, raw = item.partition('=')
     if not sep or not name:
       raise ValueError(f'--param {item!r}: expected NAME=VALUE')
-    try:
-      params[name] = json.loads(raw)
-    except json.JSONDecodeError:
-      params[name] = raw
+    params[name] = raw
   return params
 
 
