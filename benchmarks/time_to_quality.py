@@ -35,7 +35,7 @@ from benchmarks import embedding_quality as quality
 from benchmarks import interaction_corpus
 
 TRAINER_NODE = 'EmbeddingTrainer'
-DATA_NODES = ('CorpusExampleGen', 'Vocabulary')
+DATA_NODES = ('FileBasedExampleGen', 'Vocabulary')
 
 
 def gensim_run(corpus, dim, window, negatives, epochs, seed):
