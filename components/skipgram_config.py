@@ -1,6 +1,7 @@
 """SkipGramConfig: how token sequences become skip-gram training pairs."""
 
 import dataclasses
+import math
 
 from components import settings
 
@@ -40,3 +41,7 @@ class SkipGramConfig(settings.Settings):
     if not 0 <= self.subsample < 1:
       raise ValueError(f'{self.WHAT} parameter subsample must be in [0, 1), got '
                        f'{self.subsample!r}')
+
+  def untrained_loss(self) -> float:
+    """Skip-gram loss of a table that learned nothing (every logit 0)."""
+    return (1 + self.negatives) * math.log(2)

@@ -20,10 +20,6 @@ from components.vocabulary.config import VocabularyConfig
 
 PIPELINE_NAME = 'tpu-embeddings'
 
-# A model must beat this fraction of an untrained table's eval loss when the
-# validator's max_eval_loss is not set.
-UNTRAINED_LOSS_FRACTION = 0.99
-
 
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
@@ -45,10 +41,6 @@ class PipelineConfig:
   def sections(cls) -> Dict[str, Any]:
     return {f.name: f.default for f in dataclasses.fields(cls)}
 
-  def untrained_loss_limit(self) -> float:
-    """The default max_eval_loss: just below an untrained table's loss."""
-    return UNTRAINED_LOSS_FRACTION * self.trainer.untrained_loss()
-
   def embedding_spec(self) -> EmbeddingSpec:
     return self.trainer_config().spec()
 
@@ -58,12 +50,6 @@ class PipelineConfig:
       return self.trainer
     return self.trainer.replace(
         embedding_spec=self.table.embedding_spec().to_json())
-
-  def validator_config(self) -> ValidatorConfig:
-    """The validator's config, max_eval_loss defaulting to the untrained limit."""
-    if self.validator.max_eval_loss is not None:
-      return self.validator
-    return self.validator.replace(max_eval_loss=self.untrained_loss_limit())
 
   def replace(self, **settings_by_name) -> 'PipelineConfig':
     """A copy with settings changed, named as in `from_dict`."""

@@ -151,6 +151,7 @@ def summarize(home: str, pipeline_name: str) -> Dict[str, Any]:
       summary['metrics'] = report.get('metrics', {})
       summary['failed_gates'] = [
           g for g in report.get('gates', []) if not g.get('passed', True)]
+      summary['warnings'] = report.get('warnings', [])
     summary['report'] = os.path.join(blessing.uri, 'report.html')
   if 'EmbeddingTrainer' in outputs:
     model = outputs['EmbeddingTrainer']['model'].artifact
@@ -188,12 +189,14 @@ def format_summary(summary: Dict[str, Any]) -> str:
   else:
     lines.append('pushed: nothing (model not blessed)')
   metrics = summary.get('metrics') or {}
-  for role in ('candidate', 'baseline'):
+  for role in ('candidate', 'baseline', 'popularity'):
     shown = {k: v for k, v in (metrics.get(role) or {}).items()
              if isinstance(v, (int, float)) and not isinstance(v, bool)}
     if shown:
       lines.append(f'{role} metrics: ' + ', '.join(
           f'{k}={v:.4g}' for k, v in sorted(shown.items())))
+  for warning in summary.get('warnings') or []:
+    lines.append(f'warning: {warning}')
   training = summary.get('training') or {}
   if training:
     lines.append(

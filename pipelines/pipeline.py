@@ -30,7 +30,7 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
       model=trainer.outputs['model'],
       examples=example_gen.outputs['examples'],
       vocabulary=vocabulary.outputs['vocabulary'],
-      push_root=push_root, config=config.validator_config())
+      push_root=push_root, config=config.validator)
   exporter = EmbeddingExporter(model=trainer.outputs['model'],
                                config=config.exporter)
   pusher = EmbeddingPusher(

@@ -110,3 +110,13 @@ def test_loss_and_gradients_match_autodiff():
 def test_bad_config_names_the_field(field, value):
   with pytest.raises(ValueError, match=field):
     skipgram.SkipGramConfig(**{field: value}).validate()
+
+
+def test_untrained_loss_is_the_loss_of_a_table_that_learned_nothing():
+  config = skipgram.SkipGramConfig(negatives=7)
+  batch, dim = 4, 3
+  # Every logit is 0.
+  loss, _ = skipgram.loss_and_gradients(
+      tf.zeros([batch, dim]), tf.zeros([batch, dim]),
+      tf.zeros([batch, config.negatives, dim]), batch)
+  assert config.untrained_loss() == pytest.approx(float(loss))

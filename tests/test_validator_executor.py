@@ -212,8 +212,8 @@ def test_candidate_worse_than_baseline_beyond_margin_is_not_blessed(
   assert 'vs baseline' in failed['baseline/recall_at_k']
   # Health is fine: only the comparison stops it.
   assert not any(name.startswith('health/') for name in failed)
-  # Without the baseline the same candidate passes the absolute gates.
-  _, alone = run(corpus, model, str(tmp_path / 'b2'))
+  # Without the baseline (and the popularity bar) it passes the absolute gates.
+  _, alone = run(corpus, model, str(tmp_path / 'b2'), beat_popularity=False)
   assert alone['blessed'], alone['summary']
 
 
@@ -221,9 +221,48 @@ def test_absolute_thresholds_gate_without_a_baseline(tmp_path, corpus):
   tokens = corpus['vocab'].tokens
   model = _model(tmp_path, corpus, 'model', vf.random_table(tokens, 0.8))
   _, report = run(corpus, model, str(tmp_path / 'b'), min_recall_at_k=0.5,
-                  max_eval_loss=100.0)
+                  max_eval_loss=100.0, beat_popularity=False)
   failed = _failed(report)
   assert list(failed) == ['absolute/recall_at_k']
+
+
+def test_table_that_learned_nothing_loses_to_the_popularity_ranking(tmp_path,
+                                                                    corpus):
+  tokens = corpus['vocab'].tokens
+  untrained = _model(tmp_path, corpus, 'untrained',
+                     vf.random_table(tokens, 0.8))
+  _, report = run(corpus, untrained, str(tmp_path / 'b'))
+  assert not report['blessed']
+  assert list(_failed(report)) == ['popularity/recall_at_k']
+  popular = report['metrics']['popularity']['recall_at_k']
+  assert report['metrics']['candidate']['recall_at_k'] <= popular
+  # Its loss is no better than a zero table's: said, but not a gate.
+  untrained_loss = report['metrics']['untrained']['eval_loss']
+  assert report['metrics']['candidate']['eval_loss'] >= untrained_loss
+  assert any("not below an untrained table's" in w
+             for w in report['warnings'])
+  good = _model(tmp_path, corpus, 'good', vf.topic_table(tokens, 0.1))
+  _, blessed = run(corpus, good, str(tmp_path / 'b2'))
+  assert blessed['blessed'], blessed['summary']
+  assert blessed['metrics']['candidate']['recall_at_k'] > popular
+
+
+def test_baseline_knowing_little_of_the_eval_vocabulary_is_flagged(
+    tmp_path, corpus):
+  tokens = corpus['vocab'].tokens
+  few = list(tokens[:3])
+  base_model = str(tmp_path / 'small_baseline')
+  artifact_fixtures.write_tpu_format_model(
+      base_model, few, table=vf.topic_table(few, 0.1))
+  root = str(tmp_path / 'root')
+  vf.push_baseline(root, base_model)
+  model = _model(tmp_path, corpus, 'model', vf.topic_table(tokens, 0.1))
+  _, report = run(corpus, model, str(tmp_path / 'b'), push_root=root)
+  coverage = report['metrics']['baseline']['eval_vocabulary_coverage']
+  assert coverage < 0.1
+  assert [w for w in report['warnings'] if 'knows only' in w] == [
+      f'baseline version 1 knows only {coverage:.1%} of the evaluation '
+      'vocabulary (min_baseline_coverage 0.5): comparing with it says little']
 
 
 def test_sparsecore_layout_restores_through_restore_info(tmp_path, corpus):

@@ -89,3 +89,16 @@ def test_blessed_needs_gates_and_all_passing():
   assert not gates.blessed([ok, bad])
   assert gates.summary([ok, bad]) == ('not blessed: CheckpointError: table '
                                       'missing')
+
+
+def test_popularity_gate_needs_strictly_better_recall():
+  assert gates.popularity_gate(0.3, 0.2).passed
+  tie = gates.popularity_gate(0.2, 0.2)
+  assert not tie.passed and 'ranking tokens by frequency' in tie.reason
+  assert not gates.popularity_gate(None, 0.2).passed
+  assert gates.popularity_gate(None, None).passed  # nothing to rank
+
+
+def test_min_baseline_coverage_is_a_fraction():
+  with pytest.raises(ValueError, match='min_baseline_coverage must be in'):
+    gates.Thresholds(min_baseline_coverage=1.5)

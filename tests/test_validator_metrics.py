@@ -128,6 +128,18 @@ def test_recall_at_k_matches_a_full_ranking():
         _brute_recall(table, queries, answers, k))
 
 
+def test_popularity_recall_ranks_the_most_frequent_other_tokens():
+  rng = np.random.default_rng(6)
+  queries = rng.integers(0, 40, 500)
+  answers = rng.integers(0, 40, 500)
+  for k in (1, 3, 10):
+    hits = [a in [i for i in range(40) if i != q][:k]
+            for q, a in zip(queries, answers) if q != a]
+    assert metrics.popularity_recall_at_k(queries, answers, k) == (
+        pytest.approx(np.mean(hits)))
+  assert metrics.popularity_recall_at_k(queries, queries, 3) is None
+
+
 def test_recall_at_k_gives_nothing_to_constant_or_unknown_rows():
   constant = np.ones((20, 4), np.float32)
   q, a = np.arange(10), np.arange(10, 20)

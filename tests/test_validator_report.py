@@ -60,3 +60,15 @@ def test_html_without_baseline_says_so(tmp_path):
   page = (tmp_path / 'report.html').read_text()
   assert 'BLESSED' in page and 'absolute thresholds only' in page
   assert 'class="bar-baseline"' not in page
+
+
+def test_html_shows_the_reference_figures_and_warnings(tmp_path):
+  r = _report()
+  r['metrics']['popularity'] = {'recall_at_k': 0.0625}
+  r['metrics']['untrained'] = {'eval_loss': 4.1589}
+  r['warnings'] = ['baseline version 3 knows only 1.8% of <the> vocabulary']
+  report.write(str(tmp_path), r, np.ones(5), None)
+  page = (tmp_path / 'report.html').read_text()
+  assert '<th>popularity ranking</th>' in page and '0.0625' in page
+  assert '<th>untrained table</th>' in page and '4.1589' in page
+  assert 'knows only 1.8% of &lt;the&gt; vocabulary' in page

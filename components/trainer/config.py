@@ -5,7 +5,6 @@ the heavy imports.
 """
 
 import dataclasses
-import math
 
 from components import settings
 from components.embedding_spec import EmbeddingSpec, skipgram_spec
@@ -72,10 +71,6 @@ class TrainerConfig(SkipGramConfig, LoopConfig):
     if self.embedding_spec.strip():
       return EmbeddingSpec.from_json(self.embedding_spec)
     return skipgram_spec()
-
-  def untrained_loss(self) -> float:
-    """Skip-gram loss of a table that learned nothing (every logit 0)."""
-    return (1 + self.negatives) * math.log(2)
 
 
 @dataclasses.dataclass(frozen=True)

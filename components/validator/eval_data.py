@@ -75,6 +75,13 @@ def load(examples_uri: str, vocabulary_uri: str, config: ValidatorConfig,
                   related)
 
 
+def popularity(data: EvalData, k: int) -> Dict[str, Any]:
+  """The figures of ranking tokens by frequency, scored like a table."""
+  p = data.pairs
+  return {'recall_at_k': metrics.popularity_recall_at_k(
+      p.targets[data.recall_rows], p.contexts[data.recall_rows], k)}
+
+
 def quality(model_tokens: List[str], table: np.ndarray, data: EvalData,
             k: int) -> Dict[str, Any]:
   """Quality metrics of one model's table on `data` (same code for both)."""

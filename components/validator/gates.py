@@ -1,8 +1,12 @@
-"""Blessing gates: numeric health, absolute thresholds, and the pushed baseline.
+"""Blessing gates: numeric health, the popularity ranking, absolute thresholds
+and the pushed baseline.
 
 Each gate is one named check with its value, its limit, pass/fail and a
-one-line reason; the model is blessed only when every gate passes. With no
-baseline only health and absolute gates apply (TFX's "rubber stamp").
+one-line reason; the model is blessed only when every gate passes. By default
+a healthy table must beat ranking tokens by frequency at held-out retrieval:
+a table that learned nothing cannot, while held-out skip-gram loss stays near
+an untrained table's on long-window data even for good models. With no
+baseline the baseline gates do not apply.
 """
 
 import dataclasses
@@ -25,7 +29,9 @@ class Thresholds(settings.Settings):
 
   `regression_margin` is the fraction of the baseline's value the candidate
   may lose on any quality metric (0.05: a loss up to 5% higher, a recall up
-  to 5% lower).
+  to 5% lower). `beat_popularity`: recall@k must exceed that of ranking
+  tokens by frequency. A baseline knowing less than `min_baseline_coverage`
+  of the evaluation vocabulary is flagged: its comparison says little.
   """
   WHAT = 'validator'
 
@@ -36,9 +42,14 @@ class Thresholds(settings.Settings):
   min_spearman: Optional[float] = None
   min_related_recall_at_k: Optional[float] = None
   regression_margin: float = 0.05
+  beat_popularity: bool = True
+  min_baseline_coverage: float = 0.5
 
   def validate(self):
     super().validate()
+    if not 0.0 <= self.min_baseline_coverage <= 1.0:
+      raise ValueError('validator threshold min_baseline_coverage must be in '
+                       f'[0, 1], got {self.min_baseline_coverage}')
     if not -1.0 <= self.max_mean_cosine <= 1.0:
       raise ValueError('validator threshold max_mean_cosine must be in '
                        f'[-1, 1], got {self.max_mean_cosine}')
@@ -135,6 +146,23 @@ def _at_most(name: str, value: Optional[float], limit: float, what: str,
   ok = value is not None and value <= limit
   return Gate(name, ok, f'{what} ' + ('<=' if ok else over) + f' {limit:g}'
               + ('' if ok else failure), value, limit, '<=')
+
+
+def popularity_gate(candidate: Optional[float],
+                    popularity: Optional[float]) -> Gate:
+  """Held-out recall@k above the popularity ranking's (same pairs, same k)."""
+  name = 'popularity/recall_at_k'
+  if popularity is None:
+    return Gate(name, True, 'recall_at_k: no query to rank; not compared')
+  if candidate is None:
+    return Gate(name, False, 'recall_at_k: not computed', None, popularity,
+                '>')
+  ok = candidate > popularity
+  return Gate(name, ok, f'recall_at_k {_fmt(candidate)} > popularity ranking '
+              f'{_fmt(popularity)}: ' + ('ok' if ok else
+                                         'FAILED (no better than ranking '
+                                         'tokens by frequency)'),
+              candidate, popularity, '>')
 
 
 def absolute_gates(metrics: Dict[str, Optional[float]],

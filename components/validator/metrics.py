@@ -206,6 +206,23 @@ def recall_at_k(table: np.ndarray, queries: np.ndarray, answers: np.ndarray,
   return hits / queries.size
 
 
+def popularity_recall_at_k(queries: np.ndarray, answers: np.ndarray,
+                           k: int) -> Optional[float]:
+  """`recall_at_k` of ranking tokens by frequency, the same for every query.
+
+  Rows are in vocabulary order (count descending), so row i is the i-th most
+  frequent token; the query itself is never a candidate.
+  """
+  if k < 1:
+    raise ValueError(f'k must be >= 1, got {k}')
+  keep = queries != answers
+  queries, answers = queries[keep], answers[keep]
+  if queries.size == 0:
+    return None
+  rank = answers - (queries < answers)  # the query's row is skipped
+  return float(np.mean(rank < k))
+
+
 def average_ranks(x: np.ndarray) -> np.ndarray:
   """1-based ranks, ties sharing their average rank."""
   x = np.asarray(x, dtype=np.float64)

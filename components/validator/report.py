@@ -94,15 +94,21 @@ def _cell(x: Any) -> str:
   return html.escape(str(x))
 
 
+# Columns of the metrics table: what each model or reference scored.
+METRIC_COLUMNS = (('candidate', 'candidate'), ('baseline', 'baseline'),
+                  ('popularity', 'popularity ranking'),
+                  ('untrained', 'untrained table'))
+
+
 def _metric_rows(report: Dict[str, Any]) -> List[str]:
-  cand = report.get('metrics', {}).get('candidate') or {}
-  base = report.get('metrics', {}).get('baseline') or {}
+  found = report.get('metrics', {})
+  columns = [found.get(role) or {} for role, _ in METRIC_COLUMNS]
   rows = []
-  for key in sorted(set(cand) | set(base)):
-    if isinstance(cand.get(key), dict) or isinstance(base.get(key), dict):
+  for key in sorted(set().union(*columns)):
+    if any(isinstance(c.get(key), dict) for c in columns):
       continue
-    rows.append(f'<tr><td>{html.escape(key)}</td><td>{_cell(cand.get(key))}'
-                f'</td><td>{_cell(base.get(key))}</td></tr>')
+    cells = ''.join(f'<td>{_cell(c.get(key))}</td>' for c in columns)
+    rows.append(f'<tr><td>{html.escape(key)}</td>{cells}</tr>')
   return rows
 
 
@@ -116,6 +122,11 @@ def render_html(report: Dict[str, Any], hist: Dict[str, Any]) -> str:
       f'</td><td>{html.escape(g["reason"])}</td></tr>'
       for g in report['gates'])
   baseline = report.get('baseline_model') or '(none: absolute thresholds only)'
+  warnings = ''.join(f'<li>{html.escape(w)}</li>'
+                     for w in report.get('warnings', []))
+  if warnings:
+    warnings = f'<h2>Warnings</h2><ul>{warnings}</ul>'
+  headers = ''.join(f'<th>{title}</th>' for _, title in METRIC_COLUMNS)
   return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Checkpoint validation: {verdict}</title>
 <style>
@@ -128,10 +139,11 @@ tr.fail td {{ background: #fde8e8; }}
 <p>{html.escape(report['summary'])}</p>
 <p>Candidate: <code>{html.escape(report['current_model'])}</code><br>
 Baseline: <code>{html.escape(baseline)}</code></p>
+{warnings}
 <h2>Gates</h2>
 <table><tr><th>gate</th><th>result</th><th>reason</th></tr>{gates}</table>
 <h2>Metrics</h2>
-<table><tr><th>metric</th><th>candidate</th><th>baseline</th></tr>
+<table><tr><th>metric</th>{headers}</tr>
 {''.join(_metric_rows(report))}</table>
 <h2>Row norms</h2>
 {histogram_svg(hist, 'Row norm histogram: candidate vs baseline')}

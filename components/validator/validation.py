@@ -7,7 +7,10 @@
 2. Health of every table: no NaN/Inf, no collapse, no exploded norms.
 3. Quality of the `tokens` table on the eval split (and optional similarity
    and related-pairs files), candidate and pushed baseline scored alike.
-4. Gates: absolute thresholds; baseline within the regression margin.
+4. Gates: recall@k above the popularity ranking's; absolute thresholds;
+   baseline within the regression margin.
+5. Warnings (not gates): held-out loss not below an untrained table's, a
+   baseline that knows little of the evaluation vocabulary.
 
 Bad settings or inputs (files, push root, eval data) raise a one-line error;
 a bad checkpoint is a verdict, not a crash.
@@ -92,8 +95,11 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
           'pairs': int(data.pairs.targets.size),
           'recall_queries': int(data.recall_rows.size),
       },
-      'metrics': {'candidate': None, 'baseline': None},
+      'metrics': {'candidate': None, 'baseline': None,
+                  'popularity': eval_data.popularity(data, config.k),
+                  'untrained': {'eval_loss': skipgram.untrained_loss()}},
       'health': {},
+      'warnings': [],
   }
   base_norms = None
   if baseline is not None:
@@ -126,11 +132,38 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
   table = restored.table_numpy(table_name)
   candidate = eval_data.quality(list(restored.vocabulary.tokens), table, data, config.k)
   report['metrics']['candidate'] = candidate
+  if thresholds.beat_popularity:
+    gates.append(gates_lib.popularity_gate(
+        candidate['recall_at_k'],
+        report['metrics']['popularity']['recall_at_k']))
   gates += gates_lib.absolute_gates(candidate, thresholds)
+  report['warnings'] += _warnings(report, thresholds)
   if baseline is not None:
     gates += gates_lib.baseline_gates(candidate, report['metrics']['baseline'],
                                       thresholds.regression_margin)
   return _finish(report, gates), metrics.row_norms(table), base_norms
+
+
+def _warnings(report: Dict[str, Any],
+              thresholds: gates_lib.Thresholds) -> List[str]:
+  """What the gates do not refuse but a reader should know."""
+  out = []
+  found = report['metrics']
+  loss = found['candidate'].get('eval_loss')
+  untrained = found['untrained']['eval_loss']
+  if loss is not None and loss >= untrained:
+    out.append(f'held-out eval_loss {loss:.5g} is not below an untrained '
+               f"table's {untrained:.5g}")
+  base = found.get('baseline')
+  if base:
+    coverage = base.get('eval_vocabulary_coverage') or 0.0
+    if coverage < thresholds.min_baseline_coverage:
+      out.append(
+          f'baseline version {report["baseline_version"]} knows only '
+          f'{coverage:.1%} of the evaluation vocabulary (min_baseline_coverage '
+          f'{thresholds.min_baseline_coverage:g}): comparing with it says '
+          'little')
+  return out
 
 
 def _finish(report: Dict[str, Any], gates: List[gates_lib.Gate]

@@ -1,0 +1,82 @@
+"""Quality of an item table, computed the same way for every trainer.
+
+* `hit_rate`: next-item hit rate@k. The query is the mean of the unit
+  vectors of the last items of a sequence; the k nearest items by cosine
+  (the query items left out) should hold the held-out next item.
+* `category_precision`: for sampled items, the share of their k nearest
+  neighbours (by cosine, the item itself left out) in the same category.
+
+A token missing from a table counts as a miss, so tables with a smaller
+vocabulary are not favoured.
+"""
+
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+
+class Table:
+  """Unit-normalized rows and the token of each row."""
+
+  def __init__(self, tokens: Sequence[str], vectors: np.ndarray):
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    self.tokens = list(tokens)
+    self.unit = vectors / np.maximum(norms, 1e-12)
+    self.ids = {t: i for i, t in enumerate(self.tokens)}
+
+  def top_k(self, queries: np.ndarray, exclude: List[List[int]],
+            k: int) -> np.ndarray:
+    scores = queries @ self.unit.T
+    for row, ids in enumerate(exclude):
+      scores[row, ids] = -np.inf
+    top = np.argpartition(-scores, k, axis=1)[:, :k]
+    return top
+
+
+def hit_rate(table: Table, heldout: Sequence[Tuple[List[str], str]],
+             k: int = 10, batch: int = 512) -> float:
+  hits = 0
+  for start in range(0, len(heldout), batch):
+    chunk = heldout[start:start + batch]
+    queries, exclude, targets = [], [], []
+    for context, target in chunk:
+      ids = [table.ids[t] for t in context if t in table.ids]
+      if not ids or target not in table.ids:
+        continue
+      queries.append(table.unit[ids].mean(axis=0))
+      exclude.append(ids)
+      targets.append(table.ids[target])
+    if not queries:
+      continue
+    top = table.top_k(np.stack(queries), exclude, k)
+    hits += int((top == np.asarray(targets)[:, None]).any(axis=1).sum())
+  return hits / max(1, len(heldout))
+
+
+def category_precision(table: Table, categories: Dict[str, int],
+                       items: Sequence[str], k: int = 10,
+                       batch: int = 512) -> float:
+  """Mean same-category share of the k neighbours of each of `items`."""
+  row_category = np.array([categories.get(t, -1) for t in table.tokens])
+  total = 0.0
+  for start in range(0, len(items), batch):
+    chunk = [t for t in items[start:start + batch] if t in table.ids]
+    if not chunk:
+      continue
+    ids = [table.ids[t] for t in chunk]
+    top = table.top_k(table.unit[ids], [[i] for i in ids], k)
+    same = row_category[top] == row_category[ids][:, None]
+    total += float(same.mean(axis=1).sum())
+  return total / max(1, len(items))
+
+
+def query_items(counts: Dict[str, int], n: int, min_count: int = 5,
+                seed: int = 0) -> List[str]:
+  """`n` items sampled uniformly among those seen at least `min_count` times."""
+  frequent = sorted(t for t, c in counts.items() if c >= min_count)
+  rng = np.random.default_rng(seed)
+  if len(frequent) <= n:
+    return frequent
+  return [frequent[i] for i in sorted(rng.choice(len(frequent), n,
+                                                 replace=False))]
