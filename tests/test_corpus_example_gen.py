@@ -39,14 +39,13 @@ def _run(base, split_pattern, **kwargs):
   return found, counters
 
 
-def test_bad_lines_are_skipped_and_counted(tmp_path):
+def test_odd_lines_are_skipped_and_counted(tmp_path):
   d = tmp_path / 'span-1'
   d.mkdir()
   long_line = ' '.join(f'w{i}' for i in range(text.MAX_TOKENS_PER_LINE + 5))
   (d / 'a.txt').write_bytes(
       b'alpha beta  gamma\n'
       b'caf\xc3\xa9 ok\n'       # valid UTF-8
-      b'bad \xff\xfe line\n'    # invalid UTF-8
       b'\n   \t\n'              # blank lines
       + b'x' * (text.MAX_TOKEN_BYTES + 1) + b' kept\n'
       + long_line.encode() + b'\n')
@@ -57,10 +56,78 @@ def test_bad_lines_are_skipped_and_counted(tmp_path):
   assert by_first['kept'] == ['kept']
   assert len(by_first['w0']) == text.MAX_TOKENS_PER_LINE
   assert len(found) == 4
-  assert counters['undecodable_lines'] == 1
   assert counters['capped_lines'] == 1
   assert counters['dropped_long_tokens'] == 1
   assert counters['blank_lines'] == 2
+
+
+@pytest.mark.parametrize('encoding, looks_like', [
+    ('utf-16', 'UTF-16 LE (byte order mark)'),
+    ('utf-16-be', 'UTF-16 BE'),
+    ('utf-16-le', 'UTF-16 LE'),
+    ('utf-32', 'UTF-32 LE (byte order mark)'),
+    ('utf-32-be', 'UTF-32 BE'),
+    ('latin-1', 'invalid UTF-8'),
+])
+def test_files_that_are_not_utf8_text_are_refused_by_name(
+    tmp_path, encoding, looks_like):
+  d = tmp_path / 'span-1'
+  d.mkdir()
+  (d / 'good.txt').write_text('alpha beta\n')
+  (d / 'wide.txt').write_bytes('café au lait\nbeta gamma\n'.encode(encoding))
+  with pytest.raises(ValueError) as e:
+    _run(tmp_path, 'span-1/*')
+  message = str(e.value)
+  assert str(d / 'wide.txt') in message and looks_like in message
+  assert 'good.txt' not in message and '\n' not in message
+  if looks_like.startswith('UTF'):  # the iconv name of the encoding seen
+    source = looks_like.split(' (')[0].replace(' ', '')
+    assert f'iconv -f {source} -t UTF-8' in message
+
+
+def test_bad_bytes_past_the_first_chunk_are_refused_while_reading(tmp_path):
+  d = tmp_path / 'span-1'
+  d.mkdir()
+  good = b'alpha beta gamma\n' * (executor.FIRST_CHUNK_BYTES // 17 + 10)
+  (d / 'latin.txt').write_bytes(good + b'caf\xe9 au lait\n')
+  (d / 'nul.txt').write_bytes(good + b'binary\x00tail\n')
+  for name, looks_like in (('latin.txt', 'invalid UTF-8'),
+                           ('nul.txt', 'NUL byte')):
+    pattern = f'span-1/{name}'
+    with pytest.raises(Exception) as e:
+      _run(tmp_path, pattern)
+    assert str(d / name) in str(e.value) and looks_like in str(e.value)
+    assert isinstance(e.value, ValueError), type(e.value)
+
+
+def test_the_executor_reports_a_bad_line_as_one_line(tmp_path):
+  """Beam appends the failing transform's label (multi-line here) to errors
+  raised while the pipeline runs; the executor gives back the one line."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  d = tmp_path / 'span-1'
+  d.mkdir()
+  good = b'alpha beta gamma\n' * (executor.FIRST_CHUNK_BYTES // 17 + 10)
+  (d / 'latin.txt').write_bytes(good + b'caf\xe9 au lait\n')
+  props = _exec_properties(tmp_path, span=1)
+  props['input_config'] = props['input_config'].replace('span-{SPAN}',
+                                                        'span-1')
+  examples = standard_artifacts.Examples()
+  examples.uri = str(tmp_path / 'examples')
+  with pytest.raises(ValueError) as e:
+    executor.Executor().Do({}, {'examples': [examples]}, props)
+  message = str(e.value)
+  assert message == (
+      f'corpus ExampleGen: {d / "latin.txt"} is not UTF-8 text (invalid UTF-8 '
+      '(byte 0xe9 at offset 3) of a line); convert it (e.g. iconv -t UTF-8) '
+      'or move it out of the input')
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_token(tmp_path):
+  d = tmp_path / 'span-1'
+  d.mkdir()
+  (d / 'bom.txt').write_bytes(b'\xef\xbb\xbfalpha beta\ngamma\n')
+  found, _ = _run(tmp_path, 'span-1/*')
+  assert sorted(found) == [['alpha', 'beta'], ['gamma']]
 
 
 def test_empty_input_is_a_clear_error(tmp_path):

@@ -118,3 +118,63 @@ def test_missing_warmup_requests_are_refused(export, tmp_path):
   shutil.rmtree(os.path.join(copy, 'assets.extra'))
   with pytest.raises(load_check.LoadCheckError, match='warm-up requests'):
     load_check.check('serving', copy, canary)
+
+
+# Tokens that pass ExampleGen's ASCII-whitespace split but that numpy string
+# arrays (trailing NUL) or Python's str.split/splitlines (Unicode whitespace,
+# line separators) treat specially. Rows 0, 4 and 7 are the canary's picks.
+ODD_TOKENS = ['nul\x00', '\x00lead', 'x\x1cy', 'p\x85q', 'n\xa0b',
+              '\ufeffbom', 'id\u3000eo', 'ls\u2028ps\u2029']
+
+
+def test_canary_keeps_odd_tokens_through_npz(tmp_path):
+  table = np.ones([len(ODD_TOKENS), 2], np.float32)
+  canary = canaries.make_canary(ODD_TOKENS, lambda a, b: table[a:b])
+  canary.save(str(tmp_path / 'c.npz'))
+  back = canaries.Canary.load(str(tmp_path / 'c.npz'))
+  assert back.tokens == canary.tokens and back.sentences == canary.sentences
+  assert ODD_TOKENS[0] in back.tokens
+
+
+def test_canary_sentences_split_only_on_ascii_whitespace():
+  table = np.arange(len(ODD_TOKENS) * 2, dtype=np.float32).reshape(-1, 2) + 1
+  canary = canaries.make_canary(ODD_TOKENS, lambda a, b: table[a:b])
+  # "first first": the token twice, as the export's tokenizer sees it.
+  np.testing.assert_allclose(canary.sentence_embeddings[0],
+                             2 * table[0] / np.sqrt(2), rtol=1e-6)
+  # " first\tmiddle last ": three tokens, NBSP and U+2028 inside tokens.
+  np.testing.assert_allclose(canary.sentence_embeddings[3],
+                             (table[0] + table[4] + table[7]) / np.sqrt(3),
+                             rtol=1e-6)
+
+
+def test_exports_of_odd_tokens_pass_the_load_check_and_match_the_rows(
+    tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from components.exporter import executor  # pylint: disable=g-import-not-at-top
+
+  def artifact(uri):
+    a = standard_artifacts.Model()
+    a.uri = str(uri)
+    os.makedirs(a.uri, exist_ok=True)
+    return a
+
+  table = (np.arange(len(ODD_TOKENS) * 8, dtype=np.float32).reshape(-1, 8)
+           / 64.0 + 0.1)
+  artifact_fixtures.write_tpu_format_model(str(tmp_path / 'model'),
+                                           ODD_TOKENS, table=table)
+  serving, hub_module = (artifact(tmp_path / 'serving'),
+                         artifact(tmp_path / 'hub'))
+  # Load-checks both exports in a fresh process, as a pipeline run does.
+  executor.Executor().Do(
+      {executor.MODEL_KEY: [artifact(tmp_path / 'model')]},
+      {executor.SERVING_MODEL_KEY: [serving],
+       executor.HUB_MODULE_KEY: [hub_module]}, {})
+  served = tf.saved_model.load(serving.uri).signatures['lookup'](
+      tokens=tf.constant(ODD_TOKENS))['embeddings'].numpy()
+  np.testing.assert_allclose(served, table, atol=1e-6)
+  hub_rows = hub.load(hub_module.uri).signatures['tokens'](
+      tokens=tf.constant(ODD_TOKENS))['default'].numpy()
+  np.testing.assert_allclose(hub_rows, table, atol=1e-6)

@@ -1,6 +1,11 @@
 """The TPU side as far as a CPU allows: resolver paths and TPUEmbedding shapes."""
 
+import contextlib
+import http.server
 import socket
+import subprocess
+import sys
+import threading
 import time
 
 import numpy as np
@@ -76,6 +81,101 @@ def test_auto_with_an_unreachable_tpu_in_the_environment_is_an_error(
   assert choice.kind == 'tpu'
   with pytest.raises(RuntimeError, match='cannot be reached'):
     device.connect(choice)
+
+
+@contextlib.contextmanager
+def plain_http_server():
+  """An address that answers, but HTTP/1.1 instead of a TPU's gRPC."""
+  server = http.server.ThreadingHTTPServer(
+      ('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)
+  thread = threading.Thread(target=server.serve_forever, daemon=True)
+  thread.start()
+  try:
+    yield server.server_address[1]
+  finally:
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_address_that_answers_but_is_not_a_tpu_is_one_line_not_an_abort():
+  # TF's own gRPC client aborts the whole process on this (rc 134).
+  with plain_http_server() as port:
+    started = time.monotonic()
+    with pytest.raises(RuntimeError) as e:
+      device.connect(device.choose(f'grpc://127.0.0.1:{port}'))
+  message = str(e.value)
+  assert f'127.0.0.1:{port}' in message and 'not a TPU' in message
+  assert 'HTTP/2' in message and 'tpu=""' in message
+  assert '\n' not in message
+  assert time.monotonic() - started < 30
+
+
+def test_an_address_that_accepts_but_never_answers_times_out_with_one_line(
+    monkeypatch):
+  monkeypatch.setattr(device.tpu_probe, 'RPC_TIMEOUT_SECONDS', 1.0)
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    s.listen()
+    port = s.getsockname()[1]
+    with pytest.raises(RuntimeError) as e:
+      device.connect(device.choose(f'grpc://127.0.0.1:{port}'))
+  message = str(e.value)
+  assert f'127.0.0.1:{port}' in message and 'no answer' in message
+  assert '\n' not in message
+
+
+@pytest.fixture(name='cpu_worker_port')
+def fixture_cpu_worker_port():
+  """A real TensorFlow gRPC worker (no TPU) in its own process."""
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+  worker = subprocess.Popen(
+      [sys.executable, '-c',
+       'import sys, tensorflow as tf; '
+       'tf.distribute.Server(tf.train.ClusterSpec({"worker": '
+       f'["localhost:{port}"]}}), job_name="worker", task_index=0).join()'],
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  try:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+      with contextlib.suppress(OSError), socket.create_connection(
+          ('127.0.0.1', port), timeout=1):
+        break
+      time.sleep(0.2)
+    yield port
+  finally:
+    worker.kill()
+    worker.wait()
+
+
+def test_the_probe_reads_the_devices_of_a_real_tensorflow_worker(
+    cpu_worker_port):
+  seen = device.tpu_probe.probe(f'127.0.0.1:{cpu_worker_port}')
+  assert seen.error is None
+  assert seen.device_types == ['CPU']
+
+
+def test_a_tensorflow_worker_without_a_tpu_is_refused_before_connecting(
+    cpu_worker_port):
+  with pytest.raises(RuntimeError) as e:
+    device.connect(device.choose(f'grpc://127.0.0.1:{cpu_worker_port}'))
+  message = str(e.value)
+  assert f'127.0.0.1:{cpu_worker_port}' in message
+  assert 'no TPU device' in message and 'CPU' in message
+  assert '\n' not in message
+
+
+def test_a_probe_that_dies_by_a_signal_is_reported_not_propagated(
+    monkeypatch):
+  # Stands in for a gRPC client that aborts: the probe process is killed.
+  monkeypatch.setattr(device.tpu_probe, '_probe_command', lambda endpoint: [
+      sys.executable, '-c', 'import os, signal; os.abort()'])
+  with pytest.raises(RuntimeError) as e:
+    device.connect(device.choose('grpc://127.0.0.1:1'))
+  message = str(e.value)
+  assert '127.0.0.1:1' in message and 'SIGABRT' in message
+  assert '\n' not in message
 
 
 def batch():

@@ -1,11 +1,14 @@
 """Corpus ExampleGen executor: text lines -> tf.Example with a `tokens` feature.
 
 One sequence per line, UTF-8, tokens split on ASCII whitespace
-(components/text.py). Lines that are not valid UTF-8 are skipped and counted;
-lines with more than MAX_TOKENS_PER_LINE tokens are capped and counted; tokens
+(components/text.py). A file that is not UTF-8 text (UTF-16/32, binary, an
+invalid UTF-8 byte) fails the run with an error naming the file: its first
+chunk is checked before the pipeline starts, every line while it is read.
+Lines with more than MAX_TOKENS_PER_LINE tokens are capped and counted; tokens
 longer than MAX_TOKEN_BYTES are dropped and counted; blank lines are skipped.
 """
 
+import concurrent.futures
 import re
 from typing import Any, Dict, Iterable, List
 
@@ -24,6 +27,10 @@ from components import text
 SPAN_WINDOW_KEY = 'span_window'
 PATTERN_KEY = 'pattern'
 METRICS_NAMESPACE = 'corpus_example_gen'
+# Bytes of each file checked for a byte order mark, NULs and invalid UTF-8
+# before the pipeline starts.
+FIRST_CHUNK_BYTES = 64 << 10
+_CHECK_THREADS = 8
 
 
 def parse_custom_config(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
@@ -69,13 +76,42 @@ def span_patterns(exec_properties: Dict[str, Any], split_pattern: str,
   return patterns
 
 
-def check_not_empty(input_base: str, patterns: Iterable[str]):
-  """Fails fast, with the pattern in the message, when there is no sequence."""
+class EncodingError(ValueError):
+  """A corpus file is not UTF-8 text."""
+
+
+def not_utf8_text(path: str, problem: str) -> EncodingError:
+  seen = re.search(r'looks like (UTF-\d+) ([LB]E)', problem)
+  source = f'-f {seen.group(1)}{seen.group(2)} ' if seen else ''
+  return EncodingError(
+      f'corpus ExampleGen: {path} is not UTF-8 text ({problem}); convert it '
+      f'(e.g. iconv {source}-t UTF-8) or move it out of the input')
+
+
+def _first_chunk(path: str) -> bytes:
+  """The file's first chunk; raises EncodingError if it is not UTF-8 text."""
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    chunk = f.read(FIRST_CHUNK_BYTES)
+  problem = text.encoding_problem(chunk, final=len(chunk) < FIRST_CHUNK_BYTES)
+  if problem:
+    raise not_utf8_text(path, problem)
+  return chunk
+
+
+def check_files(input_base: str, patterns: Iterable[str]):
+  """Fails fast, naming the file or the pattern, on a file that is not UTF-8
+  text and when there is no token sequence."""
   files = []
   for pattern in patterns:
     files += sorted(tf.io.gfile.glob(f'{input_base.rstrip("/")}/{pattern}'))
-  for path in files:
-    with tf.io.gfile.GFile(path, 'rb') as f:
+  with concurrent.futures.ThreadPoolExecutor(_CHECK_THREADS) as pool:
+    chunks = list(pool.map(_first_chunk, files))
+  if any(chunk.split() for chunk in chunks):
+    return
+  for path, chunk in zip(files, chunks):
+    if len(chunk) < FIRST_CHUNK_BYTES:
+      continue
+    with tf.io.gfile.GFile(path, 'rb') as f:  # long and blank so far
       for line in f:
         if line.split():
           return
@@ -89,8 +125,6 @@ class _LineToExample(beam.DoFn):
   """Decodes, tokenizes and caps one raw line; counts what it skips."""
 
   def __init__(self):
-    self._undecodable = beam.metrics.Metrics.counter(METRICS_NAMESPACE,
-                                                     'undecodable_lines')
     self._capped = beam.metrics.Metrics.counter(METRICS_NAMESPACE,
                                                 'capped_lines')
     self._long_tokens = beam.metrics.Metrics.counter(METRICS_NAMESPACE,
@@ -98,15 +132,14 @@ class _LineToExample(beam.DoFn):
     self._blank = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'blank_lines')
 
   def start_bundle(self):
-    self._bundle = {'undecodable': 0, 'capped': 0, 'long_tokens': 0}
+    self._bundle = {'capped': 0, 'long_tokens': 0}
 
-  def process(self, line: bytes):
-    try:
-      line.decode('utf-8')
-    except UnicodeDecodeError:
-      self._undecodable.inc()
-      self._bundle['undecodable'] += 1
-      return
+  def process(self, path_and_line):
+    path, line = path_and_line
+    problem = text.encoding_problem(line, guess=False)
+    if problem:
+      raise not_utf8_text(path, f'{problem} of a line')
+    line = text.strip_utf8_bom(line)
     raw = line.split()
     if len(raw) > text.MAX_TOKENS_PER_LINE:
       self._capped.inc()
@@ -126,9 +159,8 @@ class _LineToExample(beam.DoFn):
   def finish_bundle(self):
     if any(self._bundle.values()):
       logging.warning(
-          'corpus ExampleGen: skipped %d undecodable (non UTF-8) line(s), '
-          'capped %d line(s) at %d tokens, dropped %d token(s) over %d bytes',
-          self._bundle['undecodable'], self._bundle['capped'],
+          'corpus ExampleGen: capped %d line(s) at %d tokens, dropped %d '
+          'token(s) over %d bytes', self._bundle['capped'],
           text.MAX_TOKENS_PER_LINE, self._bundle['long_tokens'],
           text.MAX_TOKEN_BYTES)
 
@@ -141,10 +173,10 @@ def _TextToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
   """Reads every file of the span(s) and emits one Example per sequence."""
   input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
   patterns = span_patterns(exec_properties, split_pattern, input_base)
-  check_not_empty(input_base, patterns)
+  check_files(input_base, patterns)
   logging.info('corpus ExampleGen: reading %s under %s', patterns, input_base)
   lines = [
-      pipeline | f'Read[{p}]' >> beam.io.ReadFromText(
+      pipeline | f'Read[{p}]' >> beam.io.ReadFromTextWithFilename(
           f'{input_base.rstrip("/")}/{p}', coder=beam.coders.BytesCoder(),
           strip_trailing_newlines=True) for p in patterns
   ]
@@ -157,3 +189,10 @@ class Executor(BaseExampleGenExecutor):
 
   def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
     return _TextToExample
+
+  def Do(self, input_dict, output_dict, exec_properties):
+    try:
+      super().Do(input_dict, output_dict, exec_properties)
+    except EncodingError as e:
+      # Beam re-raises it with " [while running '<transform label>']" added.
+      raise EncodingError(str(e).split(' [while running ', 1)[0]) from e

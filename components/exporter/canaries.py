@@ -7,9 +7,12 @@ combiner; its expected outputs are computed with numpy from the table rows.
 
 import collections.abc
 import dataclasses
+import json
 from typing import Callable, Dict, List, Sequence
 
 import numpy as np
+
+from components import text
 
 
 @dataclasses.dataclass
@@ -20,16 +23,18 @@ class Canary:
   sentence_embeddings: np.ndarray  # [len(sentences), dim]
 
   def save(self, path: str):
-    np.savez(path, tokens=np.array(self.tokens, dtype=str),
+    # Strings as JSON text, not numpy string arrays: those drop trailing NUL
+    # characters, which turned a token such as "a\0" into an OOV "a".
+    np.savez(path, tokens=np.array(json.dumps(self.tokens)),
              token_embeddings=self.token_embeddings,
-             sentences=np.array(self.sentences, dtype=str),
+             sentences=np.array(json.dumps(self.sentences)),
              sentence_embeddings=self.sentence_embeddings)
 
   @classmethod
   def load(cls, path: str) -> 'Canary':
     with np.load(path) as d:
-      return cls([str(t) for t in d['tokens']], d['token_embeddings'],
-                 [str(s) for s in d['sentences']], d['sentence_embeddings'])
+      return cls(json.loads(str(d['tokens'])), d['token_embeddings'],
+                 json.loads(str(d['sentences'])), d['sentence_embeddings'])
 
 
 class TokenFile(collections.abc.Sequence):
@@ -77,7 +82,9 @@ def make_canary(tokens: Sequence[str],
   embed = lambda t: vector.get(t, zero)
 
   def sqrtn(sentence):
-    parts = sentence.split()
+    # The exports' tokenizer: ASCII whitespace only. str.split() would also
+    # split at NBSP, U+2028 and other Unicode spaces inside a token.
+    parts = text.tokenize(sentence)
     if not parts:
       return zero
     return (np.sum([embed(t) for t in parts], axis=0, dtype=np.float32) /

@@ -6,22 +6,25 @@
                   the choice and its reason are logged.
     tpu=<name>    that TPU (a Cloud TPU name, "local", or grpc://host:port).
                   If it cannot be reached, training fails with an error that
-                  names it; it never falls back to CPU silently.
+                  names it; it never falls back to CPU silently. A grpc://
+                  address is first asked what it is in a child process
+                  (`tpu_probe`), so one that answers but is not a TPU worker
+                  is one error line, not an abort inside TF's gRPC client.
 """
 
 import dataclasses
 import os
-import socket
 from typing import Mapping, Optional
 from urllib import parse
 
 from absl import logging
 
+from components.trainer import tpu_probe
+
 AUTO = 'auto'
 # The variables TPUClusterResolver() reads when no name is given.
 TPU_ENVIRONMENT_VARIABLES = ('TPU_NAME', 'KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS',
                              'TPU_CONFIG')
-_PROBE_TIMEOUT_SECONDS = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,18 +67,28 @@ def choose(tpu: str, environ: Optional[Mapping[str, str]] = None
 
 
 def _probe_grpc(address: str, label: str):
-  """Fails fast (instead of hanging in TPU init) when a grpc:// endpoint is down."""
+  """Fails with one line, before TF's client touches it, unless it is a TPU.
+
+  TF's client hangs on an address that never answers and aborts the process
+  on one that answers something else; the probe runs in a child process.
+  """
   for endpoint in address.split(','):
-    hostport = parse.urlparse(endpoint.strip()).netloc or endpoint
-    host, _, port = hostport.rpartition(':')
-    try:
-      with socket.create_connection((host, int(port)),
-                                    timeout=_PROBE_TIMEOUT_SECONDS):
-        pass
-    except (OSError, ValueError) as e:
+    hostport = parse.urlparse(endpoint.strip()).netloc or endpoint.strip()
+    seen = tpu_probe.probe(hostport)
+    if seen.error and 'Connection refused' in seen.error:
       raise RuntimeError(
-          f'TPU {label} cannot be reached: {hostport} ({e}); fix the tpu '
-          'parameter, or set tpu="" to train on CPU') from e
+          f'TPU {label} cannot be reached: {hostport} (connection refused); '
+          'fix the tpu parameter, or set tpu="" to train on CPU')
+    if seen.error:
+      raise RuntimeError(
+          f'TPU {label}: {hostport} is not a TPU ({seen.error}); fix the tpu '
+          'parameter, or set tpu="" to train on CPU')
+    if seen.device_types and not any(
+        t.startswith('TPU') for t in seen.device_types):
+      raise RuntimeError(
+          f'TPU {label}: {hostport} is a TensorFlow worker with no TPU device '
+          f'(devices: {", ".join(seen.device_types)}); fix the tpu parameter, '
+          'or set tpu="" to train on CPU')
 
 
 def connect(choice: DeviceChoice):
