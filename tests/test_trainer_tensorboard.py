@@ -17,12 +17,13 @@ import tensorflow as tf
 from tensorboard import context as tb_context
 from tensorboard.backend.event_processing import data_provider
 from tensorboard.backend.event_processing import plugin_event_multiplexer
+from tensorboard.data import provider as provider_lib
 from tensorboard.plugins import base_plugin
 from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import backend_context
 from tensorboard.plugins.hparams import list_session_groups
 from tensorboard.plugins.projector import projector_plugin
-from tensorboard.util import tensor_util
+from tensorboard.plugins.scalar import metadata as scalar_metadata
 from werkzeug import test as werkzeug_test
 
 from components import model_layout
@@ -87,9 +88,13 @@ def trained(tmp_path_factory):
 
 
 def _scalars(multiplexer, run, tag):
-  events = multiplexer.Tensors(run, tag)
-  return {e.step: float(tensor_util.make_ndarray(e.tensor_proto))
-          for e in events}
+  """{step: value} of `tag` as the scalars dashboard reads it."""
+  provider = data_provider.MultiplexerDataProvider(multiplexer, '')
+  series = provider.read_scalars(
+      tb_context.RequestContext(), experiment_id='',
+      plugin_name=scalar_metadata.PLUGIN_NAME, downsample=10_000,
+      run_tag_filter=provider_lib.RunTagFilter(runs=[run], tags=[tag]))
+  return {point.step: point.value for point in series[run][tag]}
 
 
 def _tb_context(trained):
