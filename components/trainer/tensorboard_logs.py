@@ -144,7 +144,7 @@ class RunLogs:
               hparams(self.config, self.spec))],
           metrics=[hp.Metric(tag, group=group) for group, tag in METRICS])
       hp.hparams(hparams(self.config, self.spec),
-                 trial_id=self.run_uri.rstrip('/').rsplit('/', 2)[-1],
+                 trial_id=self.run_uri.rstrip('/').rsplit('/', 1)[-1],
                  start_time_secs=time.time())
     self.evaluate(step, embedding)
 
