@@ -103,7 +103,7 @@ def main(argv=None):
 
   def run_trainer():
     start = time.perf_counter()
-    _, done = adapter.train(iterator, args.steps)
+    done = adapter.train(iterator, args.steps).size
     return done * b / (time.perf_counter() - start)
 
   def run_keras(m):

@@ -7,7 +7,7 @@
                                      learning_rate=0.05),
         batch_size=1024, train_steps=20_000, tpu='auto')
     trainer.outputs['model']      # checkpoint + spec + vocabulary + metadata
-    trainer.outputs['model_run']  # TensorBoard scalars under train/
+    trainer.outputs['model_run']  # TensorBoard: curves, hparams, projector
 """
 
 from typing import Optional, Union

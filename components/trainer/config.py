@@ -20,7 +20,10 @@ class LoopConfig(settings.Settings):
     epochs: passes over the data (0: endless; train_steps must be set).
     checkpoint_every: steps between checkpoints (a rerun resumes from the
       latest one).
-    log_every: steps between progress lines and TensorBoard points.
+    log_every: steps between progress lines.
+    summary_every: steps between TensorBoard `loss` points (each the mean of
+      those steps' batch losses, read back once per `log_every` call, so a
+      point costs no extra device round trip).
   """
   WHAT = 'training loop'
 
@@ -28,6 +31,7 @@ class LoopConfig(settings.Settings):
   epochs: int = 0
   checkpoint_every: int = 200
   log_every: int = 100
+  summary_every: int = 10
 
   def validate(self):
     super().validate()
@@ -35,6 +39,7 @@ class LoopConfig(settings.Settings):
     self.check_int('epochs', 0)
     self.check_int('checkpoint_every', 1)
     self.check_int('log_every', 1)
+    self.check_int('summary_every', 1)
     if self.train_steps == 0 and self.epochs == 0:
       raise ValueError(f'{self.WHAT}: set train_steps or epochs (both are 0: '
                        'training would never end)')
@@ -54,6 +59,8 @@ class TrainerConfig(SkipGramConfig, LoopConfig):
     warm_start_from_pushed: without a base model, warm start from the model
       behind the push root's latest version (read when the trainer runs; no
       pushed version or an incompatible spec means a logged cold start).
+    projector_tokens: rows of the table (the most frequent tokens) written
+      for the TensorBoard projector next to the run's scalars; 0 = none.
   """
   WHAT = 'EmbeddingTrainer'
 
@@ -61,9 +68,11 @@ class TrainerConfig(SkipGramConfig, LoopConfig):
   tpu: str = ''
   warm_start_uri: str = ''
   warm_start_from_pushed: bool = True
+  projector_tokens: int = 10_000
 
   def validate(self):
     super().validate()
+    self.check_int('projector_tokens', 0)
     if self.embedding_spec.strip():
       EmbeddingSpec.from_json(self.embedding_spec)
 

@@ -12,8 +12,9 @@ values, same checkpoint keys as `TPUEmbedding`). Per step:
 """
 
 import collections
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
+import numpy as np
 import tensorflow as tf
 
 from components.trainer import embedding_optimizers
@@ -74,10 +75,7 @@ class CpuAdapter:
   def _run_steps(self, iterator, steps):
     return training_loop.run_steps(iterator, steps, self.step)
 
-  def train(self, iterator, steps: int) -> Tuple[float, int]:
-    """Runs up to `steps` steps in one call (fewer if the data ends).
-
-    Returns (sum of the batch losses, steps run).
-    """
-    total, done = self._run(iterator, tf.constant(steps, tf.int64))
-    return float(total), int(done)
+  def train(self, iterator, steps: int) -> np.ndarray:
+    """Runs up to `steps` steps in one call; their batch losses (fewer steps
+    if the data ends)."""
+    return self._run(iterator, tf.constant(steps, tf.int64)).numpy()

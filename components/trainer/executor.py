@@ -30,6 +30,7 @@ from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
 from components.trainer import device
+from components.trainer import tensorboard_logs
 from components.trainer import tpu_adapter
 from components.trainer import training_loop
 from components.trainer import warm_start
@@ -43,7 +44,6 @@ MODEL_KEY = 'model'
 MODEL_RUN_KEY = 'model_run'
 TRAIN_SPLIT = 'train'
 SPAN_PROPERTY = 'span'
-SUMMARY_SUBDIR = 'train'
 # Execution parameter: the push root whose latest version is the warm start
 # (used when TrainerConfig.warm_start_from_pushed).
 PUSH_ROOT_KEY = 'push_root'
@@ -136,6 +136,8 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
     warm_start.check_compatible(spec, base_spec, base)
     model_layout.latest_checkpoint(base)
   _check_rerun(model_uri, spec, vocabulary)
+  logs = tensorboard_logs.RunLogs.create(model_run_uri, config, spec,
+                                         vocabulary, [a.uri for a in examples])
 
   choice = device.choose(config.tpu)
   tf.random.set_seed(config.seed)  # initial table values
@@ -156,8 +158,7 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
     logging.info('Warm start from %s: %d tokens kept, %d new, %d dropped',
                  base, warm.kept_tokens, warm.new_tokens, warm.dropped_tokens)
   result = training_loop.run(
-      adapter, spec, data, sequences_of(examples), model_uri,
-      model_layout.join(model_run_uri, SUMMARY_SUBDIR), config)
+      adapter, spec, data, sequences_of(examples), model_uri, logs, config)
   metadata = {
       'steps': result.steps,
       'examples_seen': result.examples_seen,

@@ -11,8 +11,9 @@ as [B, K, 1]; the activations then have the shapes the CPU adapter sees:
 target [B, D], context [B, D], negatives [B, K, D].
 """
 
-from typing import Dict, Tuple
+from typing import Dict
 
+import numpy as np
 import tensorflow as tf
 
 from components import skipgram
@@ -88,7 +89,7 @@ class TpuAdapter:
   def _run_steps(self, iterator, steps):
     return training_loop.run_steps(iterator, steps, self._host_step)
 
-  def train(self, iterator, steps: int) -> Tuple[float, int]:
-    """Runs up to `steps` steps in one call; (sum of batch losses, steps run)."""
-    total, done = self._run(iterator, tf.constant(steps, tf.int64))
-    return float(total), int(done)
+  def train(self, iterator, steps: int) -> np.ndarray:
+    """Runs up to `steps` steps in one call; their batch losses (fewer steps
+    if the data ends)."""
+    return self._run(iterator, tf.constant(steps, tf.int64)).numpy()

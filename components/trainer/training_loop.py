@@ -3,9 +3,11 @@
 Restores the latest checkpoint of the output model if there is one (a rerun
 after a kill resumes; the pipeline skips the batches already trained on, so
 the data continues exactly), then trains in calls of up to `log_every`
-steps, writes TensorBoard scalars (`loss`, `examples_per_sec`) and a progress
-line per call, and saves a checkpoint every `checkpoint_every` steps and at
-the end.
+steps, writes a progress line per call and TensorBoard files
+(`tensorboard_logs`: the loss every `summary_every` steps from the per-step
+losses a call returns, the held-out loss at every checkpoint, the projector
+files at the end), and saves a checkpoint every `checkpoint_every` steps and
+at the end.
 """
 
 import dataclasses
@@ -20,22 +22,23 @@ from components.embedding_spec import EmbeddingSpec
 from components.skipgram import SkipGramData
 from components.trainer import checkpoints
 from components.trainer.config import LoopConfig
+from components.trainer.tensorboard_logs import RunLogs
 
 
 def run_steps(iterator, steps, step_fn):
   """Calls `step_fn(batch) -> loss` up to `steps` times, inside a tf.function.
 
-  Stops early when the data ends. Returns (sum of the losses, steps run).
+  Stops early when the data ends. Returns the losses of the steps run, [done].
   """
-  total = tf.constant(0.0)
-  done = tf.constant(0, tf.int64)
+  losses = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+  done = tf.constant(0)
   for _ in tf.range(steps):
     batch = iterator.get_next_as_optional()
     if not batch.has_value():
       break
-    total += step_fn(batch.get_value())
+    losses = losses.write(done, step_fn(batch.get_value()))
     done += 1
-  return total, done
+  return losses.stack()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +54,7 @@ class LoopResult:
 
 
 def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
-        sequences: tf.data.Dataset, model_uri: str, summary_dir: str,
+        sequences: tf.data.Dataset, model_uri: str, logs: RunLogs,
         config: LoopConfig) -> LoopResult:
   """Trains from the latest checkpoint of `model_uri` (or from scratch)."""
   batch_size = data.config.batch_size
@@ -67,7 +70,7 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
                  'to train', start_step, config.train_steps)
   iterator = adapter.iterator(
       data.batches(sequences, epochs=config.epochs, skip=start_step))
-  writer = tf.summary.create_file_writer(summary_dir)
+  logs.start(start_step, adapter.embedding)
   began = time.perf_counter()
   last_saved = start_step if latest else -1
   step = start_step
@@ -77,18 +80,17 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
     if config.train_steps:
       n = min(n, config.train_steps - step)
     tick = time.perf_counter()
-    loss_sum, done = adapter.train(iterator, n)
+    losses = adapter.train(iterator, n)
     seconds = time.perf_counter() - tick
+    done = losses.size
     if done:
-      step += done
-      loss = loss_sum / done
+      loss = float(losses.mean())
       rate = done * batch_size / max(seconds, 1e-9)
+      logs.train_steps(step, losses, rate)
+      step += done
       state.step.assign(step)
       state.examples_seen.assign_add(done * batch_size)
       state.loss.assign(loss)
-      with writer.as_default(step=step):
-        tf.summary.scalar('loss', loss)
-        tf.summary.scalar('examples_per_sec', rate)
       if step % config.log_every == 0 or done < n:
         total = f'/{config.train_steps}' if config.train_steps else ''
         logging.info('step %d%s  loss %.4f  %.0f examples/s', step, total,
@@ -96,11 +98,13 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
       if step % config.checkpoint_every == 0:
         state.manager.save(checkpoint_number=step)
         last_saved = step
+        logs.evaluate(step, adapter.embedding)
     if done < n:  # the data ran out (epochs done)
       break
-  writer.flush()
   if last_saved != step:
     state.manager.save(checkpoint_number=step)
+    logs.evaluate(step, adapter.embedding)
+  logs.finish(step, adapter.embedding)
   seconds = time.perf_counter() - began
   trained = step - start_step
   final_loss = float(state.loss.numpy())

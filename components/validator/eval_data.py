@@ -6,13 +6,12 @@ settings the candidate was trained with (`trainer_config` in its metadata).
 """
 
 import dataclasses
-import itertools
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 
-from components import examples_io
+from components import heldout
 from components import model_layout
 from components import vocabulary_file
 from components.skipgram_config import SkipGramConfig
@@ -20,7 +19,7 @@ from components.validator import eval_files
 from components.validator import metrics
 from components.validator.config import ValidatorConfig
 
-EVAL_SPLIT = 'eval'
+EVAL_SPLIT = heldout.EVAL_SPLIT
 
 
 @dataclasses.dataclass
@@ -28,7 +27,7 @@ class EvalData:
   """Everything both models are scored on."""
   tokens: List[str]
   ids: Dict[str, int]
-  pairs: metrics.EvalPairs
+  pairs: heldout.EvalPairs
   recall_rows: np.ndarray
   similarity: Optional[List[Tuple[str, str, float]]]
   related: Optional[List[Tuple[str, str]]]
@@ -55,12 +54,8 @@ def load(examples_uri: str, vocabulary_uri: str, config: ValidatorConfig,
                 if config.similarity_file else None)
   related = (eval_files.read_related_pairs(config.related_pairs_file)
              if config.related_pairs_file else None)
-  sequences = itertools.islice(
-      examples_io.read_sequences(examples_uri, EVAL_SPLIT),
-      config.max_eval_examples)
-  pairs = metrics.eval_pairs(sequences, vocab.tokens, vocab.counts,
-                             skipgram.window, skipgram.negatives,
-                             skipgram.subsample, seed=config.seed)
+  pairs = heldout.read_pairs([examples_uri], vocab.tokens, vocab.counts,
+                             skipgram, config.max_eval_examples, config.seed)
   if pairs.targets.size == 0:
     raise ValueError(
         f'examples {examples_uri}: split {EVAL_SPLIT!r} gives no skip-gram '
@@ -88,7 +83,7 @@ def quality(model_tokens: List[str], table: np.ndarray, data: EvalData,
   aligned = metrics.align_table(model_tokens, table, data.tokens)
   p = data.pairs
   out = {
-      'eval_loss': metrics.skipgram_loss(aligned, p.targets, p.contexts,
+      'eval_loss': heldout.skipgram_loss(aligned, p.targets, p.contexts,
                                          p.negatives),
       'recall_at_k': metrics.recall_at_k(aligned, p.targets[data.recall_rows],
                                          p.contexts[data.recall_rows], k),

@@ -7,21 +7,22 @@ on the same data by the same code.
 
 * health: NaN/Inf count, row norms, mean pairwise cosine (collapse).
 * skip-gram loss on held-out (target, context) pairs with shared negatives,
-  by the trainer's definition (`components.skipgram`).
+  by the trainer's definition (`components.heldout`).
 * recall@k: is the true context among the k nearest tokens (cosine) of the
   target, over the whole evaluation vocabulary.
 * Spearman correlation with human similarity scores (WordSim-353 format).
 * recall@k of related pairs (one "tokenA<TAB>tokenB" per line).
 """
 
-import dataclasses
 import math
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import tensorflow as tf
 
-from components import skipgram
+# The held-out pairs and loss live in components.heldout (the trainer logs the
+# same loss); re-exported here with the other metrics.
+from components.heldout import (EvalPairs, eval_pairs,  # pylint: disable=unused-import
+                                negative_probabilities, skipgram_loss)
 
 # A row whose norm is below this counts as a zero row (never trained with a
 # zeros initializer, or an OOV row of an aligned table).
@@ -90,78 +91,6 @@ def align_table(model_tokens: Sequence[str], table: np.ndarray,
   known = index >= 0
   out[known] = table[index[known]]
   return out
-
-
-# -- held-out skip-gram pairs ---------------------------------------------------
-@dataclasses.dataclass
-class EvalPairs:
-  """(target, context) ids of held-out windows and one shared negative draw."""
-  targets: np.ndarray    # [P] int32
-  contexts: np.ndarray   # [P] int32
-  negatives: np.ndarray  # [P, K] int32
-  sequences: int         # sequences read
-  oov_tokens: int        # tokens dropped as out-of-vocabulary
-
-
-def negative_probabilities(counts: Sequence[int]) -> np.ndarray:
-  """The trainer's negative distribution: unigram^0.75 over vocabulary rows."""
-  p = np.power(np.maximum(np.asarray(counts, dtype=np.float64), 0.0),
-               skipgram.NEGATIVE_SAMPLING_POWER)
-  if not p.sum() > 0:
-    raise ValueError('vocabulary counts are all zero; negatives cannot be '
-                     'sampled')
-  return p / p.sum()
-
-
-def eval_pairs(sequences: Iterable[Sequence[str]], tokens: Sequence[str],
-               counts: Sequence[int], window: int, num_negatives: int,
-               subsample: float, seed: int = 0) -> EvalPairs:
-  """Held-out pairs and negatives by the trainer's own definition.
-
-  `components.skipgram.skipgram_pairs` makes the pairs (OOV and subsampled
-  tokens dropped before windows, word2vec reduced window); negatives follow
-  the trainer's unigram^0.75 distribution. Everything is drawn once from
-  `seed`, so every model is scored on the same pairs and negatives.
-  """
-  skipgram.SkipGramConfig(window=window, negatives=num_negatives,
-                          subsample=subsample).validate()
-  sequences = [list(s) for s in sequences]
-  empty = np.zeros([0], np.int32)
-  if not sequences:
-    return EvalPairs(empty, empty, np.zeros([0, num_negatives], np.int32), 0, 0)
-  ids = skipgram.id_lookup_table(tokens).lookup(
-      tf.ragged.constant(sequences, dtype=tf.string, ragged_rank=1))
-  oov = int(tf.reduce_sum(tf.cast(ids.flat_values < 0, tf.int32)))
-  keep = tf.constant(skipgram.keep_probabilities(counts, subsample))
-  targets, contexts = skipgram.skipgram_pairs(ids, keep, window,
-                                              tf.constant([seed, 0], tf.int64))
-  rng = np.random.default_rng(seed)
-  negatives = rng.choice(len(tokens), size=(int(targets.shape[0]),
-                                            num_negatives),
-                         p=negative_probabilities(counts)).astype(np.int32)
-  return EvalPairs(targets.numpy(), contexts.numpy(), negatives,
-                   len(sequences), oov)
-
-
-def skipgram_loss(table: np.ndarray, targets: np.ndarray, contexts: np.ndarray,
-                  negatives: np.ndarray) -> Optional[float]:
-  """Mean negative-sampling loss per pair, by the trainer's loss function.
-
-  Target and context rows come from the same table (tied vectors). None when
-  there are no pairs or the loss is not finite.
-  """
-  if targets.size == 0:
-    return None
-  t = tf.constant(table, tf.float32)
-  total = 0.0
-  step = _CHUNK * 8
-  for s in range(0, targets.size, step):
-    loss, _ = skipgram.loss_and_gradients(
-        tf.gather(t, targets[s:s + step]), tf.gather(t, contexts[s:s + step]),
-        tf.gather(t, negatives[s:s + step]), global_batch_size=1)
-    total += float(loss)
-  loss = total / targets.size
-  return loss if math.isfinite(loss) else None
 
 
 # -- nearest neighbours -----------------------------------------------------------

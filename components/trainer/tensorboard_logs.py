@@ -1,0 +1,213 @@
+"""The TensorBoard files of a training run (the `model_run` artifact).
+
+    <model_run>/               hparams of the run (the trainer's settings)
+    <model_run>/train/         loss every `summary_every` steps (mean batch
+                               loss of those steps), examples_per_sec per call
+      projector_config.pbtxt   the projector's entry for the trained table:
+      metadata.tsv             token<TAB>count of its `projector_tokens` most
+                               frequent tokens (the first rows),
+      checkpoint, projector-*  a checkpoint of just those rows
+    <model_run>/eval/          loss: held-out skip-gram loss (components.heldout)
+                               at the start and at every checkpoint
+
+    tensorboard --logdir <pipeline root>/EmbeddingTrainer
+
+shows every run's curves, its hparams and its table in the projector. The
+projector files sit in `train/`: the plugin looks for a checkpoint in a run
+and in its parent, so files in the run's root would show up three times.
+"""
+
+import dataclasses
+import time
+from typing import Any, Dict, Optional, Sequence
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+from tensorboard.plugins import projector
+from tensorboard.plugins.hparams import api as hp
+from tensorboard.plugins.scalar import metadata as scalar_metadata
+
+from components import heldout
+from components import model_layout
+from components import vocabulary_file
+from components.embedding_spec import EmbeddingSpec
+from components.trainer.config import TrainerConfig
+
+TRAIN_SUBDIR = 'train'
+EVAL_SUBDIR = 'eval'
+# Eval sequences scored at each checkpoint: the validator's default sample
+# (max_eval_examples), so with equal seeds the last point is its eval_loss.
+EVAL_SEQUENCES = 1000
+METADATA_FILENAME = 'metadata.tsv'
+PROJECTOR_CHECKPOINT = 'projector'
+METRICS = (('train', 'loss'), ('eval', 'loss'), ('train', 'examples_per_sec'))
+
+
+def hparams(config: TrainerConfig, spec: EmbeddingSpec) -> Dict[str, Any]:
+  """The run's settings as hparams: the config, the spec's table and optimizer."""
+  values = {k: v for k, v in dataclasses.asdict(config).items()
+            if k != 'embedding_spec'}
+  table = spec.tables[0]
+  values.update(dim=table.dim, vocabulary_size=table.vocabulary_size,
+                optimizer=spec.optimizer.kind)
+  for name, value in spec.optimizer.hyperparameters.items():
+    if isinstance(value, (bool, int, float, str)):
+      values[name] = value
+  return values
+
+
+def table_variable(embedding, table: str) -> tf.Variable:
+  """The host copy of `table` (current on TPU right after a checkpoint save)."""
+  return embedding._variables[table]['parameters']  # pylint: disable=protected-access
+
+
+def read_rows(variable, ids: np.ndarray) -> np.ndarray:
+  """Rows `ids` of a table variable, sharded (TPU) or not (CPU)."""
+  with tf.device('/cpu:0'):
+    return tf.nn.embedding_lookup(variable, tf.constant(ids, tf.int64)).numpy()
+
+
+class _Scalars:
+  """A summary writer, and one tf.function call writing many points of a tag.
+
+  Summary ops run eagerly cost about a millisecond each; one call per tag and
+  training call keeps the curve's cost well under 1% of a CPU step's time.
+  The function is the writer's own: a trace writes to the writer it saw.
+  """
+
+  def __init__(self, logdir: str):
+    self.writer = tf.summary.create_file_writer(logdir)
+    self._write = tf.function(self._points)
+
+  @staticmethod
+  def _points(tag, steps, values):
+    # What tf.summary.scalar writes, without the loop's name scope in the tag.
+    metadata = scalar_metadata.create_summary_metadata(display_name=None,
+                                                       description=None)
+    for i in tf.range(tf.size(steps)):
+      tf.summary.write(tag, values[i], step=steps[i],
+                       metadata=metadata.SerializeToString())
+
+  def write(self, tag: str, steps: Sequence[int], values: Sequence[float]):
+    if len(steps):
+      with self.writer.as_default():
+        self._write(tag, tf.constant(steps, tf.int64),
+                    tf.constant(values, tf.float32))
+
+
+class RunLogs:
+  """Writes a run's scalars, hparams and projector files."""
+
+  def __init__(self, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
+               vocabulary: vocabulary_file.Vocabulary,
+               eval_pairs: Optional[heldout.EvalPairs]):
+    self.run_uri = run_uri
+    self.config = config
+    self.spec = spec
+    self.table = spec.tables[0].name
+    self.vocabulary = vocabulary
+    self.eval_pairs = eval_pairs
+    self._writers = {}
+    self._pending = []
+
+  @classmethod
+  def create(cls, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
+             vocabulary: vocabulary_file.Vocabulary,
+             examples_uris: Sequence[str]) -> 'RunLogs':
+    """Reads the held-out sample; without an eval split, no eval scalars."""
+    pairs = None
+    try:
+      pairs = heldout.read_pairs(examples_uris, vocabulary.tokens,
+                                 vocabulary.counts, config, EVAL_SEQUENCES,
+                                 config.seed)
+    except FileNotFoundError as e:
+      logging.warning('EmbeddingTrainer: no held-out loss in TensorBoard: %s',
+                      e)
+    if pairs is not None and not pairs.targets.size:
+      logging.warning('EmbeddingTrainer: no held-out loss in TensorBoard: the '
+                      'eval split gives no skip-gram pairs')
+      pairs = None
+    return cls(run_uri, config, spec, vocabulary, pairs)
+
+  def _scalars(self, subdir: str = '') -> _Scalars:
+    if subdir not in self._writers:
+      self._writers[subdir] = _Scalars(
+          model_layout.join(self.run_uri, subdir) if subdir else self.run_uri)
+    return self._writers[subdir]
+
+  def start(self, step: int, embedding):
+    """hparams of the run, and the held-out loss before training."""
+    with self._scalars().writer.as_default():
+      hp.hparams_config(
+          hparams=[hp.HParam(name) for name in sorted(
+              hparams(self.config, self.spec))],
+          metrics=[hp.Metric(tag, group=group) for group, tag in METRICS])
+      hp.hparams(hparams(self.config, self.spec),
+                 trial_id=self.run_uri.rstrip('/').rsplit('/', 1)[-1],
+                 start_time_secs=time.time())
+    self.evaluate(step, embedding)
+
+  def train_steps(self, first_step: int, losses: np.ndarray,
+                  examples_per_sec: float):
+    """Batch losses of steps first_step+1.. : a point every summary_every."""
+    every = self.config.summary_every
+    steps, means = [], []
+    for step, loss in enumerate(losses.tolist(), start=first_step + 1):
+      self._pending.append(loss)
+      if step % every == 0:
+        steps.append(step)
+        means.append(sum(self._pending) / len(self._pending))
+        self._pending = []
+    train = self._scalars(TRAIN_SUBDIR)
+    train.write('loss', steps, means)
+    if losses.size:
+      train.write('examples_per_sec', [first_step + losses.size],
+                  [examples_per_sec])
+
+  def evaluate(self, step: int, embedding) -> Optional[float]:
+    """Held-out loss of the current table (TPU: call right after a save)."""
+    if self.eval_pairs is None:
+      return None
+    variable = table_variable(embedding, self.table)
+    loss = heldout.loss_of_rows(lambda ids: read_rows(variable, ids),
+                                self.eval_pairs)
+    if loss is not None:
+      self._scalars(EVAL_SUBDIR).write('loss', [step], [loss])
+    return loss
+
+  def finish(self, step: int, embedding):
+    """Last partial loss point, projector files, everything flushed."""
+    if self._pending:
+      self._scalars(TRAIN_SUBDIR).write(
+          'loss', [step], [sum(self._pending) / len(self._pending)])
+      self._pending = []
+    if self.config.projector_tokens:
+      self.write_projector(embedding)
+    for scalars in self._writers.values():
+      scalars.writer.flush()
+
+  def write_projector(self, embedding):
+    """The most frequent tokens' rows as a checkpoint, labels, config last."""
+    rows = min(self.config.projector_tokens, len(self.vocabulary))
+    # vocabulary.tsv is ordered by count, so the first rows are the most
+    # frequent tokens.
+    values = read_rows(table_variable(embedding, self.table), np.arange(rows))
+    directory = model_layout.join(self.run_uri, TRAIN_SUBDIR)
+    with tf.device('/cpu:0'):
+      checkpoint = tf.train.Checkpoint(**{self.table: tf.Variable(values)})
+    tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1,
+                               checkpoint_name=PROJECTOR_CHECKPOINT).save()
+    with tf.io.gfile.GFile(model_layout.join(directory, METADATA_FILENAME),
+                           'w') as f:
+      f.write('token\tcount\n')
+      for token, count in zip(self.vocabulary.tokens[:rows],
+                              self.vocabulary.counts[:rows]):
+        f.write(f'{token}\t{count}\n')
+    config = projector.ProjectorConfig()
+    entry = config.embeddings.add()
+    entry.tensor_name = f'{self.table}/.ATTRIBUTES/VARIABLE_VALUE'
+    entry.metadata_path = METADATA_FILENAME
+    projector.visualize_embeddings(directory, config)
+    logging.info('TensorBoard projector: %d most frequent tokens of %d in %s',
+                 rows, len(self.vocabulary), directory)
