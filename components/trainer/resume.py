@@ -175,11 +175,11 @@ def saved_checkpoints(model_uri: str) -> List[Tuple[int, str]]:
 def check_intact(spec: EmbeddingSpec, path: str):
   """Raises CheckpointError unless every tensor of `path` reads back."""
   checkpoints.check_embedding_keys(spec, path)
-  try:
+  try:  # The reader raises IndexError for a short file.
     reader = tf.train.load_checkpoint(path)
     for name in reader.get_variable_to_shape_map():
       reader.get_tensor(name)
-  except (tf.errors.OpError, ValueError) as e:
+  except (tf.errors.OpError, ValueError, IndexError, RuntimeError) as e:
     raise checkpoint_restore.CheckpointError(
         f'checkpoint {path} cannot be read ({type(e).__name__}: '
         f'{str(e).splitlines()[0]})') from e
