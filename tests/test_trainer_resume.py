@@ -302,3 +302,36 @@ def test_a_live_owner_or_a_completed_model_is_not_resumed(killed, tmp_path):
       resumed.step)
   model_layout.write_metadata(model, {'steps': TRAIN_STEPS})
   assert resume.adopt(root, key, str(tmp_path / 'new3'), spec) is None
+
+
+def test_a_warm_started_rerun_keeps_the_warm_start_report(killed):
+  """The killed run wrote the warm start; the rerun reports it, not redoes."""
+  root = killed.root
+  props = trainer_props(root, warm_start_uri=f'{root}/model')
+  props[executor.RESUME_ROOT_KEY] = f'{root}/resume-warm'
+  process = subprocess.Popen(
+      [sys.executable, '-c', RUNNER, REPO, root, json.dumps(props), 'warm'],
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  deadline = time.monotonic() + 120
+  try:
+    while not checkpointed_step(f'{root}/warm'):  # None or the warm step 0
+      assert process.poll() is None, 'trainer exited before its checkpoint'
+      assert time.monotonic() < deadline, 'no checkpoint within 120 s'
+      time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+  finally:
+    process.wait()
+  meta = run_in_process(root, props, 'warm-rerun')
+  assert meta['resumed_from'] == f'{root}/warm'
+  assert meta['resumed_from_step'] > 0
+  assert meta['warm_start']['base_model'] == f'{root}/model'
+  assert meta['warm_start']['kept_tokens'] > 0
+  assert meta['steps'] == TRAIN_STEPS
+
+
+def test_an_unwritable_resume_root_is_a_warning_not_a_failure(tmp_path):
+  blocked = tmp_path / 'resume'
+  blocked.write_text('a file where the folder should be')
+  resume.claim(str(blocked), 'k', str(tmp_path / 'model'), None)
+  assert resume.read_pointer(str(blocked), 'k') is None
+  assert blocked.read_text() == 'a file where the folder should be'

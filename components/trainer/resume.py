@@ -17,7 +17,9 @@ Why a stable folder and not ML Metadata: the pointer lives next to the
 pipeline's artifacts (`<pipeline_root>/EmbeddingTrainer/resume`, set by
 pipelines/pipeline.py), so it works the same with the local SQLite store and
 on Kubeflow (tf.io.gfile, so on GCS), where the executor cannot query the
-metadata store.
+metadata store; and ML Metadata never records a killed execution's output.
+The local runner then marks the killed execution interrupted
+(pipelines/metadata_queries.mark_interrupted).
 
 The key is a SHA-256 of:
   * each Examples artifact's span, version, input fingerprint (the corpus
@@ -33,7 +35,9 @@ other inputs or settings.
 "Intact": the newest checkpoint (past step 0) whose every tensor reads back
 (index, shapes against the spec, data and checksums); damaged ones are
 skipped with a warning. A pointer whose owner process is still alive on this
-host (a concurrent run of the same inputs) is left alone.
+host (a concurrent run of the same inputs) is left alone; on another host
+(a Kubeflow pod) the owner is taken to be gone, so two concurrent runs of
+the same inputs and settings on Kubeflow may both continue one checkpoint.
 """
 
 import dataclasses
@@ -124,23 +128,35 @@ def read_pointer(resume_root: str, key: str) -> Optional[Dict[str, Any]]:
 
 def claim(resume_root: str, key: str, model_uri: str,
           warm_start: Optional[Dict[str, Any]]):
-  """Points the key at `model_uri` (written to a temporary name, renamed)."""
-  tf.io.gfile.makedirs(resume_root)
+  """Points the key at `model_uri` (written to a temporary name, renamed).
+
+  Resuming is a help, not a condition: a pointer that cannot be written is
+  a warning (a rerun after a crash then starts from step 0).
+  """
   path = pointer_path(resume_root, key)
   temporary = f'{path}.tmp-{os.getpid()}'
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    f.write(json.dumps({
-        'model_uri': model_uri, 'warm_start': warm_start,
-        'host': socket.gethostname(), 'pid': os.getpid(),
-        'started_at': int(time.time())}, indent=2, sort_keys=True) + '\n')
-  tf.io.gfile.rename(temporary, path, overwrite=True)
+  try:
+    tf.io.gfile.makedirs(resume_root)
+    with tf.io.gfile.GFile(temporary, 'w') as f:
+      f.write(json.dumps({
+          'model_uri': model_uri, 'warm_start': warm_start,
+          'host': socket.gethostname(), 'pid': os.getpid(),
+          'started_at': int(time.time())}, indent=2, sort_keys=True) + '\n')
+    tf.io.gfile.rename(temporary, path, overwrite=True)
+  except (tf.errors.OpError, OSError) as e:
+    logging.warning('Resume: cannot write %s (%s); a rerun after a crash '
+                    'will train from step 0', path, e)
 
 
 def release(resume_root: str, key: str, model_uri: str):
   """Removes the pointer if it still names `model_uri` (training is done)."""
   pointer = read_pointer(resume_root, key)
   if pointer and pointer.get('model_uri') == model_uri:
-    tf.io.gfile.remove(pointer_path(resume_root, key))
+    try:
+      tf.io.gfile.remove(pointer_path(resume_root, key))
+    except tf.errors.OpError as e:  # Harmless: the model is complete.
+      logging.warning('Resume: cannot remove %s (%s)',
+                      pointer_path(resume_root, key), e)
 
 
 def _owner_alive(pointer: Dict[str, Any]) -> bool:
