@@ -6,6 +6,7 @@ execution must be marked interrupted in ML Metadata.
 """
 
 import glob
+import json
 import os
 import re
 import signal
@@ -17,6 +18,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from components import model_layout
 from components import push_layout
+from components.trainer import resume
 from pipelines import demo_data
 from pipelines import metadata_queries
 
@@ -97,3 +99,6 @@ def test_sigkilled_run_is_continued_by_the_same_command(tmp_path):
   assert not any(
       e.last_known_state == metadata_store_pb2.Execution.RUNNING
       for e in store.get_executions())
+  assert metadata_queries.mark_interrupted(store, killed_model, model) is None
+  with open(os.path.join(killed_model, resume.INTERRUPTED_FILENAME)) as f:
+    assert json.load(f)['resumed_by'] == model

@@ -203,6 +203,12 @@ def test_rerun_in_a_new_output_continues_the_killed_training(killed):
   assert meta['examples_seen'] == TRAIN_STEPS * 64
   assert os.listdir(f'{killed.root}/resume') == []  # done: pointer removed
   assert model_layout.read_metadata(f'{killed.root}/model') is None
+  path = f'{killed.root}/model/{resume.INTERRUPTED_FILENAME}'
+  with open(path) as f:
+    mark = json.load(f)
+  os.remove(path)  # the killed model as the kill left it, for other tests
+  assert mark['resumed_by'] == f'{killed.root}/rerun'
+  assert mark['resumed_from_step'] == meta['resumed_from_step']
 
 
 def test_rerun_with_another_seed_starts_from_step_0(killed):

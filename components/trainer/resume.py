@@ -18,8 +18,9 @@ pipeline's artifacts (`<pipeline_root>/EmbeddingTrainer/resume`, set by
 pipelines/pipeline.py), so it works the same with the local SQLite store and
 on Kubeflow (tf.io.gfile, so on GCS), where the executor cannot query the
 metadata store; and ML Metadata never records a killed execution's output.
-The local runner then marks the killed execution interrupted
-(pipelines/metadata_queries.mark_interrupted).
+The continued Model gets `interrupted.json` (who resumed it, from which
+step) and the local runner marks the killed execution interrupted in ML
+Metadata (pipelines/metadata_queries.mark_interrupted).
 
 The key is a SHA-256 of:
   * each Examples artifact's span, version, input fingerprint (the corpus
@@ -62,6 +63,8 @@ from components.trainer.config import TrainerConfig
 
 # Settings that do not change what is trained (see the module docstring).
 DEVICE_SETTINGS = ('tpu',)
+# Written into an interrupted Model when a rerun continues it.
+INTERRUPTED_FILENAME = 'interrupted.json'
 _CHECKPOINT_INDEX = re.compile(r'^ckpt-(\d+)\.index$')
 
 
@@ -230,6 +233,18 @@ def copy_checkpoint(path: str, model_uri: str) -> str:
   return copied
 
 
+def mark_interrupted(model_uri: str, resumed_by: str, step: int):
+  """Notes in the interrupted Model who continued it and from which step.
+
+  Visible wherever the artifacts are (ML Metadata keeps the killed execution
+  RUNNING; on Kubeflow nothing else marks it).
+  """
+  with tf.io.gfile.GFile(model_layout.join(model_uri, INTERRUPTED_FILENAME),
+                         'w') as f:
+    f.write(json.dumps({'resumed_by': resumed_by, 'resumed_from_step': step,
+                        'at': int(time.time())}, sort_keys=True) + '\n')
+
+
 def adopt(resume_root: str, key: str, model_uri: str,
           spec: EmbeddingSpec) -> Optional[Resumed]:
   """Copies the interrupted run's newest intact checkpoint, if there is one.
@@ -259,6 +274,7 @@ def adopt(resume_root: str, key: str, model_uri: str,
     return None
   step, path = found
   copy_checkpoint(path, model_uri)
+  mark_interrupted(previous, model_uri, step)
   logging.info('Resume: continuing interrupted %s from step %d', previous,
                step)
   return Resumed(previous, path, step, pointer.get('warm_start'))
