@@ -98,6 +98,7 @@ def examples_identity(artifact, split: str) -> Dict[str, Any]:
 def resume_key(examples: Sequence[Any], split: str,
                vocabulary: vocabulary_file.Vocabulary, base_model_uri: str,
                config: TrainerConfig) -> str:
+  """The key of a training: its inputs and settings (module docstring)."""
   settings = {k: v for k, v in json.loads(config.to_json()).items()
               if k not in DEVICE_SETTINGS}
   material = {
