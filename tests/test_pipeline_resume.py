@@ -25,8 +25,8 @@ from pipelines import metadata_queries
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = demo_data.CorpusShape(topics=4, tokens_per_topic=12, filler_tokens=6,
                              lines_per_span=300, related_per_topic=4)
-TRAIN_STEPS = 3000
-CHECKPOINT_EVERY = 200
+TRAIN_STEPS = 2000
+CHECKPOINT_EVERY = 100
 
 
 def command(data, home):
