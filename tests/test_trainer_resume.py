@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
@@ -36,24 +35,30 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN_STEPS = 3000
 CHECKPOINT_EVERY = 100
 
-RUNNER = textwrap.dedent("""
-    import json, sys
-    sys.path.insert(0, sys.argv[1])
-    from tfx.types import standard_artifacts
-    from components import artifact_types
-    from components.trainer import executor
-    root, props, model = sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
-    def artifact(cls, name):
-      a = cls()
-      a.uri = f'{root}/{name}'
-      return a
-    executor.Executor().Do(
-        {'examples': [artifact(standard_artifacts.Examples, 'examples')],
-         'vocabulary': [artifact(artifact_types.Vocabulary, 'vocabulary')]},
-        {'model': [artifact(standard_artifacts.Model, model)],
-         'model_run': [artifact(standard_artifacts.ModelRun, model + '-run')]},
-        props)
-""")
+# Trains in a child process, to be killed: run_in_process(root, props, model).
+RUNNER = ('import json, sys; sys.path.insert(0, sys.argv[1]); '
+          'from tests import test_trainer_resume as t; '
+          't.run_in_process(sys.argv[2], json.loads(sys.argv[3]), sys.argv[4])')
+
+
+def start_trainer(root, props, model):
+  return subprocess.Popen(
+      [sys.executable, '-c', RUNNER, REPO, root, json.dumps(props), model],
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def kill_when(process, reached, what):
+  """SIGKILLs `process` once `reached()` is true."""
+  deadline = time.monotonic() + 240
+  try:
+    while not reached():
+      assert process.poll() is None, f'trainer exited before {what}'
+      assert time.monotonic() < deadline, f'no {what} within 240 s'
+      time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+  finally:
+    process.wait()
+  assert process.returncode == -signal.SIGKILL
 
 
 def checkpointed_step(model_uri):
@@ -70,45 +75,17 @@ def checkpointed_step(model_uri):
 
 def test_sigkill_then_rerun_resumes_from_the_latest_checkpoint(tmp_path):
   root = str(tmp_path)
-  lines = [l.split() for l in demo_data.span_lines(1)]
-  fx.write_examples(f'{root}/examples', {'train': lines})
-  fx.write_vocabulary(f'{root}/vocabulary',
-                      collections.Counter(t for l in lines for t in l))
-  props = {'config': json.dumps({
-      'embedding_spec': skipgram_spec(dim=8, learning_rate=0.3).to_json(),
-      'batch_size': 64, 'train_steps': TRAIN_STEPS, 'epochs': 0,
-      'checkpoint_every': CHECKPOINT_EVERY, 'log_every': 50,
-  })}
-  process = subprocess.Popen(
-      [sys.executable, '-c', RUNNER, REPO, root, json.dumps(props), 'model'],
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  write_inputs(root)
+  props = trainer_props(root, resume_root='')
   model = f'{root}/model'
-  deadline = time.monotonic() + 120
-  try:
-    while checkpointed_step(model) is None:
-      assert process.poll() is None, 'trainer exited before its 1st checkpoint'
-      assert time.monotonic() < deadline, 'no checkpoint within 120 s'
-      time.sleep(0.02)
-    os.kill(process.pid, signal.SIGKILL)
-  finally:
-    process.wait()
-  assert process.returncode == -signal.SIGKILL
+  kill_when(start_trainer(root, props, 'model'),
+            lambda: checkpointed_step(model) is not None, 'a 1st checkpoint')
   killed_at = checkpointed_step(model)
   assert CHECKPOINT_EVERY <= killed_at < TRAIN_STEPS
   assert killed_at % CHECKPOINT_EVERY == 0
   assert model_layout.read_metadata(model) is None  # the run is incomplete
 
-  def artifact(cls, name):
-    a = cls()
-    a.uri = f'{root}/{name}'
-    return a
-
-  executor.Executor().Do(
-      {'examples': [artifact(standard_artifacts.Examples, 'examples')],
-       'vocabulary': [artifact(artifact_types.Vocabulary, 'vocabulary')]},
-      {'model': [artifact(standard_artifacts.Model, 'model')],
-       'model_run': [artifact(standard_artifacts.ModelRun, 'run')]}, props)
-  meta = model_layout.read_metadata(model)
+  meta = run_in_process(root, props, 'model')
   assert meta['resumed_from_step'] == killed_at
   assert meta['steps'] == TRAIN_STEPS
   assert meta['steps_this_run'] == TRAIN_STEPS - killed_at
@@ -123,15 +100,15 @@ def write_inputs(root, span=1):
                       collections.Counter(t for l in lines for t in l))
 
 
-def trainer_props(root, **changes):
+def trainer_props(root, resume_root=None, **changes):
   values = {
       'embedding_spec': skipgram_spec(dim=8, learning_rate=0.3).to_json(),
       'batch_size': 64, 'train_steps': TRAIN_STEPS, 'epochs': 0,
       'checkpoint_every': CHECKPOINT_EVERY, 'log_every': 50,
   }
   values.update(changes)
-  return {'config': json.dumps(values),
-          executor.RESUME_ROOT_KEY: f'{root}/resume'}
+  return {'config': json.dumps(values), executor.RESUME_ROOT_KEY:
+          f'{root}/resume' if resume_root is None else resume_root}
 
 
 def run_in_process(root, props, model, examples='examples'):
@@ -167,18 +144,9 @@ def killed(tmp_path_factory):
   root = str(tmp_path_factory.mktemp('killed'))
   write_inputs(root)
   props = trainer_props(root)
-  process = subprocess.Popen(
-      [sys.executable, '-c', RUNNER, REPO, root, json.dumps(props), 'model'],
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  deadline = time.monotonic() + 120
-  try:
-    while (checkpointed_step(f'{root}/model') or 0) < 3 * CHECKPOINT_EVERY:
-      assert process.poll() is None, 'trainer exited before its checkpoints'
-      assert time.monotonic() < deadline, 'no 3rd checkpoint within 120 s'
-      time.sleep(0.02)
-    os.kill(process.pid, signal.SIGKILL)
-  finally:
-    process.wait()
+  kill_when(start_trainer(root, props, 'model'),
+            lambda: (checkpointed_step(f'{root}/model') or 0) >= (
+                3 * CHECKPOINT_EVERY), 'a 3rd checkpoint')
   step = checkpointed_step(f'{root}/model')
   assert step < TRAIN_STEPS
   pointers = {}
@@ -313,20 +281,11 @@ def test_a_live_owner_or_a_completed_model_is_not_resumed(killed, tmp_path):
 def test_a_warm_started_rerun_keeps_the_warm_start_report(killed):
   """The killed run wrote the warm start; the rerun reports it, not redoes."""
   root = killed.root
-  props = trainer_props(root, warm_start_uri=f'{root}/model')
-  props[executor.RESUME_ROOT_KEY] = f'{root}/resume-warm'
-  process = subprocess.Popen(
-      [sys.executable, '-c', RUNNER, REPO, root, json.dumps(props), 'warm'],
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  deadline = time.monotonic() + 120
-  try:
-    while not checkpointed_step(f'{root}/warm'):  # None or the warm step 0
-      assert process.poll() is None, 'trainer exited before its checkpoint'
-      assert time.monotonic() < deadline, 'no checkpoint within 120 s'
-      time.sleep(0.02)
-    os.kill(process.pid, signal.SIGKILL)
-  finally:
-    process.wait()
+  props = trainer_props(root, resume_root=f'{root}/resume-warm',
+                        warm_start_uri=f'{root}/model')
+  # None, then the warm start's step 0, then the 1st trained checkpoint.
+  kill_when(start_trainer(root, props, 'warm'),
+            lambda: checkpointed_step(f'{root}/warm'), 'a checkpoint')
   meta = run_in_process(root, props, 'warm-rerun')
   assert meta['resumed_from'] == f'{root}/warm'
   assert meta['resumed_from_step'] > 0
