@@ -226,7 +226,9 @@ def _copy_killed(killed, tmp_path):
 
 def _damage(path, how):
   data = sorted(glob.glob(f'{path}.data-*'))[0]
-  if how == 'truncate':
+  if how == 'index':
+    os.truncate(f'{path}.index', os.path.getsize(f'{path}.index') // 2)
+  elif how == 'truncate':
     os.truncate(data, os.path.getsize(data) // 2)
   else:
     with open(data, 'r+b') as f:
@@ -236,7 +238,7 @@ def _damage(path, how):
       f.write(bytes([byte[0] ^ 0xFF]))
 
 
-@pytest.mark.parametrize('how', ['truncate', 'flip'])
+@pytest.mark.parametrize('how', ['index', 'truncate', 'flip'])
 def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(
     killed, tmp_path, how):
   model, spec = _copy_killed(killed, tmp_path)

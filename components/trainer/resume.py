@@ -194,11 +194,13 @@ def saved_checkpoints(model_uri: str) -> List[Tuple[int, str]]:
 
 def check_intact(spec: EmbeddingSpec, path: str):
   """Raises CheckpointError unless every tensor of `path` reads back."""
-  checkpoints.check_embedding_keys(spec, path)
   try:  # The reader raises IndexError for a short file.
+    checkpoints.check_embedding_keys(spec, path)
     reader = tf.train.load_checkpoint(path)
     for name in reader.get_variable_to_shape_map():
       reader.get_tensor(name)
+  except checkpoint_restore.CheckpointError:
+    raise
   except (tf.errors.OpError, ValueError, IndexError, RuntimeError) as e:
     raise checkpoint_restore.CheckpointError(
         f'checkpoint {path} cannot be read ({type(e).__name__}: '
@@ -275,7 +277,10 @@ def adopt(resume_root: str, key: str, model_uri: str,
     return None
   step, path = found
   copy_checkpoint(path, model_uri)
-  mark_interrupted(previous, model_uri, step)
+  try:
+    mark_interrupted(previous, model_uri, step)
+  except (tf.errors.OpError, OSError) as e:
+    logging.warning('Resume: cannot mark %s interrupted (%s)', previous, e)
   logging.info('Resume: continuing interrupted %s from step %d', previous,
                step)
   return Resumed(previous, path, step, pointer.get('warm_start'))
