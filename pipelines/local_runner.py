@@ -123,6 +123,10 @@ def run(data_root: str,
       h.setLevel(level)
   wall = time.monotonic() - start
   summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME)
+  resumed_from = (summary.get('training') or {}).get('resumed_from')
+  if resumed_from:
+    summary['interrupted_execution'] = metadata_queries.mark_interrupted(
+        metadata_queries.open_store(p['home']), resumed_from, summary['model'])
   summary['timing'] = {
       'wall_seconds': round(wall, 1),
       'component_seconds': round(sum(progress.timings.values()), 1),
@@ -204,6 +208,9 @@ def format_summary(summary: Dict[str, Any]) -> str:
         f'{training.get("examples_seen")} examples, final loss '
         f'{training.get("final_loss")}, device {training.get("device")}, '
         f'spans {training.get("spans")}')
+    if training.get('resumed_from'):
+      lines.append(f'resumed: from step {training.get("resumed_from_step")} '
+                   f'of interrupted {training["resumed_from"]}')
   if summary.get('cached'):
     lines.append(f'cached (inputs unchanged): {", ".join(summary["cached"])}')
   t = summary.get('timing')

@@ -118,3 +118,32 @@ def custom_property(artifact, name: str) -> Optional[object]:
     return None
   which = value.WhichOneof('value')
   return getattr(value, which) if which else None
+
+
+def mark_interrupted(store, model_uri: str, resumed_by: str) -> Optional[int]:
+  """Marks the execution that was training `model_uri` as interrupted.
+
+  A killed trainer's execution stays RUNNING and never records its output;
+  TFX's local runner names the output `<root>/<node>/model/<execution id>`.
+  When that execution is a trainer of the same pipeline root and still
+  RUNNING it becomes CANCELED with custom properties `interrupted`=1 and
+  `resumed_by` (the Model that continued it). Returns its id, or None.
+  """
+  try:
+    execution_id = int(os.path.basename(model_uri.rstrip('/')))
+  except ValueError:
+    return None
+  found = store.get_executions_by_id([execution_id])
+  if not found or _node_of(store, execution_id) != 'EmbeddingTrainer':
+    return None
+  execution = found[0]
+  root = custom_property(execution, 'resume_root') or ''
+  node_dir = os.path.dirname(os.path.dirname(model_uri.rstrip('/')))
+  if (execution.last_known_state != metadata_store_pb2.Execution.RUNNING or
+      os.path.dirname(root.rstrip('/')) != node_dir):
+    return None
+  execution.last_known_state = metadata_store_pb2.Execution.CANCELED
+  execution.custom_properties['interrupted'].int_value = 1
+  execution.custom_properties['resumed_by'].string_value = resumed_by
+  store.put_executions([execution])
+  return execution_id

@@ -14,8 +14,13 @@ from pipelines.config import PIPELINE_NAME
 from pipelines.config import PipelineConfig
 
 def create_components(data_root: str, push_root: str, config: PipelineConfig,
-                      warm_start_uri: str = '') -> List[Any]:
-  """The six components, wired; shared by the local and Kubeflow runners."""
+                      warm_start_uri: str = '',
+                      resume_root: str = '') -> List[Any]:
+  """The six components, wired; shared by the local and Kubeflow runners.
+
+  `resume_root`: where the trainer notes what it is training, so that a rerun
+  after a crash continues the interrupted training (see resume_root_for).
+  """
   example_gen = corpus_example_gen(data_root, config.example_gen)
   vocabulary = Vocabulary(examples=example_gen.outputs['examples'],
                           config=config.vocabulary)
@@ -25,7 +30,7 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
   trainer = EmbeddingTrainer(
       examples=example_gen.outputs['examples'],
       vocabulary=vocabulary.outputs['vocabulary'],
-      push_root=push_root, config=trainer_config)
+      push_root=push_root, resume_root=resume_root, config=trainer_config)
   validator = CheckpointValidator(
       model=trainer.outputs['model'],
       examples=example_gen.outputs['examples'],
@@ -39,6 +44,11 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
       model_blessing=validator.outputs['blessing'],
       push_root=push_root, config=config.pusher)
   return [example_gen, vocabulary, trainer, validator, exporter, pusher]
+
+
+def resume_root_for(pipeline_root: str) -> str:
+  """The trainer's resume pointers: one stable folder per pipeline root."""
+  return f'{pipeline_root.rstrip("/")}/EmbeddingTrainer/resume'
 
 
 def create_pipeline(pipeline_root: str,
@@ -56,7 +66,8 @@ def create_pipeline(pipeline_root: str,
       pipeline_name=pipeline_name,
       pipeline_root=pipeline_root,
       components=create_components(data_root, push_root, config,
-                                   warm_start_uri),
+                                   warm_start_uri,
+                                   resume_root_for(pipeline_root)),
       enable_cache=enable_cache,
       metadata_connection_config=metadata_connection_config,
       beam_pipeline_args=beam_pipeline_args or [])

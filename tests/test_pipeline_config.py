@@ -71,3 +71,11 @@ def test_cli_config_file_and_overrides(tmp_path):
   path.write_text('{"trainer": ')
   with pytest.raises(ValueError, match=f'--config {path}: not valid JSON'):
     run.config_from_args(args)
+
+
+def test_trainer_resume_root_is_one_stable_folder_of_the_pipeline_root():
+  from pipelines import pipeline  # pylint: disable=g-import-not-at-top
+  built = pipeline.create_pipeline('gs://bucket/tfx/', '/data', '/pushed')
+  trainer, = [c for c in built.components if c.id == 'EmbeddingTrainer']
+  assert trainer.exec_properties['resume_root'] == (
+      'gs://bucket/tfx/EmbeddingTrainer/resume')

@@ -31,6 +31,7 @@ class EmbeddingTrainerSpec(types.ComponentSpec):
   PARAMETERS = {
       settings.CONFIG_KEY: ExecutionParameter(type=str),
       executor.PUSH_ROOT_KEY: ExecutionParameter(type=str, optional=True),
+      executor.RESUME_ROOT_KEY: ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
       executor.EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
@@ -69,6 +70,10 @@ class EmbeddingTrainer(base_component.BaseComponent):
       slots; rows remapped by token when the vocabulary changed).
     push_root: the pusher's destination, read for
       `config.warm_start_from_pushed`.
+    resume_root: a stable folder (same for every run of the pipeline) where
+      the trainer notes the output it is training; a rerun on the same inputs
+      and settings after a crash continues from that output's newest intact
+      checkpoint (components/trainer/resume.py). '' = never resume there.
     config: a `TrainerConfig`; `**settings` override its fields by name.
   """
 
@@ -81,6 +86,7 @@ class EmbeddingTrainer(base_component.BaseComponent):
                embedding_spec: Optional[Union[EmbeddingSpec, str]] = None,
                base_model: Optional[types.BaseChannel] = None,
                push_root: str = '',
+               resume_root: str = '',
                config: Optional[TrainerConfig] = None,
                **settings_by_name):
     if isinstance(embedding_spec, EmbeddingSpec):
@@ -95,5 +101,6 @@ class EmbeddingTrainer(base_component.BaseComponent):
         base_model=base_model,
         config=config.to_json(),
         push_root=push_root,
+        resume_root=resume_root,
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun)))

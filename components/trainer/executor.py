@@ -6,8 +6,10 @@
    `vocabulary.tsv`; a rerun on the same output checks they still match.
 3. Without a checkpoint in the output and with a base model, the warm-start
    checkpoint (step 0) is written first.
-4. The training loop restores the latest checkpoint and trains.
-5. `metadata.json` is written last: a Model without it is incomplete.
+4. Without a checkpoint in the output, a rerun of an interrupted training
+   (same inputs and settings) continues from its checkpoint (resume.py).
+5. The training loop restores the latest checkpoint and trains.
+6. `metadata.json` is written last: a Model without it is incomplete.
 """
 
 import dataclasses
@@ -30,6 +32,7 @@ from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
 from components.trainer import device
+from components.trainer import resume
 from components.trainer import tensorboard_logs
 from components.trainer import tpu_adapter
 from components.trainer import training_loop
@@ -47,6 +50,8 @@ SPAN_PROPERTY = 'span'
 # Execution parameter: the push root whose latest version is the warm start
 # (used when TrainerConfig.warm_start_from_pushed).
 PUSH_ROOT_KEY = 'push_root'
+# Execution parameter: the folder of resume pointers (resume.py); '' = none.
+RESUME_ROOT_KEY = 'resume_root'
 
 
 def resolve_spec(spec: EmbeddingSpec,
@@ -113,7 +118,8 @@ def _check_rerun(model_uri: str, spec: EmbeddingSpec,
 
 def train(examples: List[types.Artifact], vocabulary_uri: str,
           model_uri: str, model_run_uri: str, config: TrainerConfig,
-          base_model_uri: str = '', push_root: str = '') -> Dict[str, Any]:
+          base_model_uri: str = '', push_root: str = '',
+          resume_root: str = '') -> Dict[str, Any]:
   """Everything the executor does; returns the metadata written."""
   if not examples:
     raise ValueError('EmbeddingTrainer: no Examples artifact given')
@@ -138,6 +144,8 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
   _check_rerun(model_uri, spec, vocabulary)
   logs = tensorboard_logs.RunLogs.create(model_run_uri, config, spec,
                                          vocabulary, [a.uri for a in examples])
+  key = (resume.resume_key(examples, TRAIN_SPLIT, vocabulary, base, config)
+         if resume_root else '')
 
   choice = device.choose(config.tpu)
   tf.random.set_seed(config.seed)  # initial table values
@@ -151,12 +159,17 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
   # Inputs are good: from here on the output is written.
   spec.save(model_uri)
   vocabulary_file.write(model_uri, vocabulary)
-  warm = None
+  resumed = resume.adopt(resume_root, key, model_uri, spec)
+  warm = resumed.warm_start if resumed else None
   if base and checkpoints.latest(model_uri) is None:
-    warm = warm_start.write_initial_checkpoint(
+    report = warm_start.write_initial_checkpoint(
         base, spec, vocabulary, table, model_uri, config.seed)
     logging.info('Warm start from %s: %d tokens kept, %d new, %d dropped',
-                 base, warm.kept_tokens, warm.new_tokens, warm.dropped_tokens)
+                 base, report.kept_tokens, report.new_tokens,
+                 report.dropped_tokens)
+    warm = report.to_dict()
+  if resume_root:
+    resume.claim(resume_root, key, model_uri, warm)
   result = training_loop.run(
       adapter, spec, data, sequences_of(examples), model_uri, logs, config)
   metadata = {
@@ -172,11 +185,15 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
       'steps_this_run': result.steps_this_run,
       'examples_per_sec': result.examples_per_sec,
       'checkpoint': os.path.basename(result.checkpoint or ''),
-      'warm_start': warm.to_dict() if warm else None,
+      'warm_start': warm,
+      'resumed_from': resumed.model_uri if resumed else None,
+      'resume_key': key or None,
       'trained_at': int(time.time()),
       model_layout.TRAINER_CONFIG_KEY: dataclasses.asdict(config),
   }
   model_layout.write_metadata(model_uri, metadata)
+  if resume_root:
+    resume.release(resume_root, key, model_uri)
   logging.info('EmbeddingTrainer done: %d steps on %s, final loss %s',
                result.steps, adapter.device, result.final_loss)
   return metadata
@@ -190,7 +207,8 @@ class Executor(base_executor.BaseExecutor):
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
     config = TrainerConfig.from_exec_properties(exec_properties,
-                                                wiring=[PUSH_ROOT_KEY])
+                                                wiring=[PUSH_ROOT_KEY,
+                                                        RESUME_ROOT_KEY])
     vocabulary = artifact_utils.get_single_uri(input_dict[VOCABULARY_KEY])
     base_models = input_dict.get(BASE_MODEL_KEY) or []
     if len(base_models) > 1:
@@ -200,6 +218,7 @@ class Executor(base_executor.BaseExecutor):
     metadata = train(input_dict[EXAMPLES_KEY], vocabulary, model.uri,
                      model_run.uri, config,
                      base_models[0].uri if base_models else '',
-                     exec_properties.get(PUSH_ROOT_KEY) or '')
+                     exec_properties.get(PUSH_ROOT_KEY) or '',
+                     exec_properties.get(RESUME_ROOT_KEY) or '')
     model.set_int_custom_property('steps', metadata['steps'])
     model.set_string_custom_property('device', metadata['device'])
