@@ -60,3 +60,24 @@ def test_html_without_baseline_says_so(tmp_path):
   page = (tmp_path / 'report.html').read_text()
   assert 'BLESSED' in page and 'absolute thresholds only' in page
   assert 'class="bar-baseline"' not in page
+
+
+def test_unreadable_baseline_note_in_html_and_one_line(tmp_path):
+  r = dict(_report(blessed=True), baseline_version=3, baseline_unreadable=[
+      {'version': 4, 'path': '/push/serving/4',
+       'error': 'serving/4/variables/variables.data-00000-of-00001 is 1000 '
+                'bytes, its manifest records 9000 <x>'}])
+  note = report.unreadable_baseline_note(r)
+  assert note == (
+      'pushed baseline cannot be read (version 4: serving/4/variables/'
+      'variables.data-00000-of-00001 is 1000 bytes, its manifest records '
+      '9000 <x>); compared against version 3, the newest readable one')
+  report.write(str(tmp_path), r, np.ones(5), np.ones(5))
+  page = (tmp_path / 'report.html').read_text()
+  assert 'class="unreadable-baseline"' in page and '9000 &lt;x&gt;' in page
+  assert json.loads((tmp_path / 'report.json').read_text())[
+      'baseline_unreadable'][0]['version'] == 4
+  none_left = dict(r, baseline_version=None, baseline_model='')
+  assert report.unreadable_baseline_note(none_left).endswith(
+      'no readable pushed version, so absolute thresholds only')
+  assert report.unreadable_baseline_note(_report()) == ''
