@@ -12,9 +12,10 @@ and its size in bytes. Two checks use them:
   bytes. It runs only where reading everything is the job anyway or already
   failed: `pushed --verify`, and after a load failed, to name the file.
 
-Parsing the variables index with TensorFlow's checkpoint reader would find a
-truncated data file too, but it needs TensorFlow in `pushed` and reports no
-size for the object graph, so the manifest's sizes are used instead.
+TensorFlow's checkpoint reader could parse the variables index instead, but
+it needs TensorFlow in `pushed`, covers variables only (not saved_model.pb,
+assets or the Hub module) and gives shapes, not byte offsets, so string
+tensors have no expected size; the manifest's sizes cover every file.
 Versions pushed before sizes were recorded are only checked for missing
 files by `size_problems`.
 """
