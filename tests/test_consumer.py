@@ -304,6 +304,24 @@ def test_pushed_verify_finds_flipped_bytes(damaged_home, capsys):
   code, out, _ = _cli(capsys, 'pushed', '--home', home, '--verify')
   assert code == 0 and '(served)  DAMAGED' in out
   assert 'variables.data-00000-of-00001 has other bytes' in out
+  assert 'sizes not in its manifest' not in out
+
+
+def test_pushed_says_which_versions_have_no_recorded_sizes(damaged_home,
+                                                           capsys):
+  home, root, _ = damaged_home
+  path = os.path.join(root, 'serving', '1', push_layout.MANIFEST_FILENAME)
+  with open(path) as f:
+    manifest = json.load(f)
+  del manifest['sizes']
+  with open(path, 'w') as f:
+    json.dump(manifest, f)
+  code, out, _ = _cli(capsys, 'pushed', '--home', home)
+  assert code == 0
+  assert out.count('sizes not in its manifest (pushed before they were '
+                   'recorded): only missing files checked; --verify reads '
+                   'them') == 1
+  assert out.index('sizes not in its manifest') > out.index('     1  ')
 
 
 def test_pushed_shows_candidate_metrics_and_the_baseline(tmp_path, pushed,

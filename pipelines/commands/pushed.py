@@ -79,6 +79,10 @@ def run(args) -> int:
           f'{m.get("pipeline_run_id") or "-"}')
     for problem in problems[v.version]:
       print(f'         damaged: {problem}')
+    if not args.verify and not all(
+        m.get(artifact_integrity.SIZES_KEY) for m in (m, v.hub_manifest)):
+      print('         sizes not in its manifest (pushed before they were '
+            'recorded): only missing files checked; --verify reads them')
   served = versions[-1].version
   if problems[served]:
     print(f'served version {served} is damaged: '
