@@ -6,6 +6,8 @@ Each command lives in its own module under `pipelines/commands/` with
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from typing import List, Optional
 
@@ -39,10 +41,26 @@ class UsageError(Exception):
   """A bad argument or input; printed as one line, exit code 2."""
 
 
+# Exit code of a command whose reader went away (`pushed | head -3`): what a
+# shell reports for a program ended by SIGPIPE, as `cat` or `ls` are.
+BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
+
+
+def _stdout_gone() -> int:
+  """Quiet end once stdout's reader closed: no error line, no flush error."""
+  devnull = os.open(os.devnull, os.O_WRONLY)
+  os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush
+  return BROKEN_PIPE_EXIT
+
+
 def main(argv: Optional[List[str]] = None) -> int:
   args = build_parser().parse_args(argv)
   try:
-    return int(args.func(args) or 0)
+    code = int(args.func(args) or 0)
+    sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    return code
+  except BrokenPipeError:
+    return _stdout_gone()
   except (UsageError, ValueError, OSError, RuntimeError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 2

@@ -13,6 +13,7 @@ import dataclasses
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from components import artifact_integrity
 from components import push_layout
 from components import serving_contract
 
@@ -74,11 +75,30 @@ def resolve_version(push_root: str,
 
 
 def load_serving(push_root: str, version: Optional[Union[int, str]] = None):
-  """(version, loaded TF2 SavedModel) of the latest or given version."""
+  """(version, loaded TF2 SavedModel) of the latest or given version.
+
+  A damaged version raises `artifact_integrity.DamagedVersionError`, one line
+  naming the version, the file and the rollback that serves an intact one:
+  file sizes are checked against the manifest before loading (no read), and
+  when loading fails anyway (flipped bytes) the checksums name the file.
+  """
+  from google.protobuf import message  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   number = resolve_version(push_root, version)
-  return number, tf.saved_model.load(
-      push_layout.version_dir(push_root, 'serving', number))
+  problems = artifact_integrity.version_problems(push_root, number,
+                                                 kinds=('serving',))
+  if problems:
+    raise artifact_integrity.damaged_error(push_root, number, problems)
+  directory = push_layout.version_dir(push_root, 'serving', number)
+  try:
+    return number, tf.saved_model.load(directory)
+  except (IndexError, OSError, ValueError, tf.errors.OpError,
+          message.DecodeError) as e:
+    problems = artifact_integrity.version_problems(
+        push_root, number, verify=True, kinds=('serving',))
+    cause = f'{type(e).__name__}: {(str(e).splitlines() or [""])[0]}'
+    raise artifact_integrity.damaged_error(push_root, number, problems,
+                                           cause) from e
 
 
 def embed(push_root: str, sentences: Sequence[str],

@@ -174,8 +174,26 @@ def summarize(home: str, pipeline_name: str) -> Dict[str, Any]:
   return summary
 
 
+def _warnings(summary: Dict[str, Any]) -> List[str]:
+  """The validator's warnings, and damaged pushed versions it or the warm
+  start passed over."""
+  from components.validator import report as report_lib  # pylint: disable=g-import-not-at-top
+  out = []
+  path = os.path.join(os.path.dirname(summary.get('report') or ''),
+                      report_lib.REPORT_JSON)
+  if summary.get('report') and os.path.exists(path):
+    with open(path) as f:
+      note = report_lib.unreadable_baseline_note(json.load(f))
+    if note:
+      out.append(f'warning: {note}')
+  out += [f'warning: {w}' for w in summary.get('warnings') or []]
+  for skipped in (summary.get('training') or {}).get('warm_start_skipped', []):
+    out.append(f'warning: warm start: {skipped}')
+  return out
+
+
 def format_summary(summary: Dict[str, Any]) -> str:
-  lines = []
+  lines = _warnings(summary)
   blessed = summary.get('blessed')
   if blessed is None:
     lines.append('validation: not run')
@@ -199,8 +217,6 @@ def format_summary(summary: Dict[str, Any]) -> str:
     if shown:
       lines.append(f'{role} metrics: ' + ', '.join(
           f'{k}={v:.4g}' for k, v in sorted(shown.items())))
-  for warning in summary.get('warnings') or []:
-    lines.append(f'warning: {warning}')
   training = summary.get('training') or {}
   if training:
     lines.append(

@@ -219,3 +219,141 @@ def test_rollback_serves_the_old_vectors_as_a_new_version(tmp_path, pushed,
                     '--keep-versions', '2')
   assert code == 0
   assert push_layout.list_versions(root, 'serving') == [3, 4]
+
+
+# -- damaged versions ---------------------------------------------------------
+
+
+@pytest.fixture
+def damaged_home(tmp_path, pushed):
+  """A private copy of the push root (versions 1, 2) to damage."""
+  home = str(tmp_path / 'home')
+  root = consumer.push_root_for_home(home)
+  for v in consumer.list_pushed(pushed['root']):
+    publish.publish(root, {'serving': v.serving_dir, 'hub': v.hub_dir},
+                    {'spans': v.manifest['spans'],
+                     'metrics': v.manifest['metrics']})
+  data = [os.path.join(root, 'serving', '2', 'variables', name)
+          for name in os.listdir(os.path.join(root, 'serving', '2',
+                                              'variables'))
+          if name.startswith('variables.data-')]
+  assert len(data) == 1
+  return home, root, data[0]
+
+
+def _truncate(path):
+  os.truncate(path, os.path.getsize(path) // 2)
+
+
+def _flip(path):
+  with open(path, 'r+b') as f:
+    data = bytearray(f.read())
+    for i in range(len(data) // 2, len(data) // 2 + 16):
+      data[i] ^= 0xFF
+    f.seek(0)
+    f.write(data)
+
+
+@pytest.mark.parametrize('damage,what', [
+    (_truncate, 'variables.data-00000-of-00001 is '),
+    (_flip, 'variables.data-00000-of-00001 has other bytes'),
+])
+@pytest.mark.parametrize('argv', [['embed', 'the cat'], ['neighbors', 'cat']])
+def test_consumers_name_the_damaged_version_file_and_rollback(
+    damaged_home, capsys, damage, what, argv):
+  home, root, data = damaged_home
+  damage(data)
+  code, out, err = _cli(capsys, argv[0], '--home', home, *argv[1:])
+  assert code == 2 and out == ''
+  assert len(err.strip().splitlines()) == 1, err
+  assert err.startswith('error: pushed version 2 ')
+  assert 'damaged: serving/2/variables/' + what in err
+  assert f'python -m pipelines rollback --push-root {root} --to 1' in err
+  # The intact version still works, and the suggested rollback serves it.
+  assert consumer.embed(root, ['the cat'], version=1)[0] == 1
+  code, _, _ = _cli(capsys, 'rollback', '--push-root', root, '--to', '1')
+  assert code == 0
+  assert consumer.embed(root, ['the cat'])[0] == 3
+
+
+def test_pushed_marks_a_truncated_version(damaged_home, capsys):
+  home, root, data = damaged_home
+  _truncate(data)
+  code, out, _ = _cli(capsys, 'pushed', '--home', home)
+  assert code == 0
+  lines = out.splitlines()
+  v2 = next(l for l in lines if l.strip().startswith('2 '))
+  v1 = next(l for l in lines if l.strip().startswith('1 '))
+  assert '(served)  DAMAGED' in v2 and 'DAMAGED' not in v1
+  assert any(l.strip().startswith(
+      'damaged: serving/2/variables/variables.data-00000-of-00001 is ')
+             for l in lines)
+  assert lines[-1] == (f'served version 2 is damaged: serve an intact version '
+                       f'with `python -m pipelines rollback --push-root {root} '
+                       '--to 1`')
+  code, out, _ = _cli(capsys, 'pushed', '--home', home, '--json')
+  listed = {v['version']: v['damaged'] for v in json.loads(out)}
+  assert listed[1] == [] and len(listed[2]) == 1
+
+
+def test_pushed_verify_finds_flipped_bytes(damaged_home, capsys):
+  home, _, data = damaged_home
+  _flip(data)
+  code, out, _ = _cli(capsys, 'pushed', '--home', home)
+  assert code == 0 and 'DAMAGED' not in out  # sizes still match
+  code, out, _ = _cli(capsys, 'pushed', '--home', home, '--verify')
+  assert code == 0 and '(served)  DAMAGED' in out
+  assert 'variables.data-00000-of-00001 has other bytes' in out
+  assert 'sizes not in its manifest' not in out
+
+
+def test_pushed_says_which_versions_have_no_recorded_sizes(damaged_home,
+                                                           capsys):
+  home, root, _ = damaged_home
+  path = os.path.join(root, 'serving', '1', push_layout.MANIFEST_FILENAME)
+  with open(path) as f:
+    manifest = json.load(f)
+  del manifest['sizes']
+  with open(path, 'w') as f:
+    json.dump(manifest, f)
+  code, out, _ = _cli(capsys, 'pushed', '--home', home)
+  assert code == 0
+  assert out.count('sizes not in its manifest (pushed before they were '
+                   'recorded): only missing files checked; --verify reads '
+                   'them') == 1
+  assert out.index('sizes not in its manifest') > out.index('     1  ')
+
+
+def test_pushed_shows_candidate_metrics_and_the_baseline(tmp_path, pushed,
+                                                         capsys):
+  home = str(tmp_path / 'home')
+  root = consumer.push_root_for_home(home)
+  v = consumer.list_pushed(pushed['root'])[0]
+  dirs = {'serving': v.serving_dir, 'hub': v.hub_dir}
+  # What the pusher copies from the validator's report.json.
+  publish.publish(root, dirs, {'metrics': {
+      'candidate': {'recall_at_k': 0.25, 'eval_loss': 2.5}, 'baseline': None}})
+  publish.publish(root, dirs, {'metrics': {
+      'candidate': {'recall_at_k': 0.5}, 'baseline': {'recall_at_k': 0.25}}})
+  code, out, _ = _cli(capsys, 'pushed', '--home', home)
+  assert code == 0 and 'None' not in out
+  assert ('eval_loss=2.5 recall_at_k=0.25  (validated without a baseline)'
+          in out)
+  assert 'recall_at_k=0.5  (baseline then: recall_at_k=0.25)' in out
+
+
+def test_pushed_into_a_closed_pipe_ends_quietly(damaged_home):
+  """`pushed | head -1`: the reader is gone before the listing is written."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  home, _, _ = damaged_home
+  read_end, write_end = os.pipe()
+  os.close(read_end)
+  repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  done = subprocess.run(
+      [sys.executable, '-m', 'pipelines', 'pushed', '--home', home],
+      stdout=write_end, stderr=subprocess.PIPE, cwd=repo, timeout=300,
+      check=False)
+  os.close(write_end)
+  assert done.stderr.decode() == ''
+  assert done.returncode == cli.BROKEN_PIPE_EXIT == 141

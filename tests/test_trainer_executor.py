@@ -181,3 +181,68 @@ def test_unknown_parameter_and_missing_split_are_named(small_inputs, tmp_path):
     executor.train([_Examples(str(tmp_path))], vocabulary,
                    str(tmp_path / 'model'), str(tmp_path / 'run'),
                    executor.TrainerConfig(train_steps=1))
+
+
+# Shares the small inputs' tokens, so a warm start reads the damaged rows.
+BASE_TOKENS = ['a', 'b', 'c', 'd'] + [f't{i}' for i in range(200)]
+
+
+def _flip_checkpoint(model):
+  checkpoint = model_layout.latest_checkpoint(model)
+  data = tf.io.gfile.glob(checkpoint + '.data-*')
+  assert len(data) == 1
+  with open(data[0], 'r+b') as f:
+    raw = bytearray(f.read())
+    for i in range(len(raw) // 2, len(raw) // 2 + 32):
+      raw[i] ^= 0xFF
+    f.seek(0)
+    f.write(raw)
+  return checkpoint
+
+
+def test_damaged_explicit_base_fails_in_one_line_before_writing(
+    small_inputs, tmp_path):
+  examples, vocabulary = small_inputs
+  base = str(tmp_path / 'base')
+  fx.write_tpu_format_model(base, BASE_TOKENS,
+                            spec=skipgram_spec(dim=4))
+  checkpoint = _flip_checkpoint(base)
+  model = str(tmp_path / 'model')
+  with pytest.raises(warm_start.WarmStartError) as e:
+    executor.train(examples, vocabulary, model, str(tmp_path / 'run'),
+                   executor.TrainerConfig(
+                       embedding_spec=skipgram_spec(dim=4).to_json(),
+                       train_steps=2, epochs=0, warm_start_uri=base))
+  message = str(e.value)
+  assert '\n' not in message
+  assert message.startswith(f'warm start from {base}: checkpoint {checkpoint} '
+                            'cannot be read (')
+  assert checkpoint + '.data-00000-of-00001' in message
+  assert '--set trainer.warm_start_uri=' in message and 'rollback' in message
+  assert not os.path.exists(model)
+
+
+def test_damaged_pushed_base_is_a_cold_start_with_a_warning(small_inputs,
+                                                           tmp_path):
+  from components.pusher import publish  # pylint: disable=g-import-not-at-top
+  from tests import pusher_exports  # pylint: disable=g-import-not-at-top
+  examples, vocabulary = small_inputs
+  base = str(tmp_path / 'base')
+  fx.write_tpu_format_model(base, BASE_TOKENS,
+                            spec=skipgram_spec(dim=4))
+  root = str(tmp_path / 'pushed')
+  publish.publish(root, {
+      'serving': pusher_exports.write_serving_model(str(tmp_path / 's'), 1.0),
+      'hub': pusher_exports.write_hub_module(str(tmp_path / 'h'), 1.0)},
+                  {'source_model': base})
+  _flip_checkpoint(base)
+  meta = executor.train(examples, vocabulary, str(tmp_path / 'model'),
+                        str(tmp_path / 'run'), executor.TrainerConfig(
+                            embedding_spec=skipgram_spec(dim=4).to_json(),
+                            train_steps=2, epochs=0),
+                        push_root=root)
+  assert meta['warm_start'] is None and meta['steps'] == 2
+  skipped = meta['warm_start_skipped']
+  assert len(skipped) == 2 and skipped[0].startswith(
+      f'pushed version 1 skipped: warm start from {base}: checkpoint ')
+  assert skipped[1] == 'no pushed version can seed this model; cold start'

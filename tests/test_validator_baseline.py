@@ -42,7 +42,7 @@ def test_latest_pushed_table_is_read_through_lookup(tmp_path):
           'tokens'))
 
 
-def test_unreadable_baseline_is_a_clear_error(tmp_path):
+def test_unreadable_baseline_is_reported_not_raised(tmp_path):
   tokens = [f'tok{i}' for i in range(10)]
   model = str(tmp_path / 'model')
   artifact_fixtures.write_tpu_format_model(model, tokens)
@@ -50,8 +50,61 @@ def test_unreadable_baseline_is_a_clear_error(tmp_path):
   serving = validator_fixtures.push_baseline(root, model)
   with open(os.path.join(serving, 'saved_model.pb'), 'wb') as f:
     f.write(b'not a saved model')
-  with pytest.raises(baseline.BaselineError, match='serving/1 cannot be loaded'):
-    baseline.load_baseline(root)
+  found, unreadable = baseline.find_baseline(root)
+  assert found is None and [u.version for u in unreadable] == [1]
+  assert 'serving/1 cannot be loaded' in unreadable[0].error
   os.remove(os.path.join(serving, 'assets', 'vocabulary.txt'))
-  with pytest.raises(baseline.BaselineError, match='no assets/vocabulary.txt'):
-    baseline.load_baseline(root)
+  found, unreadable = baseline.find_baseline(root)
+  assert found is None
+  assert 'no assets/vocabulary.txt' in unreadable[0].error
+  assert baseline.load_baseline(root) is None
+
+
+@pytest.fixture
+def two_pushed(tmp_path):
+  """Versions 1 and 2 published by the pusher from real exports."""
+  tokens = [f'tok{i}' for i in range(40)]
+  root = str(tmp_path / 'pushed')
+  tables = {}
+  for version, seed in ((1, 3), (2, 4)):
+    model = str(tmp_path / f'model{version}')
+    tables[version] = validator_fixtures.random_table(tokens, 0.5, seed=seed)
+    artifact_fixtures.write_tpu_format_model(model, tokens,
+                                             table=tables[version])
+    assert validator_fixtures.publish_baseline(
+        root, model, str(tmp_path / f'staging{version}')) == version
+  return root, tables
+
+
+def _damage(root, version, how):
+  path = validator_fixtures.data_file(os.path.join(root, 'serving',
+                                                   str(version)))
+  if how == 'truncate':
+    os.truncate(path, os.path.getsize(path) // 2)
+  else:
+    validator_fixtures.flip_bytes(path)
+
+
+@pytest.mark.parametrize('how,error', [
+    ('truncate', 'serving/2/variables/variables.data-00000-of-00001 is '),
+    ('flip', 'serving/2/variables/variables.data-00000-of-00001 has other '
+     'bytes than its manifest records'),
+])
+def test_damaged_latest_version_falls_back_to_the_newest_readable(
+    two_pushed, how, error):
+  root, tables = two_pushed
+  _damage(root, 2, how)
+  found, unreadable = baseline.find_baseline(root)
+  assert found.version == 1
+  np.testing.assert_array_equal(found.table, tables[1])
+  assert [u.version for u in unreadable] == [2]
+  assert unreadable[0].path.endswith('/serving/2')
+  assert unreadable[0].error.startswith(error)
+
+
+def test_no_readable_version_means_no_baseline(two_pushed):
+  root, _ = two_pushed
+  _damage(root, 2, 'flip')
+  _damage(root, 1, 'truncate')
+  found, unreadable = baseline.find_baseline(root)
+  assert found is None and [u.version for u in unreadable] == [2, 1]

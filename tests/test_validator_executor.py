@@ -337,3 +337,42 @@ def test_cpu_trainer_checkpoint_validates(tmp_path, corpus):
   n = len(corpus['vocab'])
   assert report['restore']['restored_bytes'] == n * 8 * 4
   assert report['restore']['checkpoint_slot_bytes_not_loaded'] == n * 8 * 4
+
+
+@pytest.mark.parametrize('how', ['truncate', 'flip'])
+def test_damaged_pushed_baseline_is_reported_and_passed_over(tmp_path, corpus,
+                                                            how):
+  """A damaged served version must not block validation (and every push)."""
+  tokens = corpus['vocab'].tokens
+  root = str(tmp_path / 'root')
+  for version, noise in ((1, 0.6), (2, 0.5)):
+    model = str(tmp_path / f'pushed{version}')
+    artifact_fixtures.write_tpu_format_model(
+        model, tokens, table=vf.topic_table(tokens, noise, seed=version))
+    vf.publish_baseline(root, model, str(tmp_path / f'staging{version}'))
+  data = vf.data_file(os.path.join(root, 'serving', '2'))
+  if how == 'truncate':
+    os.truncate(data, 1000)
+  else:
+    vf.flip_bytes(data)
+  model = _model(tmp_path, corpus, 'model', vf.topic_table(tokens, 0.1))
+  blessing, report = run(corpus, model, str(tmp_path / 'b'), push_root=root,
+                         regression_margin=0.0)
+  assert report['blessed'], report['summary']
+  assert report['baseline_version'] == 1
+  assert blessing.get_string_custom_property('baseline_model') == (
+      os.path.join(root, 'serving', '1'))
+  [unreadable] = report['baseline_unreadable']
+  assert unreadable['version'] == 2
+  assert 'serving/2/variables/variables.data-00000-of-00001' in (
+      unreadable['error'])
+  html = (tmp_path / 'b' / 'report.html').read_text()
+  assert 'class="unreadable-baseline"' in html
+  assert 'compared against version 1, the newest readable one' in html
+
+  # Nothing readable left: absolute thresholds only, still no crash.
+  os.truncate(vf.data_file(os.path.join(root, 'serving', '1')), 10)
+  _, alone = run(corpus, model, str(tmp_path / 'b2'), push_root=root)
+  assert alone['blessed'] and alone['baseline_version'] is None
+  assert [u['version'] for u in alone['baseline_unreadable']] == [2, 1]
+  assert alone['metrics']['baseline'] is None

@@ -72,3 +72,24 @@ def test_html_shows_the_reference_figures_and_warnings(tmp_path):
   assert '<th>popularity ranking</th>' in page and '0.0625' in page
   assert '<th>untrained table</th>' in page and '4.1589' in page
   assert 'knows only 1.8% of &lt;the&gt; vocabulary' in page
+
+
+def test_unreadable_baseline_note_in_html_and_one_line(tmp_path):
+  r = dict(_report(blessed=True), baseline_version=3, baseline_unreadable=[
+      {'version': 4, 'path': '/push/serving/4',
+       'error': 'serving/4/variables/variables.data-00000-of-00001 is 1000 '
+                'bytes, its manifest records 9000 <x>'}])
+  note = report.unreadable_baseline_note(r)
+  assert note == (
+      'pushed baseline cannot be read (version 4: serving/4/variables/'
+      'variables.data-00000-of-00001 is 1000 bytes, its manifest records '
+      '9000 <x>); compared against version 3, the newest readable one')
+  report.write(str(tmp_path), r, np.ones(5), np.ones(5))
+  page = (tmp_path / 'report.html').read_text()
+  assert 'class="unreadable-baseline"' in page and '9000 &lt;x&gt;' in page
+  assert json.loads((tmp_path / 'report.json').read_text())[
+      'baseline_unreadable'][0]['version'] == 4
+  none_left = dict(r, baseline_version=None, baseline_model='')
+  assert report.unreadable_baseline_note(none_left).endswith(
+      'no readable pushed version, so absolute thresholds only')
+  assert report.unreadable_baseline_note(_report()) == ''

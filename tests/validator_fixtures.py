@@ -68,3 +68,35 @@ def push_baseline(push_root: str, model_uri: str, version: int = 1) -> str:
       json.dump({'version': version, 'kind': kind,
                  'source_model': model_uri}, f)
   return dirs['serving']
+
+
+def publish_baseline(push_root: str, model_uri: str, staging: str) -> int:
+  """Exports `model_uri` and publishes it with the pusher; returns the version."""
+  from components.pusher import publish  # pylint: disable=g-import-not-at-top
+  restored = restore_for_serving(model_uri)
+  dirs = {kind: os.path.join(staging, kind) for kind in push_layout.KINDS}
+  exporter_fixtures.export_hub_module(
+      exporter_fixtures.from_variable(restored.table('tokens')),
+      restored.vocabulary, dirs['hub'])
+  serving_export.export_serving_model(restored, dirs['serving'])
+  return publish.publish(push_root, dirs,
+                         {'source_model': model_uri}).version
+
+
+def data_file(version_dir: str) -> str:
+  """The one `variables.data-*` file of an export."""
+  variables = os.path.join(version_dir, 'variables')
+  names = [n for n in os.listdir(variables) if n.startswith('variables.data-')]
+  assert len(names) == 1, names
+  return os.path.join(variables, names[0])
+
+
+def flip_bytes(path: str, count: int = 16):
+  """Inverts `count` bytes in the middle of `path` (its size is unchanged)."""
+  with open(path, 'r+b') as f:
+    data = bytearray(f.read())
+    middle = len(data) // 2
+    for i in range(middle, min(middle + count, len(data))):
+      data[i] ^= 0xFF
+    f.seek(0)
+    f.write(data)

@@ -8,6 +8,7 @@
       "spans": [3, 4],                   data spans the model was trained on
       "metrics": {...},                  the blessing's report.json "metrics"
       "files": {"saved_model.pb": "<sha256>", "variables/...": ...},
+      "sizes": {"saved_model.pb": 81234, ...},   bytes of each file
       "pipeline_run_id": "...",
       "pushed_at": "2026-12-01T10:00:00Z",
       "rollback_of": 5                   only on versions made by a rollback
@@ -46,8 +47,13 @@ def build(version: int, kind: str, files: Dict[str, str],
           metrics: Optional[Dict[str, Any]] = None,
           pipeline_run_id: Optional[str] = None,
           pushed_at: Optional[str] = None,
+          sizes: Optional[Dict[str, int]] = None,
           **extra: Any) -> Dict[str, Any]:
-  """A manifest dict; `files` maps relative paths to sha256 hex digests."""
+  """A manifest dict; `files` maps relative paths to sha256 hex digests.
+
+  `sizes` maps the same paths to their sizes in bytes: checking them needs
+  no read (components/artifact_integrity.py).
+  """
   manifest = {
       'format_version': FORMAT_VERSION,
       'version': int(version),
@@ -56,6 +62,7 @@ def build(version: int, kind: str, files: Dict[str, str],
       'spans': sorted(int(s) for s in spans),
       'metrics': dict(metrics or {}),
       'files': dict(sorted(files.items())),
+      'sizes': dict(sorted((sizes or {}).items())),
       'pipeline_run_id': pipeline_run_id or '',
       'pushed_at': pushed_at or utc_now(),
   }

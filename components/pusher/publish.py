@@ -21,6 +21,7 @@ import dataclasses
 import uuid
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
+from components import artifact_integrity
 from components import file_system
 from components import push_layout
 from components.pusher import manifest as manifest_lib
@@ -74,7 +75,9 @@ def _copy_version(src: str, dst: str, kind: str, number: int,
   order = file_system.copy_order(files + [push_layout.MANIFEST_FILENAME], last)
   for i, rel in enumerate(order):
     if rel == push_layout.MANIFEST_FILENAME:
-      manifest = manifest_lib.build(number, kind, checksums, **fields)
+      manifest = manifest_lib.build(
+          number, kind, checksums,
+          sizes=artifact_integrity.file_sizes(src, files), **fields)
       file_system.write_text(join(dst, rel), manifest_lib.dumps(manifest))
     elif rel in after:
       if file_system.copy_file(join(src, rel), join(dst, rel)) != checksums[rel]:

@@ -135,12 +135,14 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
     raise ValueError(
         f'EmbeddingTrainer: base_model ({base_model_uri}) and warm_start_uri '
         f'({config.warm_start_uri}) disagree; give one of them')
+  warm_start_skipped = []
   if not base and config.warm_start_from_pushed and push_root:
-    base = warm_start.pushed_base(push_root, spec)
-  if base:
+    # Checked there: compatible and readable, else passed over.
+    base, warm_start_skipped = warm_start.pushed_base(push_root, spec)
+  elif base:
     base_spec = EmbeddingSpec.load(base)
     warm_start.check_compatible(spec, base_spec, base)
-    model_layout.latest_checkpoint(base)
+    warm_start.check_readable(base, spec)
   _check_rerun(model_uri, spec, vocabulary)
   logs = tensorboard_logs.RunLogs.create(model_run_uri, config, spec,
                                          vocabulary, [a.uri for a in examples])
@@ -186,6 +188,7 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
       'examples_per_sec': result.examples_per_sec,
       'checkpoint': os.path.basename(result.checkpoint or ''),
       'warm_start': warm,
+      'warm_start_skipped': warm_start_skipped,
       'resumed_from': resumed.model_uri if resumed else None,
       'resume_key': key or None,
       'trained_at': int(time.time()),

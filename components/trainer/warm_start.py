@@ -7,10 +7,27 @@ bit-exact, a new token gets the table initializer's value and the
 optimizer's initial slot values, a token that left the vocabulary is
 dropped. The result is saved as checkpoint 0 of the new model, so training
 (on CPU or TPU) starts by restoring it like any other checkpoint.
+
+A damaged base checkpoint (truncated, flipped bytes) is found before the
+output is written: `check_readable` reads every tensor the warm start uses,
+one at a time, so TensorFlow verifies their checksums. That is one more
+sequential read of the base's table and slots, small next to training.
+What happens then depends on who chose the base:
+
+* An explicit base (`base_model`, `warm_start_uri`, and `retrain`, which
+  names the pushed model's source) fails with one line naming the checkpoint
+  and how to proceed. A cold start instead would silently drop everything the
+  base learnt on earlier spans: a model trained on the newest span only,
+  which is not what was asked for and can still be blessed and pushed.
+* `warm_start_from_pushed` passes over a pushed version whose source cannot
+  be read and takes the newest readable one, as the validator does for its
+  baseline; with none, it is a cold start. Each version passed over is a
+  warning in metadata.json (`warm_start_skipped`) and the run summary.
 """
 
 import dataclasses
-from typing import Any, Dict
+import glob
+from typing import Any, Dict, List, Tuple
 
 from absl import logging
 import numpy as np
@@ -39,29 +56,72 @@ class WarmStartReport:
     return dataclasses.asdict(self)
 
 
-def pushed_base(push_root: str, spec: EmbeddingSpec) -> str:
-  """The source model of the latest pushed version, or '' (logged) if there
-  is none, it is gone, or it cannot seed a model with `spec`."""
-  version = push_layout.latest_version(push_root, 'serving')
-  if version is None:
+def pushed_base(push_root: str, spec: EmbeddingSpec) -> Tuple[str, List[str]]:
+  """(base, notes): the source model of the newest pushed version that can
+  seed a model with `spec`, or '' for a cold start; `notes` says why each
+  newer version was passed over (empty when the newest is used or nothing
+  was pushed)."""
+  notes: List[str] = []
+  versions = push_layout.list_versions(push_root, 'serving')
+  if not versions:
     logging.info('Warm start: nothing pushed under %s yet; cold start',
                  push_root)
-    return ''
-  source = push_layout.read_manifest(push_root, 'serving', version).get(
-      'source_model', '')
-  if not source or not tf.io.gfile.exists(
-      model_layout.join(source, model_layout.CHECKPOINT_DIR)):
-    logging.warning('Warm start: pushed version %d names source model %r, '
-                    'which is gone; cold start', version, source)
-    return ''
+  for version in reversed(versions):
+    source = push_layout.read_manifest(push_root, 'serving', version).get(
+        'source_model', '')
+    if not source or not tf.io.gfile.exists(
+        model_layout.join(source, model_layout.CHECKPOINT_DIR)):
+      note = (f'pushed version {version} names source model {source!r}, '
+              'which is gone')
+    else:
+      try:
+        check_compatible(spec, EmbeddingSpec.load(source), source)
+        check_readable(source, spec)
+      except (ValueError, OSError) as e:  # WarmStartError is a ValueError
+        note = f'pushed version {version} skipped: {e}'
+      else:
+        logging.info('Warm start from pushed version %d: %s', version, source)
+        return source, notes
+    notes.append(note)
+    logging.warning('Warm start: %s; trying an older version', note)
+  if notes:
+    notes.append('no pushed version can seed this model; cold start')
+    logging.warning('Warm start: %s', notes[-1])
+  return '', notes
+
+
+def _first_line(e: BaseException) -> str:
+  return f'{type(e).__name__}: {(str(e).splitlines() or [""])[0]}'
+
+
+def check_readable(base_uri: str, spec: EmbeddingSpec) -> str:
+  """The base's latest checkpoint path, once every tensor the warm start
+  reads (each table and its optimizer slots) has been read and checksummed.
+
+  Raises WarmStartError naming the checkpoint and its files.
+  """
+  path = model_layout.latest_checkpoint(base_uri)
   try:
-    check_compatible(spec, EmbeddingSpec.load(source), source)
-  except WarmStartError as e:
-    logging.warning('Warm start from pushed version %d skipped: %s; cold '
-                    'start', version, e)
-    return ''
-  logging.info('Warm start from pushed version %d: %s', version, source)
-  return source
+    reader = tf.train.load_checkpoint(path)
+    for table in spec.tables:
+      keys = [model_layout.table_key(table.name)] + [
+          model_layout.slot_key(table.name, s)
+          for s in spec.optimizer.slot_names]
+      for key in keys:
+        if reader.has_tensor(key):
+          reader.get_tensor(key)  # checks the tensor's crc32c
+  except (IndexError, ValueError, tf.errors.OpError) as e:
+    files = ', '.join(sorted(glob.glob(path + '.*'))) if (
+        '://' not in path) else path + '.*'
+    raise WarmStartError(
+        f'warm start from {base_uri}: checkpoint {path} cannot be read '
+        f'({_first_line(e)}); its files ({files}) are damaged. Warm start '
+        'from an intact model (--set trainer.warm_start_uri=MODEL_URI; for '
+        '`retrain`, roll back to a pushed version whose source is intact with '
+        '`python -m pipelines rollback`) or train from scratch with '
+        '`python -m pipelines run` and --set '
+        'trainer.warm_start_from_pushed=false') from e
+  return path
 
 
 def check_compatible(spec: EmbeddingSpec, base: EmbeddingSpec, base_uri: str):

@@ -6,14 +6,24 @@ nodes): the baseline is the latest complete version under
 through the SavedModel's own `lookup` signature over the tokens of its
 `assets/vocabulary.txt`, i.e. exactly what serving returns, so it is scored
 by the same metric code as the candidate.
+
+A pushed version that cannot be read (a damaged file, a broken export) is
+not the baseline: `find_baseline` reports it and goes on to the next older
+version, so one damaged push never blocks every later one. Versions are
+checked first by file sizes against their manifest (a stat per file, no
+read); a load that fails anyway is explained by the manifest's checksums.
 """
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
+
+from absl import logging
+from google.protobuf import message
 
 import numpy as np
 import tensorflow as tf
 
+from components import artifact_integrity
 from components import push_layout
 from components import serving_contract
 
@@ -31,6 +41,17 @@ class Baseline:
   tokens: List[str]     # row order of `table`
   table: np.ndarray     # [len(tokens), dim] float32, as served by `lookup`
   manifest: Dict[str, Any]
+
+
+@dataclasses.dataclass
+class Unreadable:
+  """A pushed version passed over because it cannot be read."""
+  version: int
+  path: str
+  error: str
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
 
 
 def read_tokens(export_dir: str) -> List[str]:
@@ -59,9 +80,10 @@ def read_serving_table(export_dir: str) -> np.ndarray:
   except KeyError as e:
     raise BaselineError(f'baseline {export_dir} has no {name!r} '
                         'signature') from e
-  except (OSError, ValueError, tf.errors.OpError) as e:
+  except (OSError, ValueError, IndexError, tf.errors.OpError,
+          message.DecodeError) as e:
     raise BaselineError(f'baseline {export_dir} cannot be loaded '
-                        f'({type(e).__name__}: {str(e).splitlines()[0]})'
+                        f'({type(e).__name__}: {(str(e).splitlines() or [""])[0]})'
                         ) from e
   parts = []
   for start in range(0, len(tokens), _BATCH):
@@ -78,14 +100,37 @@ def read_serving_table(export_dir: str) -> np.ndarray:
   return table
 
 
-def load_baseline(push_root: str) -> Optional[Baseline]:
-  """The currently pushed model, or None when `push_root` is empty or unpushed."""
-  if not push_root:
-    return None
-  version = push_layout.latest_version(push_root, 'serving')
-  if version is None:
-    return None
+def _read(push_root: str, version: int) -> Baseline:
   path = push_layout.version_dir(push_root, 'serving', version)
   manifest = push_layout.read_manifest(push_root, 'serving', version)
   return Baseline(path=path, version=version, tokens=read_tokens(path),
                   table=read_serving_table(path), manifest=manifest)
+
+
+def find_baseline(push_root: str
+                  ) -> Tuple[Optional[Baseline], List[Unreadable]]:
+  """The newest readable pushed version (or None), and the newer unreadable."""
+  unreadable: List[Unreadable] = []
+  if not push_root:
+    return None, unreadable
+  for version in reversed(push_layout.list_versions(push_root, 'serving')):
+    path = push_layout.version_dir(push_root, 'serving', version)
+    problems = artifact_integrity.version_problems(push_root, version,
+                                                   kinds=('serving',))
+    if not problems:
+      try:
+        return _read(push_root, version), unreadable
+      except (BaselineError, OSError, ValueError, IndexError,
+              tf.errors.OpError) as e:
+        problems = artifact_integrity.version_problems(
+            push_root, version, verify=True, kinds=('serving',))
+        problems = problems or [(str(e).splitlines() or [''])[0]]
+    unreadable.append(Unreadable(version, path, '; '.join(problems)))
+    logging.warning('Baseline: pushed version %d cannot be read (%s); trying '
+                    'an older one', version, unreadable[-1].error)
+  return None, unreadable
+
+
+def load_baseline(push_root: str) -> Optional[Baseline]:
+  """The newest readable pushed model; None when there is none."""
+  return find_baseline(push_root)[0]

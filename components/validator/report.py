@@ -1,7 +1,9 @@
 """The validation report: `report.json` (everything) and `report.html` (people).
 
 The HTML page is self-contained: gate table, metric table and an inline SVG
-histogram of row norms, candidate vs baseline (no plotting library).
+histogram of row norms, candidate vs baseline (no plotting library). Pushed
+versions passed over as baseline because they cannot be read are listed on
+it and by `unreadable_baseline_note`.
 """
 
 import html
@@ -112,6 +114,19 @@ def _metric_rows(report: Dict[str, Any]) -> List[str]:
   return rows
 
 
+def unreadable_baseline_note(report: Dict[str, Any]) -> str:
+  """One line on pushed versions that could not be the baseline; '' if none."""
+  unreadable = report.get('baseline_unreadable') or []
+  if not unreadable:
+    return ''
+  what = '; '.join(f'version {u["version"]}: {u["error"]}' for u in unreadable)
+  version = report.get('baseline_version')
+  against = (f'compared against version {version}, the newest readable one'
+             if version is not None else
+             'no readable pushed version, so absolute thresholds only')
+  return f'pushed baseline cannot be read ({what}); {against}'
+
+
 def render_html(report: Dict[str, Any], hist: Dict[str, Any]) -> str:
   blessed = report['blessed']
   verdict = 'BLESSED' if blessed else 'NOT BLESSED'
@@ -127,6 +142,9 @@ def render_html(report: Dict[str, Any], hist: Dict[str, Any]) -> str:
   if warnings:
     warnings = f'<h2>Warnings</h2><ul>{warnings}</ul>'
   headers = ''.join(f'<th>{title}</th>' for _, title in METRIC_COLUMNS)
+  note = unreadable_baseline_note(report)
+  note = (f'<p class="unreadable-baseline" style="color: #b22222">'
+          f'{html.escape(note)}</p>' if note else '')
   return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Checkpoint validation: {verdict}</title>
 <style>
@@ -140,6 +158,7 @@ tr.fail td {{ background: #fde8e8; }}
 <p>Candidate: <code>{html.escape(report['current_model'])}</code><br>
 Baseline: <code>{html.escape(baseline)}</code></p>
 {warnings}
+{note}
 <h2>Gates</h2>
 <table><tr><th>gate</th><th>result</th><th>reason</th></tr>{gates}</table>
 <h2>Metrics</h2>

@@ -12,6 +12,9 @@
 5. Warnings (not gates): held-out loss not below an untrained table's, a
    baseline that knows little of the evaluation vocabulary.
 
+The baseline is the newest pushed version that can be read; newer ones that
+cannot are listed in `baseline_unreadable` (components/validator/baseline.py).
+
 Bad settings or inputs (files, push root, eval data) raise a one-line error;
 a bad checkpoint is a verdict, not a crash.
 """
@@ -69,12 +72,14 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
   """Runs every check; returns (report, candidate norms, baseline norms)."""
   skipgram = eval_data.trained_skipgram(model_uri)
   data = eval_data.load(examples_uri, vocabulary_uri, config, skipgram)
-  baseline = baseline_lib.load_baseline(push_root)
+  baseline, unreadable = baseline_lib.find_baseline(push_root)
   thresholds = config.thresholds()
   report: Dict[str, Any] = {
       'current_model': model_uri,
       'baseline_model': baseline.path if baseline else '',
       'baseline_version': baseline.version if baseline else None,
+      # Newer pushed versions passed over: they cannot be read.
+      'baseline_unreadable': [u.to_dict() for u in unreadable],
       'parameters': {
           'k': config.k, 'window': skipgram.window,
           'num_negatives': skipgram.negatives,
