@@ -16,6 +16,7 @@ from typing import List, Optional
 # The same separators on both sides: Python's bytes.split() with no argument
 # and tf.strings.split() with no separator both split on runs of ASCII
 # whitespace and drop empty tokens.
+ASCII_WHITESPACE = ' \t\n\r\v\f'  # what bytes.split() splits on
 MAX_TOKENS_PER_LINE = 10_000
 MAX_TOKEN_BYTES = 256
 

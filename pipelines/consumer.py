@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from components import artifact_integrity
 from components import push_layout
 from components import serving_contract
+from components import text
 
 # The local runner's layout: <home>/pushed is the push root.
 PUSHED_DIRNAME = 'pushed'
@@ -123,7 +124,7 @@ def neighbors(push_root: str, token: str, k: int = 10,
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if isinstance(k, bool) or not isinstance(k, int) or k < 1:
     raise ValueError(f'neighbors: k must be an integer >= 1, got {k!r}')
-  if not token or token != token.strip() or len(token.split()) != 1:
+  if text.tokenize(token) != [token]:
     raise ValueError(f'neighbors: give one token without whitespace, got '
                      f'{token!r}')
   number, model = ((version, loaded) if loaded is not None else

@@ -177,6 +177,9 @@ def test_cli_pushed_embed_neighbors(pushed, capsys):
     (['embed', '--version', '../1', 'cat'], 'escapes the push root'),
     (['neighbors', 'zebra'], "'zebra' is not in the vocabulary"),
     (['neighbors', '-k', '0', 'cat'], 'k must be an integer >= 1'),
+    (['neighbors', 'two tokens'], 'give one token without whitespace'),
+    # A Unicode space is part of a token, as in the corpus.
+    (['neighbors', 'cat\u00a0dog'], "'cat\\xa0dog' is not in the vocabulary"),
     (['rollback', '--to', '/etc'], 'escapes the push root'),
     (['rollback', '--to', '7'], 'cannot roll back to version 7'),
 ])

@@ -30,3 +30,14 @@ def test_read_related_pairs(tmp_path):
   path.write_text('a b\n')
   with pytest.raises(ValueError, match='line 1: expected "tokenA<TAB>tokenB"'):
     eval_files.read_related_pairs(str(path))
+
+
+def test_fields_keep_unicode_spaces_inside_tokens(tmp_path):
+  # Tokens split on ASCII whitespace only, so U+00A0 and U+3000 are theirs.
+  path = tmp_path / 'related_pairs.tsv'
+  path.write_text('\u00a0a\u00a0 \tb\u3000\n', encoding='utf-8')
+  assert eval_files.read_related_pairs(str(path)) == [('\u00a0a\u00a0',
+                                                       'b\u3000')]
+  sim = tmp_path / 'sim.tab'
+  sim.write_text('x\u00a0\ty\t1.5\n', encoding='utf-8')
+  assert eval_files.read_similarity_file(str(sim)) == [('x\u00a0', 'y', 1.5)]

@@ -2,7 +2,8 @@
 
 Both are read with `tf.io.gfile` (local or GCS), UTF-8; blank lines and
 `#` comments are skipped; a bad line raises a one-line error naming the file
-and the line.
+and the line. Fields are trimmed of ASCII whitespace only, the separators of
+tokens (components/text.py): a token may hold other Unicode spaces.
 """
 
 import math
@@ -10,10 +11,14 @@ from typing import List, Tuple
 
 import tensorflow as tf
 
+from components import text
+
+_SPACE = text.ASCII_WHITESPACE
+
 
 def _fields(line: str) -> List[str]:
   sep = '\t' if '\t' in line else ','
-  return [f.strip() for f in line.split(sep)]
+  return [f.strip(_SPACE) for f in line.split(sep)]
 
 
 def read_similarity_file(path: str) -> List[Tuple[str, str, float]]:
@@ -45,10 +50,10 @@ def read_related_pairs(path: str) -> List[Tuple[str, str]]:
   pairs = []
   for n, line in _lines(path):
     parts = line.split('\t')
-    if len(parts) < 2 or not parts[0].strip() or not parts[1].strip():
+    if len(parts) < 2 or not parts[0].strip(_SPACE) or not parts[1].strip(_SPACE):
       raise ValueError(f'related-pairs file {path} line {n}: expected '
                        f'"tokenA<TAB>tokenB", got {line[:80]!r}')
-    pairs.append((parts[0].strip(), parts[1].strip()))
+    pairs.append((parts[0].strip(_SPACE), parts[1].strip(_SPACE)))
   if not pairs:
     raise ValueError(f'related-pairs file {path} has no pairs')
   return pairs
