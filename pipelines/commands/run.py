@@ -70,16 +70,18 @@ def run(args) -> int:
   summary['timing']['total_seconds'] = round(time.monotonic() - STARTED, 1)
   print(local_runner.format_summary(summary))
   if args.neighbors and summary.get('pushed_version') is not None:
-    print_neighbors(local_runner.paths(args.home)['push_root'], args.neighbors)
+    print_neighbors(local_runner.paths(args.home)['push_root'], args.neighbors,
+                    version=summary['pushed_version'])
   return 0
 
 
-def print_neighbors(push_root: str, n: int, k: int = 5):
-  """Nearest neighbours of `n` tokens spread over the pushed vocabulary."""
+def print_neighbors(push_root: str, n: int, k: int = 5, version=None):
+  """Nearest neighbours of `n` tokens spread over the pushed vocabulary of
+  `version` (this run's push; the latest version without it)."""
   from components import push_layout  # pylint: disable=g-import-not-at-top
   from components.validator import baseline  # pylint: disable=g-import-not-at-top
   from pipelines import consumer  # pylint: disable=g-import-not-at-top
-  version, model = consumer.load_serving(push_root)
+  version, model = consumer.load_serving(push_root, version)
   tokens = baseline.read_tokens(
       push_layout.version_dir(push_root, 'serving', version))
   print(f'nearest neighbours (pushed version {version}):')
