@@ -31,7 +31,10 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
       examples=example_gen.outputs['examples'],
       vocabulary=vocabulary.outputs['vocabulary'],
       push_root=push_root, config=config.validator_config())
+  # Export only what the validator blessed: a refused model may not even
+  # be exportable (NaN rows fail the exports' load check).
   exporter = EmbeddingExporter(model=trainer.outputs['model'],
+                               model_blessing=validator.outputs['blessing'],
                                config=config.exporter)
   pusher = EmbeddingPusher(
       serving_model=exporter.outputs['serving_model'],
