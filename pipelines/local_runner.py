@@ -108,7 +108,6 @@ def run(data_root: str,
     raise FileNotFoundError(f'data root {data_root} is not a directory; '
                             'create it with `python -m pipelines demo-data`')
   p = paths(home)
-  os.makedirs(p['home'], exist_ok=True)
   config = config or pipeline_lib.PipelineConfig()
   related = os.path.join(data_root, 'related_pairs.tsv')
   if not config.validator.related_pairs_file and os.path.exists(related):
@@ -125,6 +124,7 @@ def run(data_root: str,
       beam_pipeline_args=beam_pipeline_args or [
           '--direct_running_mode=in_memory', '--direct_num_workers=1'],
       warm_start_uri=warm_start_uri)
+  os.makedirs(p['home'], exist_ok=True)
   # Without --verbose, the existing handlers show errors only; _Progress
   # prints one line per component.
   quieted = []

@@ -16,6 +16,7 @@ from pipelines.config import PipelineConfig
 def create_components(data_root: str, push_root: str, config: PipelineConfig,
                       warm_start_uri: str = '') -> List[Any]:
   """The six components, wired; shared by the local and Kubeflow runners."""
+  config.check_local_files()
   example_gen = corpus_example_gen(data_root, config.example_gen)
   vocabulary = Vocabulary(examples=example_gen.outputs['examples'],
                           config=config.vocabulary)
