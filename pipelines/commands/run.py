@@ -27,11 +27,18 @@ def config_from_args(args):
   if args.config:
     if not os.path.exists(args.config):
       raise FileNotFoundError(f'--config {args.config}: no such file')
-    with open(args.config) as f:
-      try:
-        values.update(json.load(f))
-      except json.JSONDecodeError as e:
-        raise ValueError(f'--config {args.config}: not valid JSON: {e}') from e
+    with open(args.config, 'rb') as f:
+      raw = f.read()
+    try:
+      loaded = json.loads(raw.decode('utf-8'))
+    except UnicodeDecodeError as e:
+      raise ValueError(f'--config {args.config}: not UTF-8 text: {e}') from e
+    except json.JSONDecodeError as e:
+      raise ValueError(f'--config {args.config}: not valid JSON: {e}') from e
+    if not isinstance(loaded, dict):
+      raise ValueError(f'--config {args.config}: expected a JSON object of '
+                       f'settings, got {type(loaded).__name__}')
+    values.update(loaded)
   for item in args.set:
     field, sep, raw = item.partition('=')
     if not sep:
