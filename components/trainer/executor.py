@@ -107,10 +107,10 @@ def check_pairs(data: skipgram.SkipGramData, examples: List[types.Artifact]):
     if present and not data.yields_pairs(sequences_of(present, split)):
       raise ValueError(
           f'examples {", ".join(a.uri for a in present)}: split {split!r} '
-          'gives no skip-gram pairs: no sequence keeps two in-vocabulary '
-          f'tokens after subsampling (subsample={data.config.subsample}, '
-          f'window={data.config.window}); use more varied data or a lower '
-          'subsample')
+          'gives no skip-gram pairs: it is empty, or no sequence keeps two '
+          'in-vocabulary tokens after subsampling (subsample='
+          f'{data.config.subsample}, window={data.config.window}); use more '
+          'varied data or a lower subsample')
 
 
 def _check_rerun(model_uri: str, spec: EmbeddingSpec,
