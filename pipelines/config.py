@@ -8,6 +8,7 @@ or just `field`, which sets that field in every section that has one (only
 
 import dataclasses
 import json
+import os
 from typing import Any, Dict, List, Mapping, Tuple
 
 from components.corpus_example_gen.config import ExampleGenConfig
@@ -19,6 +20,10 @@ from components.validator.config import ValidatorConfig
 from components.vocabulary.config import VocabularyConfig
 
 PIPELINE_NAME = 'tpu-embeddings'
+
+# (section, field) of the settings that name an input file.
+LOCAL_INPUT_FILES = (('validator', 'related_pairs_file'),
+                     ('validator', 'similarity_file'))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +80,15 @@ class PipelineConfig:
   @classmethod
   def from_json(cls, text: str) -> 'PipelineConfig':
     return cls.from_dict(json.loads(text))
+
+  def check_local_files(self):
+    """Input files named by a local path must exist; before any component
+    runs, not when the validator reads them after training. Remote ones
+    (gs://...) are checked where the component runs."""
+    for section, field in LOCAL_INPUT_FILES:
+      path = getattr(getattr(self, section), field)
+      if path and '://' not in path and not os.path.isfile(path):
+        raise FileNotFoundError(f'{section}.{field} {path}: no such file')
 
   def to_dict(self) -> Dict[str, Dict[str, Any]]:
     return dataclasses.asdict(self)

@@ -5,16 +5,21 @@
     <home>/pushed/           push root (serving/<v>/, hub/<v>/)
 """
 
+import datetime
 import json
 import logging as py_logging
 import os
 import sys
 import time
+import uuid
 from typing import Any, Dict, List, Optional, TextIO
 
 from absl import logging
+from tfx.dsl.compiler import compiler
+from tfx.dsl.compiler import constants
 from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+from tfx.orchestration.portable import runtime_parameter_utils
 
 from pipelines import consumer
 from pipelines import metadata_queries
@@ -73,6 +78,23 @@ class _Progress:
     launcher.Launcher.launch = self._original
 
 
+def new_run_id() -> str:
+  """A pipeline run id unique even for runs started in the same instant.
+
+  LocalDagRunner's own id is the start time alone; two runs into one home
+  could share it, and nothing would tell this run's executions apart.
+  """
+  return f'{datetime.datetime.now().isoformat()}-{uuid.uuid4().hex[:8]}'
+
+
+def compile_run(pipeline, run_id: str):
+  """The pipeline's IR with its pipeline-run-id parameter set to `run_id`."""
+  ir = compiler.Compiler().compile(pipeline)
+  runtime_parameter_utils.substitute_runtime_parameter(
+      ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
+  return ir
+
+
 def run(data_root: str,
         home: str,
         config: Optional[pipeline_lib.PipelineConfig] = None,
@@ -86,7 +108,6 @@ def run(data_root: str,
     raise FileNotFoundError(f'data root {data_root} is not a directory; '
                             'create it with `python -m pipelines demo-data`')
   p = paths(home)
-  os.makedirs(p['home'], exist_ok=True)
   config = config or pipeline_lib.PipelineConfig()
   related = os.path.join(data_root, 'related_pairs.tsv')
   if not config.validator.related_pairs_file and os.path.exists(related):
@@ -103,6 +124,7 @@ def run(data_root: str,
       beam_pipeline_args=beam_pipeline_args or [
           '--direct_running_mode=in_memory', '--direct_num_workers=1'],
       warm_start_uri=warm_start_uri)
+  os.makedirs(p['home'], exist_ok=True)
   # Without --verbose, the existing handlers show errors only; _Progress
   # prints one line per component.
   quieted = []
@@ -115,14 +137,17 @@ def run(data_root: str,
     tf_logger.setLevel(py_logging.ERROR)
   start = time.monotonic()
   progress = _Progress(out)
+  # The run id is fixed here, so the summary reads this run's executions
+  # even while another run writes to the same ML Metadata.
+  run_id = new_run_id()
   try:
     with progress:
-      LocalDagRunner().run(pipeline)
+      LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
   finally:
     for h, level in quieted:
       h.setLevel(level)
   wall = time.monotonic() - start
-  summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME)
+  summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME, run_id)
   resumed_from = (summary.get('training') or {}).get('resumed_from')
   if resumed_from:
     summary['interrupted_execution'] = metadata_queries.mark_interrupted(
@@ -135,12 +160,19 @@ def run(data_root: str,
   return summary
 
 
-def summarize(home: str, pipeline_name: str) -> Dict[str, Any]:
-  """Blessed or why not, pushed version, key metrics, paths: from MLMD."""
+def summarize(home: str, pipeline_name: str,
+              run_id: Optional[str] = None) -> Dict[str, Any]:
+  """Blessed or why not, pushed version, key metrics, paths: from MLMD.
+
+  Of the run `run_id`, or without it of the pipeline's newest run.
+  """
   store = metadata_queries.open_store(home)
-  outputs = metadata_queries.latest_run_outputs(store, pipeline_name)
+  if run_id:
+    outputs = metadata_queries.pipeline_run_outputs(store, run_id)
+  else:
+    outputs = metadata_queries.latest_run_outputs(store, pipeline_name)
   p = paths(home)
-  summary: Dict[str, Any] = {'paths': p}
+  summary: Dict[str, Any] = {'paths': p, 'run_id': run_id}
   cp = metadata_queries.custom_property
   summary['cached'] = sorted(
       node for node, outs in outputs.items()
@@ -240,5 +272,7 @@ def format_summary(summary: Dict[str, Any]) -> str:
   for k in ('model', 'report'):
     if summary.get(k):
       lines.append(f'{k}: {summary[k]}')
-  lines.append(f'metadata: {summary["paths"]["metadata"]}')
+  run_id = summary.get('run_id')
+  lines.append(f'metadata: {summary["paths"]["metadata"]}' +
+               (f' (run {run_id})' if run_id else ''))
   return '\n'.join(lines)

@@ -11,6 +11,8 @@ OUTPUT_EVENTS = (metadata_store_pb2.Event.OUTPUT,
                  metadata_store_pb2.Event.DECLARED_OUTPUT)
 INPUT_EVENTS = (metadata_store_pb2.Event.INPUT,
                 metadata_store_pb2.Event.DECLARED_INPUT)
+# The context type TFX gives each run of a synchronous pipeline.
+PIPELINE_RUN_CONTEXT = 'pipeline_run'
 
 
 def metadata_path(home: str) -> str:
@@ -55,11 +57,19 @@ def _event_key(event) -> str:
 
 def latest_run_outputs(store, pipeline_name: str) -> Dict[str, Dict[str, Output]]:
   """`{node id: {output key: Output}}` of the newest run of the pipeline."""
-  runs = [c for c in store.get_contexts_by_type('pipeline_run')
+  runs = [c for c in store.get_contexts_by_type(PIPELINE_RUN_CONTEXT)
           if _run_of_pipeline(store, c, pipeline_name)]
   if not runs:
     return {}
   run = max(runs, key=lambda c: c.create_time_since_epoch)
+  return run_outputs(store, run.id)
+
+
+def pipeline_run_outputs(store, run_id: str) -> Dict[str, Dict[str, Output]]:
+  """`{node id: {output key: Output}}` of the run with id `run_id`."""
+  run = store.get_context_by_type_and_name(PIPELINE_RUN_CONTEXT, run_id)
+  if run is None:
+    raise ValueError(f'ML Metadata has no pipeline run {run_id!r}')
   return run_outputs(store, run.id)
 
 

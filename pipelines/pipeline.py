@@ -21,6 +21,7 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
   `resume_root`: where the trainer notes what it is training, so that a rerun
   after a crash continues the interrupted training (see resume_root_for).
   """
+  config.check_local_files()
   example_gen = corpus_example_gen(data_root, config.example_gen)
   vocabulary = Vocabulary(examples=example_gen.outputs['examples'],
                           config=config.vocabulary)
@@ -36,7 +37,10 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
       examples=example_gen.outputs['examples'],
       vocabulary=vocabulary.outputs['vocabulary'],
       push_root=push_root, config=config.validator)
+  # Export only what the validator blessed: a refused model may not even
+  # be exportable (NaN rows fail the exports' load check).
   exporter = EmbeddingExporter(model=trainer.outputs['model'],
+                               model_blessing=validator.outputs['blessing'],
                                config=config.exporter)
   pusher = EmbeddingPusher(
       serving_model=exporter.outputs['serving_model'],

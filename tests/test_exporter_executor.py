@@ -108,6 +108,7 @@ def test_outputs_carry_source_model_and_no_staging_is_left(run):
   for artifact in (serving, hub_module):
     assert artifact.get_string_custom_property(
         executor.SOURCE_MODEL_PROPERTY) == model_uri
+    assert artifact.get_int_custom_property(executor.EXPORTED_PROPERTY) == 1
   assert os.path.exists(os.path.join(serving.uri, 'saved_model.pb'))
   assert os.path.exists(os.path.join(hub_module.uri, 'tfhub_module.pb'))
   for kind in ('serving_model', 'hub_module'):
@@ -186,3 +187,28 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path):
                           str(tmp_path / 'out' / 'hub'))
   assert os.listdir(tmp_path / 'out') == ['serving']
   assert os.listdir(tmp_path / 'out' / 'serving') == []
+
+
+def test_an_unblessed_model_is_not_exported(tmp_path):
+  """Its table may be NaN: no export could pass the load check."""
+  model_uri = str(tmp_path / 'model')
+  artifact_fixtures.write_tpu_format_model(
+      model_uri, TOKENS, table=np.full([len(TOKENS), 8], np.nan, np.float32))
+  blessing = standard_artifacts.ModelBlessing()
+  blessing.uri = str(tmp_path / 'blessing')
+  blessing.set_int_custom_property('blessed', 0)
+  serving = _model_artifact(str(tmp_path / 'serving'))
+  hub_module = _model_artifact(str(tmp_path / 'hub'))
+  os.makedirs(serving.uri)
+  os.makedirs(hub_module.uri)
+  executor.Executor().Do(
+      {executor.MODEL_KEY: [_model_artifact(model_uri)],
+       executor.MODEL_BLESSING_KEY: [blessing]},
+      {executor.SERVING_MODEL_KEY: [serving],
+       executor.HUB_MODULE_KEY: [hub_module]},
+      {'config': json.dumps({})})
+  for artifact in (serving, hub_module):
+    assert os.listdir(artifact.uri) == []
+    assert artifact.get_int_custom_property(executor.EXPORTED_PROPERTY) == 0
+    assert artifact.get_string_custom_property(
+        executor.SOURCE_MODEL_PROPERTY) == model_uri

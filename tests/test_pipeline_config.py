@@ -79,3 +79,52 @@ def test_trainer_resume_root_is_one_stable_folder_of_the_pipeline_root():
   trainer, = [c for c in built.components if c.id == 'EmbeddingTrainer']
   assert trainer.exec_properties['resume_root'] == (
       'gs://bucket/tfx/EmbeddingTrainer/resume')
+
+
+@pytest.mark.parametrize('field', ['related_pairs_file', 'similarity_file'])
+def test_a_missing_validator_file_fails_when_the_pipeline_is_built(
+    tmp_path, field):
+  """Not at the validator, after training: also for `compile`."""
+  from pipelines import pipeline  # pylint: disable=g-import-not-at-top
+  missing = str(tmp_path / 'missing.tsv')
+  config = PipelineConfig().replace(**{f'validator.{field}': missing})
+  with pytest.raises(FileNotFoundError,
+                     match=f'validator.{field} {missing}: no such file'):
+    pipeline.create_components('/data', '/pushed', config)
+  # A remote file is read, and checked, where the validator runs.
+  remote = PipelineConfig().replace(**{f'validator.{field}': 'gs://b/x.tsv'})
+  assert len(pipeline.create_components('/data', '/pushed', remote)) == 6
+
+
+def test_run_with_a_missing_related_pairs_file_stops_before_any_component(
+    tmp_path, capsys):
+  from pipelines.cli import main  # pylint: disable=g-import-not-at-top
+  (tmp_path / 'data' / 'span-1').mkdir(parents=True)
+  missing = tmp_path / 'pairs.tsv'
+  rc = main(['run', '--data', str(tmp_path / 'data'), '--home',
+             str(tmp_path / 'home'), '--set',
+             f'related_pairs_file="{missing}"'])
+  captured = capsys.readouterr()
+  assert rc == 2
+  assert captured.err.strip() == (
+      f'error: validator.related_pairs_file {missing}: no such file')
+  assert 'running ...' not in captured.out
+  assert not (tmp_path / 'home' / 'metadata.sqlite').exists()
+
+
+@pytest.mark.parametrize('content,message', [
+    (b'{"trainer": ', 'not valid JSON'),
+    (b'[1, 2]', 'expected a JSON object'),
+    (b'\xff\xfe{\x00}\x00', 'not UTF-8'),
+])
+def test_a_bad_config_file_is_named_on_one_line(tmp_path, capsys, content,
+                                                message):
+  from pipelines.cli import main  # pylint: disable=g-import-not-at-top
+  path = tmp_path / 'config.json'
+  path.write_bytes(content)
+  rc = main(['run', '--data', str(tmp_path), '--home', str(tmp_path / 'h'),
+             '--config', str(path)])
+  err = capsys.readouterr().err.strip()
+  assert rc == 2
+  assert err.startswith(f'error: --config {path}: {message}'), err
+  assert len(err.splitlines()) == 1

@@ -104,3 +104,18 @@ def test_second_trigger_exits_while_the_first_holds_the_lock(home):
   assert proc.returncode == 0, proc.stderr
   assert 'another retrain is running' in proc.stdout
   assert push_layout.list_versions(_pushed(home), 'serving') == [1, 2]
+
+
+def test_a_diverged_model_is_refused_by_its_health_gate(tmp_path, capsys):
+  """learning_rate=1e30 fills the table with NaN/Inf: the run ends with the
+  validator's verdict; the exporter does not export a model it refused."""
+  demo_data.generate(str(tmp_path / 'data'), spans=1, seed=5, shape=TINY)
+  rc = main(['run', '--data', str(tmp_path / 'data'), '--home',
+             str(tmp_path / 'home'), '--set', 'learning_rate=1e30'] + FAST)
+  out = capsys.readouterr().out
+  assert rc == 0, out
+  assert 'validation: NOT BLESSED (health/tokens/finite: ' in out, out
+  assert 'NaN/Inf values' in out
+  assert 'pushed: nothing (model not blessed)' in out
+  assert '  EmbeddingExporter      done' in out
+  assert not os.path.exists(str(tmp_path / 'home' / 'pushed' / 'serving'))

@@ -2,6 +2,7 @@
 
 import collections
 import os
+import time
 
 import numpy as np
 import pytest
@@ -246,3 +247,31 @@ def test_damaged_pushed_base_is_a_cold_start_with_a_warning(small_inputs,
   assert len(skipped) == 2 and skipped[0].startswith(
       f'pushed version 1 skipped: warm start from {base}: checkpoint ')
   assert skipped[1] == 'no pushed version can seed this model; cold start'
+
+
+def _one_token_inputs(tmp_path, train_lines, eval_lines):
+  fx.write_examples(str(tmp_path / 'examples'), {'train': train_lines,
+                                                 'eval': eval_lines})
+  fx.write_vocabulary(str(tmp_path / 'vocabulary'), {'tok': sum(
+      len(l) for l in train_lines + eval_lines)})
+  return [_Examples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary')
+
+
+@pytest.mark.parametrize('train_length,eval_length,split', [
+    (50, 2, 'eval'), (2, 50, 'train')])
+def test_a_split_without_skipgram_pairs_fails_before_training(
+    tmp_path, train_length, eval_length, split):
+  """One repeated token: subsampling keeps ~3% of it, so two-token sequences
+  give no pairs; found before the first step, not by the validator."""
+  examples, vocabulary = _one_token_inputs(
+      tmp_path, [['tok'] * train_length] * 300, [['tok'] * eval_length] * 20)
+  model = str(tmp_path / 'model')
+  start = time.monotonic()
+  with pytest.raises(ValueError,
+                     match=f"split '{split}' gives no skip-gram pairs"):
+    executor.train(examples, vocabulary, model, str(tmp_path / 'run'),
+                   executor.TrainerConfig(
+                       embedding_spec=skipgram_spec(dim=4).to_json(),
+                       batch_size=64, train_steps=300))
+  assert time.monotonic() - start < 30
+  assert not os.path.exists(model)

@@ -20,6 +20,8 @@ class EmbeddingExporterSpec(types.ComponentSpec):
   }
   INPUTS = {
       executor.MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
+      executor.MODEL_BLESSING_KEY: ChannelParameter(
+          type=standard_artifacts.ModelBlessing, optional=True),
   }
   OUTPUTS = {
       executor.SERVING_MODEL_KEY: ChannelParameter(
@@ -34,10 +36,14 @@ class EmbeddingExporter(base_component.BaseComponent):
   Both are built on CPU from the checkpoint restored with
   `TPUEmbeddingForServing(..., optimizer=None)`, load-checked in a fresh
   process, and carry the string custom property `source_model` (the input
-  Model's URI).
+  Model's URI). Given a `model_blessing` that is not blessed, nothing is
+  exported (as TFX's BulkInferrer does): both outputs stay empty with the
+  int custom property `exported` 0. A refused model may hold values, such as
+  NaN, that no export can be checked against.
 
   Args:
     model: the trainer's `Model` channel.
+    model_blessing: optional; the validator's `ModelBlessing` channel.
     config: an `ExporterConfig`; `**settings` override its fields by name.
   """
 
@@ -46,11 +52,13 @@ class EmbeddingExporter(base_component.BaseComponent):
 
   def __init__(self,
                model: types.BaseChannel,
+               model_blessing: Optional[types.BaseChannel] = None,
                config: Optional[ExporterConfig] = None,
                **settings_by_name):
     config = (config or ExporterConfig()).replace(**settings_by_name)
     super().__init__(spec=EmbeddingExporterSpec(
         model=model,
+        model_blessing=model_blessing,
         config=config.to_json(),
         serving_model=types.Channel(type=standard_artifacts.Model),
         hub_module=types.Channel(type=standard_artifacts.Model)))

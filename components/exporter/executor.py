@@ -45,9 +45,13 @@ from components.exporter import token_ids
 from components.exporter.config import ExporterConfig
 
 MODEL_KEY = 'model'
+MODEL_BLESSING_KEY = 'model_blessing'
 SERVING_MODEL_KEY = 'serving_model'
 HUB_MODULE_KEY = 'hub_module'
 SOURCE_MODEL_PROPERTY = 'source_model'
+# 1 on outputs holding an export, 0 when the model was not blessed.
+EXPORTED_PROPERTY = 'exported'
+BLESSED_PROPERTY = 'blessed'
 # Table size from which the Hub module is load-checked in its own process.
 SEPARATE_HUB_CHECK_BYTES = 1 << 30
 
@@ -176,7 +180,8 @@ def export_model(model_uri: str,
 
 
 class Executor(base_executor.BaseExecutor):
-  """Exports `model` as `serving_model` and `hub_module`."""
+  """Exports `model` as `serving_model` and `hub_module`, unless the given
+  `model_blessing` is not blessed."""
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
@@ -188,8 +193,16 @@ class Executor(base_executor.BaseExecutor):
     hub_module = artifact_utils.get_single_instance(
         output_dict[HUB_MODULE_KEY])
     config = ExporterConfig.from_exec_properties(exec_properties)
-    export_model(model.uri, serving.uri, hub_module.uri,
-                 num_oov_buckets=config.num_oov_buckets,
-                 l2_regularization=config.l2_regularization)
+    blessings = input_dict.get(MODEL_BLESSING_KEY) or []
+    exported = not blessings or all(
+        b.get_int_custom_property(BLESSED_PROPERTY) == 1 for b in blessings)
+    if exported:
+      export_model(model.uri, serving.uri, hub_module.uri,
+                   num_oov_buckets=config.num_oov_buckets,
+                   l2_regularization=config.l2_regularization)
+    else:
+      logging.info('Model %s is not blessed (%s); nothing exported.',
+                   model.uri, ', '.join(b.uri for b in blessings))
     for artifact in (serving, hub_module):
       artifact.set_string_custom_property(SOURCE_MODEL_PROPERTY, model.uri)
+      artifact.set_int_custom_property(EXPORTED_PROPERTY, int(exported))

@@ -46,6 +46,7 @@ BASE_MODEL_KEY = 'base_model'
 MODEL_KEY = 'model'
 MODEL_RUN_KEY = 'model_run'
 TRAIN_SPLIT = 'train'
+EVAL_SPLIT = 'eval'
 SPAN_PROPERTY = 'span'
 # Execution parameter: the push root whose latest version is the warm start
 # (used when TrainerConfig.warm_start_from_pushed).
@@ -92,12 +93,29 @@ def examples_spans(examples: List[types.Artifact]) -> List[int]:
   return sorted(spans)
 
 
-def sequences_of(examples: List[types.Artifact]) -> tf.data.Dataset:
-  datasets = [examples_io.token_dataset(a.uri, TRAIN_SPLIT) for a in examples]
+def sequences_of(examples: List[types.Artifact],
+                 split: str = TRAIN_SPLIT) -> tf.data.Dataset:
+  datasets = [examples_io.token_dataset(a.uri, split) for a in examples]
   ds = datasets[0]
   for other in datasets[1:]:
     ds = ds.concatenate(other)
   return ds
+
+
+def check_pairs(data: skipgram.SkipGramData, examples: List[types.Artifact]):
+  """The train split, and the eval split the validator scores on (where
+  there is one), must give skip-gram pairs: else training never ends or the
+  model is trained only to be refused."""
+  for split in (TRAIN_SPLIT, EVAL_SPLIT):
+    present = [a for a in examples if split == TRAIN_SPLIT or tf.io.gfile.glob(
+        f'{a.uri.rstrip("/")}/Split-{split}/*')]
+    if present and not data.yields_pairs(sequences_of(present, split)):
+      raise ValueError(
+          f'examples {", ".join(a.uri for a in present)}: split {split!r} '
+          'gives no skip-gram pairs: it is empty, or no sequence keeps two '
+          'in-vocabulary tokens after subsampling (subsample='
+          f'{data.config.subsample}, window={data.config.window}); use more '
+          'varied data or a lower subsample')
 
 
 def _check_rerun(model_uri: str, spec: EmbeddingSpec,
@@ -157,6 +175,7 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
                                      config.negatives, strategy)
   else:
     adapter = cpu_adapter.CpuAdapter(spec, config.batch_size)
+  check_pairs(data, examples)
 
   # Inputs are good: from here on the output is written.
   spec.save(model_uri)

@@ -27,11 +27,18 @@ def config_from_args(args):
   if args.config:
     if not os.path.exists(args.config):
       raise FileNotFoundError(f'--config {args.config}: no such file')
-    with open(args.config) as f:
-      try:
-        values.update(json.load(f))
-      except json.JSONDecodeError as e:
-        raise ValueError(f'--config {args.config}: not valid JSON: {e}') from e
+    with open(args.config, 'rb') as f:
+      raw = f.read()
+    try:
+      loaded = json.loads(raw.decode('utf-8'))
+    except UnicodeDecodeError as e:
+      raise ValueError(f'--config {args.config}: not UTF-8 text: {e}') from e
+    except json.JSONDecodeError as e:
+      raise ValueError(f'--config {args.config}: not valid JSON: {e}') from e
+    if not isinstance(loaded, dict):
+      raise ValueError(f'--config {args.config}: expected a JSON object of '
+                       f'settings, got {type(loaded).__name__}')
+    values.update(loaded)
   for item in args.set:
     field, sep, raw = item.partition('=')
     if not sep:
@@ -80,16 +87,18 @@ def run(args) -> int:
   summary['timing']['total_seconds'] = round(time.monotonic() - STARTED, 1)
   print(local_runner.format_summary(summary))
   if args.neighbors and summary.get('pushed_version') is not None:
-    print_neighbors(local_runner.paths(args.home)['push_root'], args.neighbors)
+    print_neighbors(local_runner.paths(args.home)['push_root'], args.neighbors,
+                    version=summary['pushed_version'])
   return 0
 
 
-def print_neighbors(push_root: str, n: int, k: int = 5):
-  """Nearest neighbours of `n` tokens spread over the pushed vocabulary."""
+def print_neighbors(push_root: str, n: int, k: int = 5, version=None):
+  """Nearest neighbours of `n` tokens spread over the pushed vocabulary of
+  `version` (this run's push; the latest version without it)."""
   from components import push_layout  # pylint: disable=g-import-not-at-top
   from components.validator import baseline  # pylint: disable=g-import-not-at-top
   from pipelines import consumer  # pylint: disable=g-import-not-at-top
-  version, model = consumer.load_serving(push_root)
+  version, model = consumer.load_serving(push_root, version)
   tokens = baseline.read_tokens(
       push_layout.version_dir(push_root, 'serving', version))
   print(f'nearest neighbours (pushed version {version}):')
