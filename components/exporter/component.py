@@ -34,7 +34,10 @@ class EmbeddingExporter(base_component.BaseComponent):
   Both are built on CPU from the checkpoint restored with
   `TPUEmbeddingForServing(..., optimizer=None)`, load-checked in a fresh
   process, and carry the string custom property `source_model` (the input
-  Model's URI).
+  Model's URI). `serving_model` holds its SavedModel in `Format-Serving/`
+  (TFX's layout: `tfx.utils.path_utils.serving_model_path(uri)`, so stock
+  Pusher, Evaluator and InfraValidator take it); `hub_module` holds the TF1
+  Hub module at its URI.
 
   Args:
     model: the trainer's `Model` channel.
