@@ -38,6 +38,18 @@ HUB_TOKENS = 'tokens'
 HUB_SIGNATURES = (HUB_DEFAULT, HUB_TOKENS)
 HUB_OUTPUT = 'default'
 
+# Where a `Model` artifact holds its serving SavedModel, relative to its URI:
+# TFX's layout (`tfx.utils.path_constants.SERVING_MODEL_DIR`), so that
+# `tfx.utils.path_utils.serving_model_path(uri)` and the stock Pusher,
+# Evaluator and InfraValidator find it.
+SERVING_MODEL_DIR = 'Format-Serving'
+
+
+def serving_model_path(model_uri: str) -> str:
+  """The SavedModel directory of the exporter's `serving_model` artifact."""
+  return model_uri.rstrip('/') + '/' + SERVING_MODEL_DIR
+
+
 # Files, relative to an export's directory. Both exports ship the vocabulary
 # as ASSETS_DIR/TOKENS_ASSET_FILENAME, one token per line, line i = row i.
 ASSETS_DIR = 'assets'

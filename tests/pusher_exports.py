@@ -12,6 +12,8 @@ import tensorflow as tf
 import tensorflow_hub as hub
 from tfx.types import standard_artifacts
 
+from components import serving_contract
+
 
 def write_serving_model(path: str, scale: float) -> str:
   module = tf.Module()
@@ -53,14 +55,19 @@ def hub_scale(path: str) -> float:
 
 def make_artifacts(base: str, scale: float, blessed: bool = True,
                    source_model: str = '', spans=(3, 4), metrics=None):
-  """(serving Model, hub Model, ModelBlessing) artifacts with real files."""
+  """(serving Model, hub Model, ModelBlessing) artifacts with real files.
+
+  The serving Model holds its SavedModel in `Format-Serving/`, as the
+  exporter writes it.
+  """
   if source_model == '':
     source_model = os.path.join(base, 'trainer_model')
     os.makedirs(source_model, exist_ok=True)
     with open(os.path.join(source_model, 'metadata.json'), 'w') as f:
       json.dump({'steps': 1, 'spans': list(spans), 'device': 'cpu'}, f)
   serving = standard_artifacts.Model()
-  serving.uri = write_serving_model(os.path.join(base, 'serving_model'), scale)
+  serving.uri = os.path.join(base, 'serving_model')
+  write_serving_model(serving_contract.serving_model_path(serving.uri), scale)
   hub_module = standard_artifacts.Model()
   hub_module.uri = write_hub_module(os.path.join(base, 'hub_module'), scale)
   for a in (serving, hub_module):

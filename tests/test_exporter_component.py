@@ -8,6 +8,7 @@ from tfx import v1 as tfx
 from tfx.orchestration import metadata
 from tfx.types import standard_artifacts
 
+from components import serving_contract
 from components.embedding_spec import skipgram_spec
 from components.exporter import executor
 from components.exporter.component import EmbeddingExporter
@@ -45,7 +46,9 @@ def test_pipeline_run_records_both_models(tmp_path):
     assert m.state == m.LIVE
     found[os.path.basename(os.path.dirname(m.uri))] = m.uri
   assert sorted(found) == ['hub_module', 'serving_model']
-  assert os.path.exists(os.path.join(found['serving_model'], 'saved_model.pb'))
+  assert os.path.exists(os.path.join(
+      serving_contract.serving_model_path(found['serving_model']),
+      'saved_model.pb'))
   assert os.path.exists(os.path.join(found['hub_module'], 'tfhub_module.pb'))
 
 

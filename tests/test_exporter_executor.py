@@ -15,8 +15,10 @@ import pytest
 import tensorflow as tf
 import tensorflow_hub as hub
 from tfx.types import standard_artifacts
+from tfx.utils import path_utils
 
 from components import model_layout
+from components import serving_contract
 from components.embedding_spec import skipgram_spec
 from components.exporter import executor
 from components.exporter import fresh_process
@@ -97,7 +99,8 @@ def test_checkpoint_has_slots_that_exports_do_not(run):
   _, model_uri, serving, hub_module, _ = run
   keys = dict(tf.train.list_variables(model_layout.latest_checkpoint(model_uri)))
   assert model_layout.slot_key('tokens', 'accumulators') in keys
-  for uri in (serving.uri, hub_module.uri):
+  for uri in (serving_contract.serving_model_path(serving.uri),
+              hub_module.uri):
     names = [k for k, _ in tf.train.list_variables(
         os.path.join(uri, 'variables', 'variables'))]
     assert names and not [n for n in names if 'accumulator' in n]
@@ -109,7 +112,10 @@ def test_outputs_carry_source_model_and_no_staging_is_left(run):
     assert artifact.get_string_custom_property(
         executor.SOURCE_MODEL_PROPERTY) == model_uri
     assert artifact.get_int_custom_property(executor.EXPORTED_PROPERTY) == 1
-  assert os.path.exists(os.path.join(serving.uri, 'saved_model.pb'))
+  # TFX's layout: path_utils.serving_model_path(uri) is the SavedModel.
+  assert os.listdir(serving.uri) == ['Format-Serving']
+  assert os.path.exists(os.path.join(
+      path_utils.serving_model_path(serving.uri), 'saved_model.pb'))
   assert os.path.exists(os.path.join(hub_module.uri, 'tfhub_module.pb'))
   for kind in ('serving_model', 'hub_module'):
     assert os.listdir(root / 'exporter' / kind) == ['9']
@@ -119,7 +125,8 @@ def test_all_formats_agree_with_checkpoint_rows(run):
   _, _, serving, hub_module, table = run
   want_sentences, want_tokens = _expected(table)
   proc = subprocess.run(
-      [sys.executable, '-c', _FRESH_PROCESS_SCRIPT, serving.uri,
+      [sys.executable, '-c', _FRESH_PROCESS_SCRIPT,
+       serving_contract.serving_model_path(serving.uri),
        hub_module.uri, json.dumps(SENTENCES), json.dumps(QUERY_TOKENS)],
       capture_output=True, text=True, check=True)
   fresh = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -161,7 +168,8 @@ def test_hub_check_in_its_own_process(run, tmp_path, monkeypatch):
   executor.export_model(model_uri, serving_uri, hub_uri,
                         separate_hub_check=True)
   assert len(started) == 2
-  assert os.path.exists(os.path.join(serving_uri, 'saved_model.pb'))
+  assert os.path.exists(os.path.join(
+      serving_contract.serving_model_path(serving_uri), 'saved_model.pb'))
   assert os.path.exists(os.path.join(hub_uri, 'tfhub_module.pb'))
 
 

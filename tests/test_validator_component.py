@@ -71,9 +71,12 @@ def test_local_dag_runner_blesses_and_records_properties(tmp_path):
       tfx.orchestration.metadata.sqlite_metadata_connection_config(db)) as m:
     [blessing] = m.store.get_artifacts_by_type(
         standard_artifacts.ModelBlessing.TYPE_NAME)
+    [validated] = m.store.get_artifacts_by_uri(model_uri)
   props = blessing.custom_properties
   assert props['blessed'].int_value == 1
   assert props['current_model'].string_value == model_uri
+  # What LatestBlessedModelStrategy matches against the Model's id.
+  assert props['current_model_id'].int_value == validated.id
   assert props['baseline_model'].string_value == ''
   assert os.path.exists(os.path.join(blessing.uri, 'BLESSED'))
   with open(os.path.join(blessing.uri, 'report.json')) as f:

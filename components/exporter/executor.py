@@ -13,7 +13,11 @@
    TensorFlow import and the serving check overlap the export. For tables of
    1 GiB and more the Hub module is checked in a second fresh process, started
    after the serving export, so that the two checks overlap;
-5. only then move each into its artifact URI.
+5. only then move each into its artifact URI: the SavedModel to
+   `<serving_model uri>/Format-Serving/`, where TFX's
+   `path_utils.serving_model_path` and the stock Pusher, Evaluator and
+   InfraValidator look for it (`serving_contract.serving_model_path`); the Hub
+   module to the `hub_module` URI itself.
 
 Both exports are built in temporary directories beside their artifact URIs
 (names starting with "."), so an artifact URI holds a complete export or
@@ -36,6 +40,7 @@ from tfx.types import artifact_utils
 from components import checkpoint_restore
 from components import embedding_spec
 from components import file_system
+from components import serving_contract
 from components import vocabulary_file
 from components.exporter import canaries
 from components.exporter import fresh_process
@@ -56,15 +61,19 @@ BLESSED_PROPERTY = 'blessed'
 SEPARATE_HUB_CHECK_BYTES = 1 << 30
 
 
-def _move_into_output(built_dir: str, output_uri: str):
-  """Moves a complete export into `output_uri` (which may exist, empty)."""
+def _move_into_output(built_dir: str, output_uri: str, subdir: str = ''):
+  """Moves a complete export to `output_uri[/subdir]`; the URI may exist, empty."""
   if file_system.exists(output_uri):
     if file_system.listdir(output_uri):
       raise FileExistsError(
           f'exporter: output {output_uri} is not empty; give each run a new '
           'output URI')
-    file_system.remove_tree(output_uri)
-  file_system.move_dir(built_dir, output_uri)
+    if not subdir:
+      file_system.remove_tree(output_uri)
+  elif subdir:
+    file_system.makedirs(output_uri)
+  file_system.move_dir(built_dir, file_system.join(output_uri, subdir)
+                       if subdir else output_uri)
 
 
 @contextlib.contextmanager
@@ -100,6 +109,9 @@ def export_model(model_uri: str,
                      fresh_process.DEFAULT_TIMEOUT_SECONDS),
                  separate_hub_check: Optional[bool] = None) -> None:
   """Writes both exports of the Model artifact at `model_uri`, load-checked.
+
+  `serving_uri` and `hub_uri` are the output artifacts' URIs; the SavedModel
+  lands in `serving_contract.serving_model_path(serving_uri)`.
 
   `separate_hub_check`: load-check the Hub module in a second fresh process,
   overlapping the serving check, instead of after it in the same process.
@@ -170,7 +182,8 @@ def export_model(model_uri: str,
     with _phase('load check (rest)'):
       for checker in checkers:
         checker.wait()
-    _move_into_output(serving_dir, serving_uri)
+    _move_into_output(serving_dir, serving_uri,
+                      serving_contract.SERVING_MODEL_DIR)
     _move_into_output(hub_dir, hub_uri)
   finally:
     for checker in checkers:

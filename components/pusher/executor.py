@@ -10,6 +10,7 @@ from tfx.types import artifact_utils
 
 from components import model_layout
 from components import push_layout
+from components import serving_contract
 from components.pusher import manifest as manifest_lib
 from components.pusher import publish
 from components.pusher.config import PusherConfig
@@ -87,8 +88,9 @@ class Executor(base_executor.BaseExecutor):
 
     run_id = self._context.pipeline_run_id if self._context else ''
     fields = manifest_fields(serving, hub, blessing, run_id or '')
-    result = publish.publish(root, {'serving': serving.uri, 'hub': hub.uri},
-                             fields, keep_versions=keep)
+    sources = {'serving': serving_contract.serving_model_path(serving.uri),
+               'hub': hub.uri}
+    result = publish.publish(root, sources, fields, keep_versions=keep)
     for kind, artifact in outputs.items():
       artifact.set_int_custom_property(PUSHED_PROPERTY, 1)
       artifact.set_string_custom_property(PUSHED_DESTINATION_PROPERTY,

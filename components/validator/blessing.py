@@ -1,7 +1,11 @@
 """The ModelBlessing the validator writes (the conventions of TFX's Evaluator).
 
-Custom properties `blessed` (1/0), `current_model`, `baseline_model` ('' when
-none) and `blessing_message`; report files first, then an empty `BLESSED` or
+Custom properties `blessed` (1/0), `current_model` (URI) and
+`current_model_id` (MLMD artifact id) of the trainer's `Model` that was
+validated, as the stock Evaluator sets them for its `model` input (so that
+`LatestBlessedModelStrategy` over the trainer's Model channel finds the last
+blessed one, and stock Pusher accepts the blessing), `baseline_model` ('' when
+none) and `blessing_message`. Report files first, then an empty `BLESSED` or
 `NOT_BLESSED` file, so a blessing without its marker is incomplete.
 """
 
@@ -16,6 +20,7 @@ from components.validator import report as report_lib
 
 BLESSED_PROPERTY = 'blessed'
 CURRENT_MODEL_PROPERTY = 'current_model'
+CURRENT_MODEL_ID_PROPERTY = 'current_model_id'
 BASELINE_MODEL_PROPERTY = 'baseline_model'
 MESSAGE_PROPERTY = 'blessing_message'
 BLESSED_FILE = 'BLESSED'
@@ -24,8 +29,12 @@ NOT_BLESSED_FILE = 'NOT_BLESSED'
 
 def write(blessing: types.Artifact, report: Dict[str, Any],
           candidate_norms: Optional[np.ndarray],
-          baseline_norms: Optional[np.ndarray]):
-  """Report files, then the marker, then the properties; no partial files."""
+          baseline_norms: Optional[np.ndarray],
+          model_id: Optional[int] = None):
+  """Report files, then the marker, then the properties; no partial files.
+
+  `model_id`: the validated Model artifact's id (set when it has one).
+  """
   uri = blessing.uri
   written = []
   try:
@@ -43,6 +52,8 @@ def write(blessing: types.Artifact, report: Dict[str, Any],
                                    1 if report['blessed'] else 0)
   blessing.set_string_custom_property(CURRENT_MODEL_PROPERTY,
                                       report['current_model'])
+  if model_id:
+    blessing.set_int_custom_property(CURRENT_MODEL_ID_PROPERTY, int(model_id))
   blessing.set_string_custom_property(BASELINE_MODEL_PROPERTY,
                                       report['baseline_model'])
   blessing.set_string_custom_property(MESSAGE_PROPERTY, report['summary'])

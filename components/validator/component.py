@@ -53,7 +53,9 @@ class CheckpointValidator(base_component.BaseComponent):
   """Restores the trained tables on CPU, checks them and blesses or not.
 
   Outputs `blessing` (ModelBlessing): custom properties `blessed` (1/0),
-  `current_model`, `baseline_model` ('' when none) and `blessing_message`; an
+  `current_model` and `current_model_id` (the `model` input's URI and id, as
+  stock Evaluator sets them), `baseline_model` ('' when none) and
+  `blessing_message`; an
   empty `BLESSED` or `NOT_BLESSED` file, `report.json` and `report.html`.
   The eval pairs are drawn with the skip-gram settings the model was trained
   with (its metadata's `trainer_config`).

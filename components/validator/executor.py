@@ -36,6 +36,8 @@ class Executor(base_executor.BaseExecutor):
     report, candidate_norms, baseline_norms = validation.validate(
         model.uri, examples.uri, vocabulary.uri, config,
         exec_properties.get(PUSH_ROOT_KEY) or '')
-    blessing_lib.write(blessing, report, candidate_norms, baseline_norms)
+    # TFX passes input artifacts with their MLMD ids.
+    blessing_lib.write(blessing, report, candidate_norms, baseline_norms,
+                       model_id=model.id)
     logging.info('CheckpointValidator: %s (%s)', report['summary'],
                  blessing.uri)
