@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from components import checkpoint_restore
+from components import serving_contract
 from components.exporter import canaries
 from components.exporter import load_check
 from components.exporter import serving_export
@@ -172,7 +173,8 @@ def test_exports_of_odd_tokens_pass_the_load_check_and_match_the_rows(
       {executor.MODEL_KEY: [artifact(tmp_path / 'model')]},
       {executor.SERVING_MODEL_KEY: [serving],
        executor.HUB_MODULE_KEY: [hub_module]}, {})
-  served = tf.saved_model.load(serving.uri).signatures['lookup'](
+  served = tf.saved_model.load(serving_contract.serving_model_path(
+      serving.uri)).signatures['lookup'](
       tokens=tf.constant(ODD_TOKENS))['embeddings'].numpy()
   np.testing.assert_allclose(served, table, atol=1e-6)
   hub_rows = hub.load(hub_module.uri).signatures['tokens'](
