@@ -20,6 +20,9 @@ from pipelines import consumer
 from pipelines import metadata_queries
 from pipelines import pipeline as pipeline_lib
 
+# Beam DirectRunner options of every Beam component (ExampleGen, Vocabulary).
+BEAM_ARGS = ('--direct_running_mode=in_memory', '--direct_num_workers=1')
+
 
 def paths(home: str) -> Dict[str, str]:
   home = os.path.abspath(home)
@@ -100,8 +103,7 @@ def run(data_root: str,
       metadata_connection_config=(
           metadata.sqlite_metadata_connection_config(
               p['metadata'])),
-      beam_pipeline_args=beam_pipeline_args or [
-          '--direct_running_mode=in_memory', '--direct_num_workers=1'],
+      beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
       warm_start_uri=warm_start_uri)
   # Without --verbose, the existing handlers show errors only; _Progress
   # prints one line per component.

@@ -5,6 +5,7 @@ import json
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 import pytest
+import tensorflow as tf
 from tfx.proto import range_config_pb2
 from tfx.utils import proto_utils
 
@@ -27,8 +28,8 @@ def _run(base, split_pattern, **kwargs):
   p = beam.Pipeline()
   out = (p | executor._TextToExample(_exec_properties(base, **kwargs),
                                      split_pattern)
-         | beam.Map(lambda e: [t.decode() for t in e.features.feature[
-             examples_io.TOKENS_FEATURE].bytes_list.value])
+         | beam.Map(lambda r: [t.decode() for t in tf.train.Example.FromString(
+             r).features.feature[examples_io.TOKENS_FEATURE].bytes_list.value])
          | beam.combiners.ToList())
   _ = out | beam.Map(lambda xs: sink.write_text(json.dumps(xs)))
   result = p.run()

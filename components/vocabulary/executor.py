@@ -1,13 +1,21 @@
-"""Vocabulary executor: count tokens of the train split with Beam."""
+"""Vocabulary executor: count tokens of the train split with Beam.
 
+One Beam element per TFRecord file: each file is counted in batches by Arrow,
+and the per-file counts are summed.
+"""
+
+import collections
 from typing import Any, Dict, List
 
 from absl import logging
 import apache_beam as beam
+import pyarrow as pa
+import pyarrow.compute as pc
 import tensorflow as tf
 from tfx import types
 from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
+from tfx_bsl.coders import example_coder
 
 from components import examples_io
 from components import vocabulary_file
@@ -17,14 +25,67 @@ EXAMPLES_KEY = 'examples'
 VOCABULARY_KEY = 'vocabulary'
 
 
-def _tokens(record: bytes) -> List[str]:
-  example = tf.train.Example.FromString(record)
-  values = example.features.feature[examples_io.TOKENS_FEATURE].bytes_list.value
-  return [v.decode('utf-8') for v in values]
+_RECORDS_PER_BATCH = 8192
+# Partial counts held per file before they are folded into one table.
+_PARTIALS = 16
 
 
-def _write(counts: List, uri: str, min_count: int, max_tokens: int):
-  vocab = vocabulary_file.from_counts(dict(counts), min_count, max_tokens)
+def _fold(partials: List[pa.Table]) -> pa.Table:
+  table = pa.concat_tables(partials).group_by('values').aggregate(
+      [('counts', 'sum')])
+  return pa.table({'values': table['values'], 'counts': table['counts_sum']})
+
+
+def count_file(path: str) -> Dict[str, int]:
+  """Token counts of one gzipped TFRecord file of Examples.
+
+  Records are parsed a batch at a time (tfx_bsl's Example decoder) and counted
+  by Arrow: no Python work per token or per record.
+  """
+  decoder = example_coder.ExamplesToRecordBatchDecoder()
+  partials = []
+  records = tf.data.TFRecordDataset(path, compression_type='GZIP').batch(
+      _RECORDS_PER_BATCH)
+  for batch in records.as_numpy_iterator():
+    decoded = decoder.DecodeBatch(batch.tolist())
+    if examples_io.TOKENS_FEATURE not in decoded.schema.names:
+      continue
+    counts = pc.value_counts(pc.list_flatten(
+        decoded.column(examples_io.TOKENS_FEATURE))).flatten()
+    partials.append(pa.table({'values': counts[0], 'counts': counts[1]}))
+    if len(partials) >= _PARTIALS:
+      partials = [_fold(partials)]
+  if not partials:
+    return {}
+  table = _fold(partials)
+  return dict(zip((t.decode('utf-8') for t in
+                   table.column('values').to_pylist()),
+                  table.column('counts').to_pylist()))
+
+
+class _MergeCounts(beam.CombineFn):
+  """Sums per-file token counts into one dict."""
+
+  def create_accumulator(self):
+    return collections.Counter()
+
+  def add_input(self, accumulator, counts):
+    accumulator.update(counts)
+    return accumulator
+
+  def merge_accumulators(self, accumulators):
+    accumulators = iter(accumulators)
+    merged = next(accumulators)
+    for other in accumulators:
+      merged.update(other)
+    return merged
+
+  def extract_output(self, accumulator):
+    return dict(accumulator)
+
+
+def _write(counts: Dict[str, int], uri: str, min_count: int, max_tokens: int):
+  vocab = vocabulary_file.from_counts(counts, min_count, max_tokens)
   if not vocab.tokens:
     raise ValueError(
         f'vocabulary: no token reaches min_count={min_count} '
@@ -40,11 +101,9 @@ def count_and_write(pipeline: beam.Pipeline, files: List[str], uri: str,
   """Adds the counting and writing steps to `pipeline`."""
   _ = (pipeline
        | 'Files' >> beam.Create(files)
-       | 'Read' >> beam.io.ReadAllFromTFRecord(
-           compression_type=beam.io.filesystem.CompressionTypes.GZIP)
-       | 'Tokens' >> beam.FlatMap(_tokens)
-       | 'Count' >> beam.combiners.Count.PerElement()
-       | 'Gather' >> beam.combiners.ToList()
+       | 'Reshuffle' >> beam.Reshuffle()
+       | 'CountFile' >> beam.Map(count_file)
+       | 'Merge' >> beam.CombineGlobally(_MergeCounts())
        | 'Write' >> beam.Map(_write, uri, min_count, max_tokens))
 
 

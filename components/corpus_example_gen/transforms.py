@@ -1,0 +1,115 @@
+"""Beam steps of the corpus ExampleGen: one element per byte range of a file.
+
+`RangeToRecords` yields the range's serialized Examples (TFX's element-wise
+contract of `GetInputSourceToExamplePTransform`); `WriteRangeSplits` also
+assigns each record to its split, with TFX's hash (`_PartitionFn`: SHA-256
+of the record), and writes one gzipped TFRecord file per split and range.
+"""
+
+import hashlib
+import os
+import uuid
+from typing import Dict, List, Sequence
+
+from absl import logging
+import apache_beam as beam
+import numpy as np
+import tensorflow as tf
+
+from components import text
+from components.corpus_example_gen import encode
+from components.corpus_example_gen import ranges as ranges_lib
+
+METRICS_NAMESPACE = 'corpus_example_gen'
+FILE_PREFIX = 'data_tfrecord'  # TFX's name (write_split.DEFAULT_FILE_NAME)
+
+
+def split_of(records: Sequence[bytes], buckets: Sequence[int]) -> np.ndarray:
+  """The split index of every record; `buckets` are cumulative bucket
+  counts, as in TFX's `_PartitionFn`."""
+  total = buckets[-1]
+  hashed = np.fromiter(
+      (int.from_bytes(hashlib.sha256(r).digest(), 'big') % total
+       for r in records), np.int64, len(records))
+  return np.searchsorted(np.asarray(buckets), hashed, side='right')
+
+
+class _RangeDoFn(beam.DoFn):
+  """Reads and encodes a range; counts and logs what it skips."""
+
+  def __init__(self):
+    self._counters = {
+        name: beam.metrics.Metrics.counter(METRICS_NAMESPACE, name)
+        for name in ('capped_lines', 'dropped_long_tokens', 'blank_lines')}
+
+  def _records(self, path: str, start: int, end: int):
+    total = encode.Counts()
+    for block in ranges_lib.blocks(path, start, end):
+      records, counts = encode.encode_block(block, path)
+      total.add(counts)
+      yield records
+    for name, counter in self._counters.items():
+      if getattr(total, name):
+        counter.inc(getattr(total, name))
+    if total.capped_lines or total.dropped_long_tokens:
+      logging.warning(
+          'corpus ExampleGen: %s: capped %d line(s) at %d tokens, dropped %d '
+          'token(s) over %d bytes', path, total.capped_lines,
+          text.MAX_TOKENS_PER_LINE, total.dropped_long_tokens,
+          text.MAX_TOKEN_BYTES)
+
+
+class RangeToRecords(_RangeDoFn):
+  """(path, start, end) -> the serialized Examples of its lines."""
+
+  def process(self, element: ranges_lib.Range):
+    for records in self._records(*element):
+      yield from records
+
+
+class WriteRangeSplits(_RangeDoFn):
+  """(index, (path, start, end)) -> one file per split, written whole.
+
+  A file appears under its final name only once complete, and a retried
+  range rewrites the same names: reruns never leave partial or duplicate
+  records behind.
+  """
+
+  def __init__(self, split_dirs: List[str], buckets: List[int],
+               num_ranges: int):
+    super().__init__()
+    self._split_dirs = split_dirs
+    self._buckets = buckets
+    self._num_ranges = num_ranges
+    self._instances = beam.metrics.Metrics.counter(METRICS_NAMESPACE,
+                                                   'num_instances')
+
+  def process(self, element):
+    index, range_ = element
+    name = f'{FILE_PREFIX}-{index:05d}-of-{self._num_ranges:05d}.gz'
+    finals = [os.path.join(d, name) for d in self._split_dirs]
+    temps = [f'{os.path.join(d, "." + name)}.{uuid.uuid4().hex}.tmp'
+             for d in self._split_dirs]
+    options = tf.io.TFRecordOptions(compression_type='GZIP')
+    writers = [tf.io.TFRecordWriter(t, options) for t in temps]
+    try:
+      for records in self._records(*range_):
+        self._instances.inc(len(records))
+        for record, split in zip(records, split_of(records, self._buckets)):
+          writers[split].write(record)
+    except BaseException:
+      for writer, temp in zip(writers, temps):
+        writer.close()
+        tf.io.gfile.remove(temp)
+      raise
+    for writer, temp, final in zip(writers, temps, finals):
+      writer.close()
+      tf.io.gfile.rename(temp, final, overwrite=True)
+    yield finals
+
+
+def split_dirs(uri_by_split: Dict[str, str]) -> List[str]:
+  dirs = list(uri_by_split.values())
+  for d in dirs:
+    tf.io.gfile.makedirs(d)
+  return dirs
