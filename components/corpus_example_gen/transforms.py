@@ -22,6 +22,9 @@ from components.corpus_example_gen import ranges as ranges_lib
 
 METRICS_NAMESPACE = 'corpus_example_gen'
 FILE_PREFIX = 'data_tfrecord'  # TFX's name (write_split.DEFAULT_FILE_NAME)
+# zlib's fastest level: about 3x faster than the default (6) on corpus
+# records, for files about a quarter larger; still plain gzip.
+GZIP_LEVEL = 1
 
 
 def split_of(records: Sequence[bytes], buckets: Sequence[int]) -> np.ndarray:
@@ -90,7 +93,8 @@ class WriteRangeSplits(_RangeDoFn):
     finals = [os.path.join(d, name) for d in self._split_dirs]
     temps = [f'{os.path.join(d, "." + name)}.{uuid.uuid4().hex}.tmp'
              for d in self._split_dirs]
-    options = tf.io.TFRecordOptions(compression_type='GZIP')
+    options = tf.io.TFRecordOptions(compression_type='GZIP',
+                                     compression_level=GZIP_LEVEL)
     writers = [tf.io.TFRecordWriter(t, options) for t in temps]
     try:
       for records in self._records(*range_):
