@@ -174,14 +174,18 @@ class Executor(BaseExampleGenExecutor):
         artifact_utils.encode_split_names(names))
     buckets = list(itertools.accumulate(
         s.hash_buckets for s in output_config.split_config.splits))
-    dirs = transforms.split_dirs(
-        {n: artifact_utils.get_split_uri(examples, n) for n in names})
+    uri = artifact_utils.get_single_instance(examples).uri
+    temp_dir = f'{uri.rstrip("/")}/.writing'
+    dirs = transforms.make_dirs(
+        {n: artifact_utils.get_split_uri(examples, n) for n in names},
+        temp_dir)
     ranges = _ranges(exec_properties, input_config.splits[0].pattern)
     with self._make_beam_pipeline() as pipeline:
       _ = (pipeline | 'Ranges' >> beam.Create(list(enumerate(ranges)))
            | 'Reshuffle' >> beam.Reshuffle()
            | 'WriteSplits' >> beam.ParDo(transforms.WriteRangeSplits(
-               dirs, buckets, len(ranges))))
+               dirs, buckets, len(ranges), temp_dir)))
+    tf.io.gfile.rmtree(temp_dir)
     for artifact in examples:
       examples_utils.set_payload_format(
           artifact, exec_properties.get(

@@ -4,6 +4,7 @@ A line belongs to the range holding its first byte, so the ranges of a file
 read every line exactly once, whatever the boundaries.
 """
 
+import concurrent.futures
 from typing import Iterator, List, Tuple
 
 import tensorflow as tf
@@ -19,7 +20,8 @@ Range = Tuple[str, int, int]  # path, start, end
 
 def plan(files: List[str]) -> List[Range]:
   """The ranges of `files`, each about the same size, in file order."""
-  sizes = [tf.io.gfile.stat(path).length for path in files]
+  with concurrent.futures.ThreadPoolExecutor(8) as pool:  # remote files
+    sizes = [s.length for s in pool.map(tf.io.gfile.stat, files)]
   size = min(MAX_RANGE_BYTES,
              max(MIN_RANGE_BYTES, -(-sum(sizes) // TARGET_RANGES)))
   ranges = []

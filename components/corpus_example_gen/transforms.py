@@ -73,15 +73,16 @@ class RangeToRecords(_RangeDoFn):
 class WriteRangeSplits(_RangeDoFn):
   """(index, (path, start, end)) -> one file per split, written whole.
 
-  A file appears under its final name only once complete, and a retried
-  range rewrites the same names: reruns never leave partial or duplicate
-  records behind.
+  A file is written in `temp_dir` (outside the split folders, which readers
+  glob) and appears under its final name only once complete; a retried range
+  rewrites the same names: reruns never leave partial or duplicate records.
   """
 
   def __init__(self, split_dirs: List[str], buckets: List[int],
-               num_ranges: int):
+               num_ranges: int, temp_dir: str):
     super().__init__()
     self._split_dirs = split_dirs
+    self._temp_dir = temp_dir
     self._buckets = buckets
     self._num_ranges = num_ranges
     self._instances = beam.metrics.Metrics.counter(METRICS_NAMESPACE,
@@ -91,8 +92,8 @@ class WriteRangeSplits(_RangeDoFn):
     index, range_ = element
     name = f'{FILE_PREFIX}-{index:05d}-of-{self._num_ranges:05d}.gz'
     finals = [os.path.join(d, name) for d in self._split_dirs]
-    temps = [f'{os.path.join(d, "." + name)}.{uuid.uuid4().hex}.tmp'
-             for d in self._split_dirs]
+    temps = [os.path.join(self._temp_dir, f'{uuid.uuid4().hex}.tmp')
+             for _ in self._split_dirs]
     options = tf.io.TFRecordOptions(compression_type='GZIP',
                                      compression_level=GZIP_LEVEL)
     writers = [tf.io.TFRecordWriter(t, options) for t in temps]
@@ -112,8 +113,9 @@ class WriteRangeSplits(_RangeDoFn):
     yield finals
 
 
-def split_dirs(uri_by_split: Dict[str, str]) -> List[str]:
+def make_dirs(uri_by_split: Dict[str, str], temp_dir: str) -> List[str]:
+  """Creates the split folders and `temp_dir`; returns the split folders."""
   dirs = list(uri_by_split.values())
-  for d in dirs:
+  for d in dirs + [temp_dir]:
     tf.io.gfile.makedirs(d)
   return dirs
