@@ -1,5 +1,6 @@
 """The corpus ExampleGen transform on real files with a real Beam pipeline."""
 
+import collections
 import json
 
 import apache_beam as beam
@@ -194,6 +195,7 @@ def test_the_executor_writes_tfx_splits_with_tfx_hashing(tmp_path, monkeypatch):
       example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=1)])
   found = []
   for index, split in enumerate(('train', 'eval')):
+    tokens = collections.Counter()
     files = examples_io.split_files(examples.uri, split)
     assert len(files) > 2 and all(
         f.split('/')[-1].startswith('data_tfrecord-') and f.endswith('.gz')
@@ -202,6 +204,13 @@ def test_the_executor_writes_tfx_splits_with_tfx_hashing(tmp_path, monkeypatch):
       assert base._PartitionFn(record, 2, [9, 10], split_config) == index  # pylint: disable=protected-access
       found.append(' '.join(t.decode() for t in tf.train.Example.FromString(
           record).features.feature[examples_io.TOKENS_FEATURE].bytes_list.value))
+      tokens.update(found[-1].split())
+    count_files = examples_io.token_count_files(examples.uri, split)
+    assert len(count_files) == len(files)
+    summed = examples_io.fold_counts(
+        [examples_io.read_counts(p) for p in count_files])
+    assert dict(zip((v.decode() for v in summed['values'].to_pylist()),
+                    summed['counts'].to_pylist())) == tokens
   assert sorted(found) == sorted(lines)
   assert not [p for p in (tmp_path / 'examples').rglob('*') if
               p.name.startswith('.')]

@@ -68,3 +68,31 @@ def test_min_count_and_max_tokens(tmp_path):
   assert vocab.tokens == ('a', 'b', 'c')
   with pytest.raises(ValueError, match='no token reaches min_count=9'):
     _run(tmp_path, min_count=9)
+
+
+def test_counts_written_by_the_example_gen_give_the_same_vocabulary(
+    tmp_path, monkeypatch):
+  """The corpus ExampleGen's token counts are summed instead of reading the
+  records again; without them the records are counted: same vocabulary."""
+  from components.corpus_example_gen import component  # pylint: disable=g-import-not-at-top
+  from components.corpus_example_gen import executor as gen_executor  # pylint: disable=g-import-not-at-top
+  from components.corpus_example_gen import ranges  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(ranges, 'MIN_RANGE_BYTES', 500)
+  rng = random.Random(1)
+  data = tmp_path / 'data' / 'span-1'
+  data.mkdir(parents=True)
+  (data / 'a.txt').write_text('\n'.join(
+      ' '.join(f't{rng.randint(0, 60)}' for _ in range(rng.randint(0, 12)))
+      for _ in range(500)))
+  props = dict(component.corpus_example_gen(str(tmp_path / 'data'))
+               .exec_properties)
+  props['input_config'] = props['input_config'].replace('span-{SPAN}',
+                                                        'span-1')
+  examples = standard_artifacts.Examples()
+  examples.uri = str(tmp_path / 'examples')
+  gen_executor.Executor().Do({}, {'examples': [examples]}, props)
+  assert len(examples_io.token_count_files(examples.uri, 'train')) > 2
+  summed, _ = _run(tmp_path, min_count=2)
+  tf.io.gfile.rmtree(str(tmp_path / 'examples' / examples_io.TOKEN_COUNTS_DIR))
+  counted, _ = _run(tmp_path, min_count=2)
+  assert summed == counted and len(summed) > 40

@@ -20,6 +20,7 @@ from components import examples_io
 from components import text
 
 _BOM_AT_LINE_START = re.compile(rb'(\A|\n)\xef\xbb\xbf')
+NO_TOKENS = pa.array([], pa.list_(pa.binary()))
 
 
 class EncodingError(ValueError):
@@ -74,11 +75,18 @@ def encode_block(block: bytes, path: str) -> Tuple[List[bytes], Counts]:
   Tokens: runs of non-whitespace (as `bytes.split()`), the first
   MAX_TOKENS_PER_LINE of a line, without those over MAX_TOKEN_BYTES.
   """
+  records, counts, _ = encode_block_with_tokens(block, path)
+  return records, counts
+
+
+def encode_block_with_tokens(
+    block: bytes, path: str) -> Tuple[List[bytes], Counts, pa.ListArray]:
+  """`encode_block`, plus each record's tokens (list<binary>, same order)."""
   check_block(block, path)
   if codecs.BOM_UTF8 in block:
     block = _BOM_AT_LINE_START.sub(rb'\1', block)
   if not block:
-    return [], Counts()
+    return [], Counts(), NO_TOKENS
   ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10) + 1
   if not ends.size or ends[-1] != len(block):
     ends = np.append(ends, len(block))
@@ -109,6 +117,6 @@ def encode_block(block: bytes, path: str) -> Tuple[List[bytes], Counts]:
       split.values.filter(pa.array(keep)).cast(pa.binary()))
   tokens = tokens.filter(pa.array(kept_per_line > 0))
   if not len(tokens):
-    return [], counts
+    return [], counts, NO_TOKENS
   batch = pa.RecordBatch.from_arrays([tokens], [examples_io.TOKENS_FEATURE])
-  return example_coder.RecordBatchToExamples(batch), counts
+  return example_coder.RecordBatchToExamples(batch), counts, tokens

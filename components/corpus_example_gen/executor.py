@@ -27,6 +27,7 @@ from tfx.types import artifact_utils
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
+from components import examples_io
 from components import text
 from components.corpus_example_gen import ranges as ranges_lib
 from components.corpus_example_gen import transforms
@@ -177,14 +178,16 @@ class Executor(BaseExampleGenExecutor):
     uri = artifact_utils.get_single_instance(examples).uri
     temp_dir = f'{uri.rstrip("/")}/.writing'
     dirs = transforms.make_dirs(
-        {n: artifact_utils.get_split_uri(examples, n) for n in names},
-        temp_dir)
+        [artifact_utils.get_split_uri(examples, n) for n in names])
+    count_dirs = transforms.make_dirs(
+        [examples_io.token_counts_dir(uri, n) for n in names])
+    transforms.make_dirs([temp_dir])
     ranges = _ranges(exec_properties, input_config.splits[0].pattern)
     with self._make_beam_pipeline() as pipeline:
       _ = (pipeline | 'Ranges' >> beam.Create(list(enumerate(ranges)))
            | 'Reshuffle' >> beam.Reshuffle()
            | 'WriteSplits' >> beam.ParDo(transforms.WriteRangeSplits(
-               dirs, buckets, len(ranges), temp_dir)))
+               dirs, count_dirs, buckets, len(ranges), temp_dir)))
     tf.io.gfile.rmtree(temp_dir)
     for artifact in examples:
       examples_utils.set_payload_format(

@@ -1,7 +1,9 @@
 """Vocabulary executor: count tokens of the train split with Beam.
 
-One Beam element per TFRecord file: each file is parsed and counted in batches
-by TensorFlow, and the per-file counts are summed with Arrow.
+When the Examples carry token counts (the corpus ExampleGen writes them, see
+examples_io), they are summed. Otherwise Beam counts the records: one element
+per TFRecord file, each parsed and counted in batches by TensorFlow, the
+per-file counts summed with Arrow.
 """
 
 from typing import Any, Dict, List
@@ -29,13 +31,7 @@ _RECORDS_PER_BATCH = 8192
 _PARTIALS = 16
 
 
-def _fold(partials: List[pa.Table]) -> pa.Table:
-  """One row per token: the summed counts of `partials`."""
-  if len(partials) == 1:
-    return partials[0]
-  table = pa.concat_tables(partials).group_by('values').aggregate(
-      [('counts', 'sum')])
-  return pa.table({'values': table['values'], 'counts': table['counts_sum']})
+_fold = examples_io.fold_counts
 
 
 def count_file(path: str) -> pa.Table:
@@ -66,14 +62,6 @@ def count_file(path: str) -> pa.Table:
   return _fold(partials)
 
 
-def _serialized(table: pa.Table) -> bytes:
-  """Arrow IPC bytes: one cheap Beam element, whatever the vocabulary size."""
-  sink = pa.BufferOutputStream()
-  with pa.ipc.new_stream(sink, table.schema) as writer:
-    writer.write_table(table)
-  return sink.getvalue().to_pybytes()
-
-
 class _SumCounts(beam.CombineFn):
   """Sums per-file counts (Arrow IPC bytes) into {token: count}."""
 
@@ -81,7 +69,7 @@ class _SumCounts(beam.CombineFn):
     return []
 
   def add_input(self, accumulator, serialized):
-    accumulator.append(pa.ipc.open_stream(serialized).read_all())
+    accumulator.append(examples_io.deserialize_counts(serialized))
     return [_fold(accumulator)] if len(accumulator) >= _PARTIALS else (
         accumulator)
 
@@ -89,12 +77,13 @@ class _SumCounts(beam.CombineFn):
     return [_fold([t for a in accumulators for t in a])]
 
   def extract_output(self, accumulator):
-    if not accumulator:
-      return {}
-    table = _fold(accumulator)
-    return dict(zip((t.decode('utf-8') for t in
-                     table.column('values').to_pylist()),
-                    table.column('counts').to_pylist()))
+    return _as_dict(_fold(accumulator)) if accumulator else {}
+
+
+def _as_dict(table: pa.Table) -> Dict[str, int]:
+  return dict(zip((t.decode('utf-8') for t in
+                   table.column('values').to_pylist()),
+                  table.column('counts').to_pylist()))
 
 
 def _write(counts: Dict[str, int], uri: str, min_count: int, max_tokens: int):
@@ -115,7 +104,8 @@ def count_and_write(pipeline: beam.Pipeline, files: List[str], uri: str,
   _ = (pipeline
        | 'Files' >> beam.Create(files)
        | 'Reshuffle' >> beam.Reshuffle()
-       | 'CountFile' >> beam.Map(lambda path: _serialized(count_file(path)))
+       | 'CountFile' >> beam.Map(
+           lambda path: examples_io.serialize_counts(count_file(path)))
        | 'Sum' >> beam.CombineGlobally(_SumCounts())
        | 'Write' >> beam.Map(_write, uri, min_count, max_tokens))
 
@@ -131,9 +121,15 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     vocab = artifact_utils.get_single_instance(output_dict[VOCABULARY_KEY])
     config = VocabularyConfig.from_exec_properties(exec_properties)
     files = examples_io.split_files(examples.uri, config.split)
-    with self._make_beam_pipeline() as pipeline:
-      count_and_write(pipeline, files, vocab.uri, config.min_count,
-                      config.max_tokens)
+    counted = examples_io.token_count_files(examples.uri, config.split)
+    if counted:  # summed by the corpus ExampleGen per file: just add them
+      logging.info('vocabulary: summing %d token count files', len(counted))
+      _write(_as_dict(_fold([examples_io.read_counts(p) for p in counted])),
+             vocab.uri, config.min_count, config.max_tokens)
+    else:
+      with self._make_beam_pipeline() as pipeline:
+        count_and_write(pipeline, files, vocab.uri, config.min_count,
+                        config.max_tokens)
     span = examples.get_int_custom_property('span') if examples.has_custom_property('span') else None
     if span is not None:
       vocab.set_int_custom_property('span', span)
