@@ -25,6 +25,12 @@ from pipelines import consumer
 from pipelines import metadata_queries
 from pipelines import pipeline as pipeline_lib
 
+# Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
+# DirectRunner in memory with one worker. Any option makes TFX package its own
+# sources into an sdist for remote workers before each Beam component (1-2 s
+# each, useless in process); `--beam-arg` still passes options when wanted.
+BEAM_ARGS = ()
+
 
 def paths(home: str) -> Dict[str, str]:
   home = os.path.abspath(home)
@@ -121,8 +127,7 @@ def run(data_root: str,
       metadata_connection_config=(
           metadata.sqlite_metadata_connection_config(
               p['metadata'])),
-      beam_pipeline_args=beam_pipeline_args or [
-          '--direct_running_mode=in_memory', '--direct_num_workers=1'],
+      beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
       warm_start_uri=warm_start_uri)
   os.makedirs(p['home'], exist_ok=True)
   # Without --verbose, the existing handlers show errors only; _Progress

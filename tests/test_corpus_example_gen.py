@@ -1,10 +1,12 @@
 """The corpus ExampleGen transform on real files with a real Beam pipeline."""
 
+import collections
 import json
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 import pytest
+import tensorflow as tf
 from tfx.proto import range_config_pb2
 from tfx.utils import proto_utils
 
@@ -27,8 +29,8 @@ def _run(base, split_pattern, **kwargs):
   p = beam.Pipeline()
   out = (p | executor._TextToExample(_exec_properties(base, **kwargs),
                                      split_pattern)
-         | beam.Map(lambda e: [t.decode() for t in e.features.feature[
-             examples_io.TOKENS_FEATURE].bytes_list.value])
+         | beam.Map(lambda r: [t.decode() for t in tf.train.Example.FromString(
+             r).features.feature[examples_io.TOKENS_FEATURE].bytes_list.value])
          | beam.combiners.ToList())
   _ = out | beam.Map(lambda xs: sink.write_text(json.dumps(xs)))
   result = p.run()
@@ -163,3 +165,52 @@ def test_fixed_span_uses_a_static_range():
   if isinstance(rc, str):
     rc = proto_utils.json_to_proto(rc, range_config_pb2.RangeConfig())
   assert rc.static_range.start_span_number == 5 == rc.static_range.end_span_number
+
+
+def test_the_executor_writes_tfx_splits_with_tfx_hashing(tmp_path, monkeypatch):
+  """Several ranges per file; each record in the split TFX's own partition
+  function gives it; every non-blank line once."""
+  from tfx.components.example_gen import base_example_gen_executor as base  # pylint: disable=g-import-not-at-top
+  from tfx.components.util import examples_utils  # pylint: disable=g-import-not-at-top
+  from tfx.proto import example_gen_pb2  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from components.corpus_example_gen import ranges  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(ranges, 'MIN_RANGE_BYTES', 1000)
+  d = tmp_path / 'span-1'
+  d.mkdir()
+  lines = [f'w{i} w{i % 7} w{i % 3}' for i in range(600)]
+  (d / 'a.txt').write_text('\n'.join(lines[:400]) + '\n\n')
+  (d / 'b.txt').write_text('\n'.join(lines[400:]))
+  props = _exec_properties(tmp_path, span=1)
+  props['input_config'] = props['input_config'].replace('span-{SPAN}',
+                                                        'span-1')
+  examples = standard_artifacts.Examples()
+  examples.uri = str(tmp_path / 'examples')
+  executor.Executor().Do({}, {'examples': [examples]}, props)
+  assert examples.split_names == '["train", "eval"]'
+  assert examples_utils.get_payload_format(examples) == (
+      example_gen_pb2.FORMAT_TF_EXAMPLE)
+  split_config = example_gen_pb2.SplitConfig(splits=[
+      example_gen_pb2.SplitConfig.Split(name='train', hash_buckets=9),
+      example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=1)])
+  found = []
+  for index, split in enumerate(('train', 'eval')):
+    tokens = collections.Counter()
+    files = examples_io.split_files(examples.uri, split)
+    assert len(files) > 2 and all(
+        f.split('/')[-1].startswith('data_tfrecord-') and f.endswith('.gz')
+        for f in files)
+    for record in tf.data.TFRecordDataset(files, 'GZIP').as_numpy_iterator():
+      assert base._PartitionFn(record, 2, [9, 10], split_config) == index  # pylint: disable=protected-access
+      found.append(' '.join(t.decode() for t in tf.train.Example.FromString(
+          record).features.feature[examples_io.TOKENS_FEATURE].bytes_list.value))
+      tokens.update(found[-1].split())
+    count_files = examples_io.token_count_files(examples.uri, split)
+    assert len(count_files) == len(files)
+    summed = examples_io.fold_counts(
+        [examples_io.read_counts(p) for p in count_files])
+    assert dict(zip((v.decode() for v in summed['values'].to_pylist()),
+                    summed['counts'].to_pylist())) == tokens
+  assert sorted(found) == sorted(lines)
+  assert not [p for p in (tmp_path / 'examples').rglob('*') if
+              p.name.startswith('.')]

@@ -4,11 +4,14 @@ One sequence per line, UTF-8, tokens split on ASCII whitespace
 (components/text.py). A file that is not UTF-8 text (UTF-16/32, binary, an
 invalid UTF-8 byte) fails the run with an error naming the file: its first
 chunk is checked before the pipeline starts, every line while it is read.
+Files are read in byte ranges, each encoded in blocks of lines (encode.py)
+and written as whole split files (transforms.py).
 Lines with more than MAX_TOKENS_PER_LINE tokens are capped and counted; tokens
 longer than MAX_TOKEN_BYTES are dropped and counted; blank lines are skipped.
 """
 
 import concurrent.futures
+import itertools
 import re
 from typing import Any, Dict, Iterable, List
 
@@ -16,17 +19,24 @@ from absl import logging
 import apache_beam as beam
 import tensorflow as tf
 from tfx.components.example_gen import utils as example_gen_utils
+from tfx.components.example_gen import write_split
 from tfx.components.example_gen.base_example_gen_executor import BaseExampleGenExecutor
+from tfx.components.util import examples_utils
 from tfx.proto import example_gen_pb2
+from tfx.types import artifact_utils
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
 from components import examples_io
 from components import text
+from components.corpus_example_gen import ranges as ranges_lib
+from components.corpus_example_gen import transforms
+from components.corpus_example_gen.encode import EncodingError
+from components.corpus_example_gen.encode import not_utf8_text
 
 SPAN_WINDOW_KEY = 'span_window'
 PATTERN_KEY = 'pattern'
-METRICS_NAMESPACE = 'corpus_example_gen'
+METRICS_NAMESPACE = transforms.METRICS_NAMESPACE
 # Bytes of each file checked for a byte order mark, NULs and invalid UTF-8
 # before the pipeline starts.
 FIRST_CHUNK_BYTES = 64 << 10
@@ -76,18 +86,6 @@ def span_patterns(exec_properties: Dict[str, Any], split_pattern: str,
   return patterns
 
 
-class EncodingError(ValueError):
-  """A corpus file is not UTF-8 text."""
-
-
-def not_utf8_text(path: str, problem: str) -> EncodingError:
-  seen = re.search(r'looks like (UTF-\d+) ([LB]E)', problem)
-  source = f'-f {seen.group(1)}{seen.group(2)} ' if seen else ''
-  return EncodingError(
-      f'corpus ExampleGen: {path} is not UTF-8 text ({problem}); convert it '
-      f'(e.g. iconv {source}-t UTF-8) or move it out of the input')
-
-
 def _first_chunk(path: str) -> bytes:
   """The file's first chunk; raises EncodingError if it is not UTF-8 text."""
   with tf.io.gfile.GFile(path, 'rb') as f:
@@ -98,101 +96,105 @@ def _first_chunk(path: str) -> bytes:
   return chunk
 
 
-def check_files(input_base: str, patterns: Iterable[str]):
-  """Fails fast, naming the file or the pattern, on a file that is not UTF-8
-  text and when there is no token sequence."""
+def check_files(input_base: str, patterns: Iterable[str]) -> List[str]:
+  """The files matched; fails fast, naming the file or the pattern, on a file
+  that is not UTF-8 text and when there is no token sequence."""
   files = []
   for pattern in patterns:
     files += sorted(tf.io.gfile.glob(f'{input_base.rstrip("/")}/{pattern}'))
   with concurrent.futures.ThreadPoolExecutor(_CHECK_THREADS) as pool:
     chunks = list(pool.map(_first_chunk, files))
   if any(chunk.split() for chunk in chunks):
-    return
+    return files
   for path, chunk in zip(files, chunks):
     if len(chunk) < FIRST_CHUNK_BYTES:
       continue
     with tf.io.gfile.GFile(path, 'rb') as f:  # long and blank so far
       for line in f:
         if line.split():
-          return
+          return files
   raise ValueError(
       f'corpus ExampleGen: no token sequences under {input_base} matching '
       f'{list(patterns)} ({len(files)} file(s), all empty); add text files '
       'with one whitespace-separated sequence per line')
 
 
-class _LineToExample(beam.DoFn):
-  """Decodes, tokenizes and caps one raw line; counts what it skips."""
-
-  def __init__(self):
-    self._capped = beam.metrics.Metrics.counter(METRICS_NAMESPACE,
-                                                'capped_lines')
-    self._long_tokens = beam.metrics.Metrics.counter(METRICS_NAMESPACE,
-                                                     'dropped_long_tokens')
-    self._blank = beam.metrics.Metrics.counter(METRICS_NAMESPACE, 'blank_lines')
-
-  def start_bundle(self):
-    self._bundle = {'capped': 0, 'long_tokens': 0}
-
-  def process(self, path_and_line):
-    path, line = path_and_line
-    problem = text.encoding_problem(line, guess=False)
-    if problem:
-      raise not_utf8_text(path, f'{problem} of a line')
-    line = text.strip_utf8_bom(line)
-    raw = line.split()
-    if len(raw) > text.MAX_TOKENS_PER_LINE:
-      self._capped.inc()
-      self._bundle['capped'] += 1
-    tokens = []
-    for t in text.tokenize_bytes(line):
-      if len(t) > text.MAX_TOKEN_BYTES:
-        self._long_tokens.inc()
-        self._bundle['long_tokens'] += 1
-      else:
-        tokens.append(t.decode('utf-8'))
-    if not tokens:
-      self._blank.inc()
-      return
-    yield examples_io.make_example(tokens)
-
-  def finish_bundle(self):
-    if any(self._bundle.values()):
-      logging.warning(
-          'corpus ExampleGen: capped %d line(s) at %d tokens, dropped %d '
-          'token(s) over %d bytes', self._bundle['capped'],
-          text.MAX_TOKENS_PER_LINE, self._bundle['long_tokens'],
-          text.MAX_TOKEN_BYTES)
-
-
 @beam.ptransform_fn
 @beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(tf.train.Example)
+@beam.typehints.with_output_types(bytes)
 def _TextToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
                    split_pattern: str) -> beam.pvalue.PCollection:
-  """Reads every file of the span(s) and emits one Example per sequence."""
+  """Reads every file of the span(s); one serialized Example per sequence."""
+  return (pipeline | 'Ranges' >> beam.Create(
+      _ranges(exec_properties, split_pattern))
+          | 'Reshuffle' >> beam.Reshuffle()
+          | 'ToExamples' >> beam.ParDo(transforms.RangeToRecords()))
+
+
+def _ranges(exec_properties: Dict[str, Any], split_pattern: str):
   input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
   patterns = span_patterns(exec_properties, split_pattern, input_base)
-  check_files(input_base, patterns)
+  files = check_files(input_base, patterns)
   logging.info('corpus ExampleGen: reading %s under %s', patterns, input_base)
-  lines = [
-      pipeline | f'Read[{p}]' >> beam.io.ReadFromTextWithFilename(
-          f'{input_base.rstrip("/")}/{p}', coder=beam.coders.BytesCoder(),
-          strip_trailing_newlines=True) for p in patterns
-  ]
-  return (lines | 'Flatten' >> beam.Flatten()
-          | 'ToExample' >> beam.ParDo(_LineToExample()))
+  return ranges_lib.plan(files)
 
 
 class Executor(BaseExampleGenExecutor):
-  """FileBasedExampleGen executor for whitespace-tokenized text corpora."""
+  """FileBasedExampleGen executor for whitespace-tokenized text corpora.
+
+  `Do` writes TFX's layout (`Split-<name>/data_tfrecord-*.gz`, split by
+  TFX's hash of each record) straight from each file range: the records
+  never pass one by one through Beam.
+  """
 
   def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
     return _TextToExample
 
   def Do(self, input_dict, output_dict, exec_properties):
     try:
-      super().Do(input_dict, output_dict, exec_properties)
+      self._write_splits(output_dict, exec_properties)
     except EncodingError as e:
       # Beam re-raises it with " [while running '<transform label>']" added.
       raise EncodingError(str(e).split(' [while running ', 1)[0]) from e
+
+  def _write_splits(self, output_dict, exec_properties):
+    self._log_startup({}, output_dict, exec_properties)
+    input_config = proto_utils.json_to_proto(
+        exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
+        example_gen_pb2.Input())
+    output_config = proto_utils.json_to_proto(
+        exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY],
+        example_gen_pb2.Output())
+    if len(input_config.splits) != 1 or not output_config.split_config.splits:
+      raise ValueError('corpus ExampleGen: expects one input split and '
+                       'hash-bucket output splits')
+    examples = output_dict[standard_component_specs.EXAMPLES_KEY]
+    names = example_gen_utils.generate_output_split_names(input_config,
+                                                          output_config)
+    artifact_utils.get_single_instance(examples).split_names = (
+        artifact_utils.encode_split_names(names))
+    buckets = list(itertools.accumulate(
+        s.hash_buckets for s in output_config.split_config.splits))
+    uri = artifact_utils.get_single_instance(examples).uri
+    temp_dir = f'{uri.rstrip("/")}/.writing'
+    dirs = transforms.make_dirs(
+        [artifact_utils.get_split_uri(examples, n) for n in names])
+    count_dirs = transforms.make_dirs(
+        [examples_io.token_counts_dir(uri, n) for n in names])
+    transforms.make_dirs([temp_dir])
+    ranges = _ranges(exec_properties, input_config.splits[0].pattern)
+    with self._make_beam_pipeline() as pipeline:
+      _ = (pipeline | 'Ranges' >> beam.Create(list(enumerate(ranges)))
+           | 'Reshuffle' >> beam.Reshuffle()
+           | 'WriteSplits' >> beam.ParDo(transforms.WriteRangeSplits(
+               dirs, count_dirs, buckets, len(ranges), temp_dir)))
+    tf.io.gfile.rmtree(temp_dir)
+    for artifact in examples:
+      examples_utils.set_payload_format(
+          artifact, exec_properties.get(
+              standard_component_specs.OUTPUT_DATA_FORMAT_KEY,
+              example_gen_pb2.FORMAT_TF_EXAMPLE))
+      examples_utils.set_file_format(
+          artifact, write_split.to_file_format_str(exec_properties.get(
+              standard_component_specs.OUTPUT_FILE_FORMAT_KEY,
+              example_gen_pb2.FILE_FORMAT_UNSPECIFIED)))
