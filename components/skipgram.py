@@ -177,9 +177,9 @@ class SkipGramData:
     """Training batches of `epochs` passes (0 = endless), after `skip` batches.
 
     Sequences are shuffled per epoch (seeded), turned into pairs a chunk at a
-    time and re-batched so that every batch has exactly `pairs_per_batch()` pairs
-    (the static shapes a TPU needs; pairs flow across epoch boundaries and
-    only the remainder of the last epoch is dropped).
+    time and re-batched so that every batch has exactly `pairs_per_batch()`
+    pairs (the static shapes a TPU needs; pairs flow across epoch boundaries
+    and only the remainder of the last epoch is dropped).
     """
     c = self.config
     ds = sequences.shuffle(c.shuffle_buffer, seed=c.seed,

@@ -1,4 +1,4 @@
-"""When the training loop saves checkpoints: by step count, by time, at the end."""
+"""When the training loop checkpoints: by step count, by time, at the end."""
 
 import collections
 import os

@@ -44,8 +44,8 @@ class LoopConfig(settings.Settings):
     self.check_int('epochs', 0)
     self.check_int('checkpoint_every', 0)
     if self.checkpoint_seconds < 0:
-      raise ValueError(f'{self.WHAT} parameter checkpoint_seconds must be >= 0, '
-                       f'got {self.checkpoint_seconds!r}')
+      raise ValueError(f'{self.WHAT} parameter checkpoint_seconds must be '
+                       f'>= 0, got {self.checkpoint_seconds!r}')
     if self.checkpoint_every == 0 and self.checkpoint_seconds == 0:
       raise ValueError(f'{self.WHAT}: set checkpoint_every or '
                        'checkpoint_seconds (both are 0: a kill would lose the '
