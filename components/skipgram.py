@@ -177,9 +177,9 @@ class SkipGramData:
     """Training batches of `epochs` passes (0 = endless), after `skip` batches.
 
     Sequences are shuffled per epoch (seeded), turned into pairs a chunk at a
-    time and re-batched so that every batch has exactly `pairs_per_batch()`
-    pairs (the static shapes a TPU needs; pairs flow across epoch boundaries
-    and only the remainder of the last epoch is dropped).
+    time and re-batched so that every batch has exactly `batch_size` pairs
+    (the static shapes a TPU needs; pairs flow across epoch boundaries and
+    only the remainder of the last epoch is dropped).
     """
     c = self.config
     ds = sequences.shuffle(c.shuffle_buffer, seed=c.seed,
@@ -190,7 +190,7 @@ class SkipGramData:
     ds = ds.ragged_batch(c.sequences_per_chunk).enumerate()
     ds = ds.map(self._pairs, num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=True)
-    ds = ds.rebatch(c.pairs_per_batch(), drop_remainder=True)
+    ds = ds.rebatch(c.batch_size, drop_remainder=True)
     if skip:
       ds = ds.skip(skip)
     return ds.prefetch(tf.data.AUTOTUNE)

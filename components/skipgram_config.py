@@ -11,10 +11,7 @@ class SkipGramConfig(settings.Settings):
   """How sequences become training batches.
 
   Attributes:
-    batch_size: (target, context) pairs per global batch; 0 = automatic, the
-      pairs of about `TARGETS_PER_BATCH` targets (`pairs_per_batch`): 512 for
-      windows up to 3, more for longer windows, whose many pairs per token
-      would otherwise make each step cover few tokens at a high per-step cost.
+    batch_size: (target, context) pairs per global batch.
     window: maximum distance between target and context; each target draws
       its own window size uniformly from 1..window (word2vec).
     negatives: negatives per pair, K.
@@ -26,12 +23,8 @@ class SkipGramConfig(settings.Settings):
     shuffle_buffer: sequences in the shuffle buffer (per epoch).
   """
   WHAT = 'skip-gram'
-  # An automatic batch holds the pairs of about this many targets (a target
-  # has `window + 1` pairs on average), in multiples of BATCH_QUANTUM pairs.
-  TARGETS_PER_BATCH = 128
-  BATCH_QUANTUM = 512
 
-  batch_size: int = 0
+  batch_size: int = 512
   window: int = 3
   negatives: int = 5
   subsample: float = 1e-3
@@ -41,21 +34,13 @@ class SkipGramConfig(settings.Settings):
 
   def validate(self):
     super().validate()
-    self.check_int('batch_size', 0)
-    for name in ('window', 'negatives', 'sequences_per_chunk',
+    for name in ('batch_size', 'window', 'negatives', 'sequences_per_chunk',
                  'shuffle_buffer'):
       self.check_int(name, 1)
     self.check_int('seed', 0)
     if not 0 <= self.subsample < 1:
       raise ValueError(f'{self.WHAT} parameter subsample must be in [0, 1), got '
                        f'{self.subsample!r}')
-
-  def pairs_per_batch(self) -> int:
-    """The global batch: batch_size, or for 0 the automatic size."""
-    if self.batch_size:
-      return self.batch_size
-    pairs = self.TARGETS_PER_BATCH * (self.window + 1)
-    return -(-pairs // self.BATCH_QUANTUM) * self.BATCH_QUANTUM
 
   def untrained_loss(self) -> float:
     """Skip-gram loss of a table that learned nothing (every logit 0)."""

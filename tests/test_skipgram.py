@@ -104,7 +104,7 @@ def test_loss_and_gradients_match_autodiff():
   np.testing.assert_allclose(grads['negatives'], dn, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize('field,value', [('batch_size', -1), ('window', -1),
+@pytest.mark.parametrize('field,value', [('batch_size', 0), ('window', -1),
                                          ('negatives', 1.5),
                                          ('subsample', 1.0)])
 def test_bad_config_names_the_field(field, value):
@@ -120,26 +120,3 @@ def test_untrained_loss_is_the_loss_of_a_table_that_learned_nothing():
       tf.zeros([batch, dim]), tf.zeros([batch, dim]),
       tf.zeros([batch, config.negatives, dim]), batch)
   assert config.untrained_loss() == pytest.approx(float(loss))
-
-
-def test_automatic_batch_grows_with_the_window():
-  auto = lambda window: skipgram.SkipGramConfig(window=window).pairs_per_batch()
-  assert skipgram.SkipGramConfig().batch_size == 0
-  assert auto(3) == 512  # the short default window keeps the usual batch
-  assert auto(5) == 1024 and auto(50) == 6656
-  assert all(auto(w) % 512 == 0 and auto(w) >= 128 * (w + 1)
-             for w in range(1, 100))
-  assert skipgram.SkipGramConfig(window=50,
-                                 batch_size=64).pairs_per_batch() == 64
-
-
-def test_batches_of_an_automatic_config_have_its_size():
-  tokens = [f't{i}' for i in range(30)]
-  data = skipgram.SkipGramData(tokens, list(range(300, 0, -10)),
-                               skipgram.SkipGramConfig(window=5, subsample=0))
-  lines = tf.data.Dataset.from_tensor_slices(
-      tf.constant([[f't{(i * 7 + j) % 30}' for j in range(40)]
-                   for i in range(100)]))
-  batch = next(iter(data.batches(lines, epochs=1)))
-  assert batch['target'].shape == [1024]
-  assert batch['negatives'].shape == [1024, 5]

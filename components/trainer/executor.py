@@ -151,10 +151,10 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
   tf.random.set_seed(config.seed)  # initial table values
   if choice.kind == 'tpu':
     strategy = device.connect(choice)
-    adapter = tpu_adapter.TpuAdapter(spec, config.pairs_per_batch(),
+    adapter = tpu_adapter.TpuAdapter(spec, config.batch_size,
                                      config.negatives, strategy)
   else:
-    adapter = cpu_adapter.CpuAdapter(spec, config.pairs_per_batch())
+    adapter = cpu_adapter.CpuAdapter(spec, config.batch_size)
 
   # Inputs are good: from here on the output is written.
   spec.save(model_uri)

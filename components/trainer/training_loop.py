@@ -57,7 +57,7 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
         sequences: tf.data.Dataset, model_uri: str, logs: RunLogs,
         config: LoopConfig) -> LoopResult:
   """Trains from the latest checkpoint of `model_uri` (or from scratch)."""
-  batch_size = data.config.pairs_per_batch()
+  batch_size = data.config.batch_size
   adapter.build()
   state = checkpoints.create(adapter.embedding, model_uri)
   latest = state.manager.latest_checkpoint
