@@ -64,6 +64,9 @@ def pipeline_run(corpus, home, dim, window, negatives, epochs, seed):
       'table.dim': dim, 'trainer.window': window,
       'trainer.negatives': negatives, 'trainer.epochs': epochs,
       'trainer.train_steps': 0, 'seed': seed, 'vocabulary.min_count': 1,
+      # Every run from scratch: a later run in the same home would otherwise
+      # warm start from the model the previous run pushed.
+      'trainer.warm_start_from_pushed': False,
   })
   summary = local_runner.run(corpus.data_root, home, config,
                              out=io.StringIO())

@@ -156,7 +156,7 @@ def small_inputs(tmp_path):
      'vocabulary_size 9 but the vocabulary has 4'),
     (dict(train_steps=0, epochs=0), 'set train_steps or epochs'),
     (dict(batch_size=0), 'batch_size'),
-    (dict(checkpoint_every=0), 'checkpoint_every'),
+    (dict(checkpoint_every=0, checkpoint_seconds=0), 'checkpoint_every'),
     (dict(embedding_spec='{"tables": 3}'), 'tables'),
     (dict(tpu='grpc://127.0.0.1:1'), 'cannot be reached'),
     (dict(warm_start_uri='/nonexistent/model'), 'no embedding_spec.json'),

@@ -19,7 +19,11 @@ class LoopConfig(settings.Settings):
     train_steps: total steps (0: run `epochs` passes over the data).
     epochs: passes over the data (0: endless; train_steps must be set).
     checkpoint_every: steps between checkpoints (a rerun resumes from the
-      latest one).
+      latest one); 0 = none by step count.
+    checkpoint_seconds: a checkpoint once this many seconds have passed since
+      the last one (checked after every `log_every` steps); 0 = none by time.
+      A save of a large table and its slots costs far more than a step, so
+      the default bounds the work a kill loses by time, not by steps.
     log_every: steps between progress lines.
     summary_every: steps between TensorBoard `loss` points (each the mean of
       those steps' batch losses, read back once per `log_every` call, so a
@@ -29,7 +33,8 @@ class LoopConfig(settings.Settings):
 
   train_steps: int = 600
   epochs: int = 0
-  checkpoint_every: int = 200
+  checkpoint_every: int = 0
+  checkpoint_seconds: float = 120.0
   log_every: int = 100
   summary_every: int = 10
 
@@ -37,7 +42,14 @@ class LoopConfig(settings.Settings):
     super().validate()
     self.check_int('train_steps', 0)
     self.check_int('epochs', 0)
-    self.check_int('checkpoint_every', 1)
+    self.check_int('checkpoint_every', 0)
+    if self.checkpoint_seconds < 0:
+      raise ValueError(f'{self.WHAT} parameter checkpoint_seconds must be '
+                       f'>= 0, got {self.checkpoint_seconds!r}')
+    if self.checkpoint_every == 0 and self.checkpoint_seconds == 0:
+      raise ValueError(f'{self.WHAT}: set checkpoint_every or '
+                       'checkpoint_seconds (both are 0: a kill would lose the '
+                       'whole run)')
     self.check_int('log_every', 1)
     self.check_int('summary_every', 1)
     if self.train_steps == 0 and self.epochs == 0:

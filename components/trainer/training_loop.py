@@ -6,8 +6,8 @@ the data continues exactly), then trains in calls of up to `log_every`
 steps, writes a progress line per call and TensorBoard files
 (`tensorboard_logs`: the loss every `summary_every` steps from the per-step
 losses a call returns, the held-out loss at every checkpoint, the projector
-files at the end), and saves a checkpoint every `checkpoint_every` steps and
-at the end.
+files at the end), and saves a checkpoint every `checkpoint_every` steps, once
+`checkpoint_seconds` have passed since the last save, and at the end.
 """
 
 import dataclasses
@@ -73,10 +73,12 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
   logs.start(start_step, adapter.embedding)
   began = time.perf_counter()
   last_saved = start_step if latest else -1
+  saved_at = began
   step = start_step
   while not config.train_steps or step < config.train_steps:
     n = config.log_every - step % config.log_every
-    n = min(n, config.checkpoint_every - step % config.checkpoint_every)
+    if config.checkpoint_every:
+      n = min(n, config.checkpoint_every - step % config.checkpoint_every)
     if config.train_steps:
       n = min(n, config.train_steps - step)
     tick = time.perf_counter()
@@ -95,9 +97,13 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
         total = f'/{config.train_steps}' if config.train_steps else ''
         logging.info('step %d%s  loss %.4f  %.0f examples/s', step, total,
                      loss, rate)
-      if step % config.checkpoint_every == 0:
+      due = (config.checkpoint_every and step % config.checkpoint_every == 0
+             or config.checkpoint_seconds and
+             time.perf_counter() - saved_at >= config.checkpoint_seconds)
+      if due:
         state.manager.save(checkpoint_number=step)
         last_saved = step
+        saved_at = time.perf_counter()
         logs.evaluate(step, adapter.embedding)
     if done < n:  # the data ran out (epochs done)
       break
