@@ -17,21 +17,6 @@ from pipelines import demo_data
 from tests import artifact_fixtures as fx
 
 
-class _Examples:
-  """Stands in for an Examples artifact without a span."""
-
-  def __init__(self, uri):
-    self.uri = uri
-
-  def has_custom_property(self, name):
-    del name
-    return False
-
-  def has_property(self, name):
-    del name
-    return False
-
-
 def _unit(table):
   return table / np.linalg.norm(table, axis=1, keepdims=True)
 
@@ -48,7 +33,7 @@ def test_related_pairs_end_up_closer_than_random_pairs(tmp_path):
   spec = skipgram_spec(dim=16, optimizer='adagrad', learning_rate=0.5,
                        initial_accumulator_value=1e-3)
   meta = executor.train(
-      [_Examples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'),
+      [fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'),
       model, str(tmp_path / 'run'),
       executor.TrainerConfig(embedding_spec=spec.to_json(), batch_size=256,
                              train_steps=600, epochs=0, log_every=200))
@@ -85,7 +70,7 @@ def test_warm_start_keeps_surviving_rows_bit_exact_at_step_zero(tmp_path):
   # Give the base non-initial slots: one CPU training run on it.
   lines = [['a', 'b', 'c'], ['d', 'e', 'a']] * 30
   fx.write_examples(str(tmp_path / 'old_examples'), {'train': lines})
-  executor.train([_Examples(str(tmp_path / 'old_examples'))], base, base,
+  executor.train([fx.SpanlessExamples(str(tmp_path / 'old_examples'))], base, base,
                  str(tmp_path / 'base_run'),
                  executor.TrainerConfig(embedding_spec=base_spec.to_json(),
                                         batch_size=8, train_steps=3, epochs=0,
@@ -99,7 +84,7 @@ def test_warm_start_keeps_surviving_rows_bit_exact_at_step_zero(tmp_path):
   new_vocab = fx.write_vocabulary(str(tmp_path / 'vocabulary'), counts)
   model = str(tmp_path / 'model')
   meta = executor.train(
-      [_Examples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'),
+      [fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'),
       model, str(tmp_path / 'run'),
       executor.TrainerConfig(embedding_spec=spec.to_json(), batch_size=8,
                              train_steps=2, epochs=0, warm_start_uri=base))
@@ -148,7 +133,7 @@ def small_inputs(tmp_path):
   fx.write_examples(str(tmp_path / 'examples'), {'train': lines})
   fx.write_vocabulary(str(tmp_path / 'vocabulary'),
                       collections.Counter(t for l in lines for t in l))
-  return [_Examples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary')
+  return [fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary')
 
 
 @pytest.mark.parametrize('config,message', [
@@ -179,7 +164,7 @@ def test_unknown_parameter_and_missing_split_are_named(small_inputs, tmp_path):
   with pytest.raises(ValueError, match="unknown parameter 'windows'"):
     executor.TrainerConfig.from_exec_properties({'windows': 3})
   with pytest.raises(FileNotFoundError, match="split 'train'"):
-    executor.train([_Examples(str(tmp_path))], vocabulary,
+    executor.train([fx.SpanlessExamples(str(tmp_path))], vocabulary,
                    str(tmp_path / 'model'), str(tmp_path / 'run'),
                    executor.TrainerConfig(train_steps=1))
 
@@ -254,7 +239,7 @@ def _one_token_inputs(tmp_path, train_lines, eval_lines):
                                                  'eval': eval_lines})
   fx.write_vocabulary(str(tmp_path / 'vocabulary'), {'tok': sum(
       len(l) for l in train_lines + eval_lines)})
-  return [_Examples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary')
+  return [fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary')
 
 
 @pytest.mark.parametrize('train_length,eval_length,split', [

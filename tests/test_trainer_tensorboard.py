@@ -41,21 +41,6 @@ RUN = 'model_run/7'
 PROJECTOR_TOKENS = 60
 
 
-class _Examples:
-  """Stands in for an Examples artifact without a span."""
-
-  def __init__(self, uri):
-    self.uri = uri
-
-  def has_custom_property(self, name):
-    del name
-    return False
-
-  def has_property(self, name):
-    del name
-    return False
-
-
 def _train(root, splits, config, counts=None):
   fx.write_examples(os.path.join(root, 'examples'), splits)
   counts = counts or collections.Counter(
@@ -63,7 +48,7 @@ def _train(root, splits, config, counts=None):
   fx.write_vocabulary(os.path.join(root, 'vocabulary'), counts)
   logdir = os.path.join(root, 'EmbeddingTrainer')
   model = os.path.join(logdir, 'model', '7')
-  executor.train([_Examples(os.path.join(root, 'examples'))],
+  executor.train([fx.SpanlessExamples(os.path.join(root, 'examples'))],
                  os.path.join(root, 'vocabulary'), model,
                  os.path.join(logdir, RUN), config)
   return logdir, model

@@ -15,26 +15,13 @@ LINES = [['a', 'b', 'c', 'd'], ['b', 'c', 'e'], ['a', 'e', 'f', 'b', 'c'],
          ['d', 'f', 'a']] * 20
 
 
-class _Examples:
-  def __init__(self, uri):
-    self.uri = uri
-
-  def has_custom_property(self, name):
-    del name
-    return False
-
-  def has_property(self, name):
-    del name
-    return False
-
-
 @pytest.fixture(scope='module')
 def inputs(tmp_path_factory):
   root = tmp_path_factory.mktemp('inputs')
   fx.write_examples(str(root / 'examples'), {'train': LINES})
   fx.write_vocabulary(str(root / 'vocabulary'),
                       collections.Counter(t for l in LINES for t in l))
-  return [_Examples(str(root / 'examples'))], str(root / 'vocabulary')
+  return [fx.SpanlessExamples(str(root / 'examples'))], str(root / 'vocabulary')
 
 
 def saved_steps(inputs, tmp_path, **config):

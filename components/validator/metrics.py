@@ -103,6 +103,15 @@ def _unit_rows(table: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
   return unit, nonzero
 
 
+def _distinct_pairs(queries: np.ndarray, answers: np.ndarray, k: int
+                    ) -> Tuple[np.ndarray, np.ndarray]:
+  """The (query, answer) pairs a recall@k scores: answer != query."""
+  if k < 1:
+    raise ValueError(f'k must be >= 1, got {k}')
+  keep = queries != answers
+  return queries[keep], answers[keep]
+
+
 def recall_at_k(table: np.ndarray, queries: np.ndarray, answers: np.ndarray,
                 k: int) -> Optional[float]:
   """Fraction of queries whose answer is among their k nearest rows (cosine).
@@ -113,10 +122,7 @@ def recall_at_k(table: np.ndarray, queries: np.ndarray, answers: np.ndarray,
   empty table scores 0. Pairs with answer == query are skipped; None when no
   query is left.
   """
-  if k < 1:
-    raise ValueError(f'k must be >= 1, got {k}')
-  keep = queries != answers
-  queries, answers = queries[keep], answers[keep]
+  queries, answers = _distinct_pairs(queries, answers, k)
   if queries.size == 0:
     return None
   unit, nonzero = _unit_rows(table)
@@ -142,10 +148,7 @@ def popularity_recall_at_k(queries: np.ndarray, answers: np.ndarray,
   Rows are in vocabulary order (count descending), so row i is the i-th most
   frequent token; the query itself is never a candidate.
   """
-  if k < 1:
-    raise ValueError(f'k must be >= 1, got {k}')
-  keep = queries != answers
-  queries, answers = queries[keep], answers[keep]
+  queries, answers = _distinct_pairs(queries, answers, k)
   if queries.size == 0:
     return None
   rank = answers - (queries < answers)  # the query's row is skipped
