@@ -7,7 +7,7 @@ its spec shape, and the checkpoint may hold no table the spec does not name.
 
 import dataclasses
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -78,18 +78,23 @@ def restore_for_serving(
     model_uri: str,
     checkpoint_path: Optional[str] = None,
     sparsecore_restore_info: Optional[Dict[str, Any]] = None,
-    read_vocabulary: bool = True
+    read_vocabulary: bool = True,
+    tables: Optional[Sequence[str]] = None
 ) -> RestoredModel:
   """Restores tables only (optimizer=None: no slot variable is created).
 
   `read_vocabulary=False` leaves `vocabulary` None and skips its size check,
   for callers that stream vocabulary.tsv themselves (a multi-million-token
   vocabulary as Python strings costs about as much memory as its table).
+  `tables`: restore just these (every table is still checked); the restored
+  spec then holds only them.
   """
   spec = EmbeddingSpec.load(model_uri)
   vocab = vocabulary_file.read(model_uri) if read_vocabulary else None
   path = checkpoint_path or model_layout.latest_checkpoint(model_uri)
   check_tables(spec, path, sparsecore=sparsecore_restore_info is not None)
+  if tables is not None:
+    spec = spec.only_tables(tables)
   if tf.distribute.has_strategy() and 'TPU' in type(
       tf.distribute.get_strategy()).__name__:
     raise CheckpointError('restore for serving must run outside TPUStrategy')
@@ -109,8 +114,7 @@ def restore_for_serving(
         f'{str(e).splitlines()[0]})') from e
   status.expect_partial()
   for t in spec.tables:
-    if (vocab is not None and t.name == spec.tables[0].name and
-        len(vocab) != t.vocabulary_size):
+    if vocab is not None and len(vocab) != t.vocabulary_size:
       raise CheckpointError(
           f'model {model_uri}: vocabulary has {len(vocab)} tokens but table '
           f'{t.name!r} has {t.vocabulary_size} rows')

@@ -127,6 +127,15 @@ class EmbeddingSpec:
         for t in self.tables)
     return dataclasses.replace(self, tables=tables)
 
+  def only_tables(self, names) -> 'EmbeddingSpec':
+    """A copy with just the tables `names` and the features reading them."""
+    names = set(names)
+    for name in names:
+      self.table(name)
+    return dataclasses.replace(
+        self, tables=tuple(t for t in self.tables if t.name in names),
+        features=tuple(f for f in self.features if f.table in names))
+
   def require_vocabulary_sizes(self):
     for i, t in enumerate(self.tables):
       if t.vocabulary_size < 1:
@@ -156,8 +165,8 @@ class EmbeddingSpec:
             name=f.name) for f in self.features
     }
 
-  def build_optimizer(self):
-    return self.optimizer.build()
+  def build_optimizer(self, learning_rate_scale=None):
+    return self.optimizer.build(learning_rate_scale)
 
   # -- JSON -------------------------------------------------------------------
   def to_dict(self) -> Dict[str, Any]:
@@ -254,9 +263,11 @@ def _from_fields(cls, value: Any, field: str):
 
 # -- the skip-gram spec the trainer uses ---------------------------------------
 TOKENS_TABLE = 'tokens'
+CONTEXTS_TABLE = 'contexts'
 TARGET_FEATURE = 'target'
 CONTEXT_FEATURE = 'context'
 NEGATIVES_FEATURE = 'negatives'
+SKIPGRAM_FEATURES = (TARGET_FEATURE, CONTEXT_FEATURE, NEGATIVES_FEATURE)
 
 
 def skipgram_spec(dim: int = 32,
@@ -264,18 +275,59 @@ def skipgram_spec(dim: int = 32,
                   vocabulary_size: int = 0,
                   initializer: str = 'uniform',
                   combiner: str = 'sqrtn',
+                  context_table: bool = False,
                   **optimizer_params) -> EmbeddingSpec:
-  """One `tokens` table read by the `target`, `context` and `negatives` features.
+  """The `target`, `context` and `negatives` features of skip-gram.
 
-  Target and context are looked up in the same table (item2vec style tied
-  input/output vectors), so the exported table is the only learned state.
+  With `context_table` (word2vec), targets read the `tokens` table and
+  contexts and negatives a second, zero-initialized `contexts` table; without
+  it all three read `tokens` (tied vectors). `tokens` is the exported table.
   """
+  tables = [TableSpec(name=TOKENS_TABLE, dim=dim,
+                      vocabulary_size=vocabulary_size,
+                      initializer=initializer, combiner=combiner)]
+  output = TOKENS_TABLE
+  if context_table:
+    output = CONTEXTS_TABLE
+    tables.append(TableSpec(name=CONTEXTS_TABLE, dim=dim,
+                            vocabulary_size=vocabulary_size,
+                            initializer='zeros', combiner=combiner))
   return EmbeddingSpec(
-      tables=(TableSpec(name=TOKENS_TABLE, dim=dim,
-                        vocabulary_size=vocabulary_size,
-                        initializer=initializer, combiner=combiner),),
+      tables=tuple(tables),
       features=(FeatureSpec(TARGET_FEATURE, TOKENS_TABLE),
-                FeatureSpec(CONTEXT_FEATURE, TOKENS_TABLE),
-                FeatureSpec(NEGATIVES_FEATURE, TOKENS_TABLE)),
+                FeatureSpec(CONTEXT_FEATURE, output),
+                FeatureSpec(NEGATIVES_FEATURE, output)),
       optimizer=OptimizerSpec(kind=optimizer,
                               params=tuple(sorted(optimizer_params.items()))))
+
+
+def skipgram_tables(spec: EmbeddingSpec) -> Tuple[str, str]:
+  """(input table, output table) of a skip-gram spec; the same name when tied.
+
+  The input table (read by `target`) is the one exported and scored; the
+  output table (read by `context` and `negatives`) only scores pairs.
+  Raises SpecError unless the spec is exactly skip-gram's features on one
+  table or on two.
+  """
+  features = {f.name: f for f in spec.features}
+  if set(features) != set(SKIPGRAM_FEATURES):
+    fail('features', f'skip-gram needs exactly the features '
+         f'{list(SKIPGRAM_FEATURES)}, got {sorted(features)} (build the spec '
+         'with components.embedding_spec.skipgram_spec)')
+  for name in SKIPGRAM_FEATURES:
+    if features[name].max_sequence_length or features[name].output_shape:
+      fail(f'features.{name}', 'must have no max_sequence_length or '
+           'output_shape (dense ids)')
+  source = features[TARGET_FEATURE].table
+  output = features[CONTEXT_FEATURE].table
+  if features[NEGATIVES_FEATURE].table != output:
+    fail('features.negatives', f'must read the context feature\'s table '
+         f'{output!r}, not {features[NEGATIVES_FEATURE].table!r}')
+  used = {source, output}
+  unused = sorted({t.name for t in spec.tables} - used)
+  if unused:
+    fail('tables', f'table(s) {unused} are read by no skip-gram feature')
+  if source != output and spec.table(source).dim != spec.table(output).dim:
+    fail('tables', f'tables {source!r} and {output!r} must have the same dim '
+         'to score pairs')
+  return source, output

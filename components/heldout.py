@@ -74,21 +74,24 @@ def eval_pairs(sequences: Iterable[Sequence[str]], tokens: Sequence[str],
 
 
 def skipgram_loss(table: np.ndarray, targets: np.ndarray, contexts: np.ndarray,
-                  negatives: np.ndarray) -> Optional[float]:
+                  negatives: np.ndarray,
+                  output_table: Optional[np.ndarray] = None) -> Optional[float]:
   """Mean negative-sampling loss per pair, by the trainer's loss function.
 
-  Target and context rows come from the same table (tied vectors). None when
-  there are no pairs or the loss is not finite.
+  Targets are rows of `table`; contexts and negatives rows of `output_table`
+  (word2vec's second table), or of `table` too when it is None (tied
+  vectors). None when there are no pairs or the loss is not finite.
   """
   if targets.size == 0:
     return None
   t = tf.constant(table, tf.float32)
+  o = t if output_table is None else tf.constant(output_table, tf.float32)
   total = 0.0
   step = _PAIRS_PER_CALL
   for s in range(0, targets.size, step):
     loss, _ = skipgram.loss_and_gradients(
-        tf.gather(t, targets[s:s + step]), tf.gather(t, contexts[s:s + step]),
-        tf.gather(t, negatives[s:s + step]), global_batch_size=1)
+        tf.gather(t, targets[s:s + step]), tf.gather(o, contexts[s:s + step]),
+        tf.gather(o, negatives[s:s + step]), global_batch_size=1)
     total += float(loss)
   loss = total / targets.size
   return loss if math.isfinite(loss) else None
@@ -111,18 +114,27 @@ def read_pairs(examples_uris: Sequence[str], tokens: Sequence[str],
 
 
 def loss_of_rows(rows_of: Callable[[np.ndarray], np.ndarray],
-                 pairs: EvalPairs) -> Optional[float]:
+                 pairs: EvalPairs,
+                 output_rows_of: Optional[Callable[[np.ndarray], np.ndarray]]
+                 = None) -> Optional[float]:
   """`skipgram_loss` reading only the rows the pairs use.
 
   `rows_of(ids)` returns table rows `ids` (sorted, unique), e.g. a gather
-  from the live training variable, so a 10M-row table is never copied.
+  from the live training variable, so a 10M-row table is never copied;
+  `output_rows_of` the same of the output table (None: tied vectors).
   """
   if pairs.targets.size == 0:
     return None
-  ids = np.unique(np.concatenate([pairs.targets, pairs.contexts,
-                                  pairs.negatives.ravel()]))
+  outputs = np.concatenate([pairs.contexts, pairs.negatives.ravel()])
+  if output_rows_of is None:
+    ids = np.unique(np.concatenate([pairs.targets, outputs]))
+    output_ids, output_rows = ids, None
+  else:
+    ids, output_ids = np.unique(pairs.targets), np.unique(outputs)
+    output_rows = np.asarray(output_rows_of(output_ids))
   rows = np.asarray(rows_of(ids))
-  def local(x):
-    return np.searchsorted(ids, x).astype(np.int32)
-  return skipgram_loss(rows, local(pairs.targets), local(pairs.contexts),
-                       local(pairs.negatives))
+  def local(known, x):
+    return np.searchsorted(known, x).astype(np.int32)
+  return skipgram_loss(rows, local(ids, pairs.targets),
+                       local(output_ids, pairs.contexts),
+                       local(output_ids, pairs.negatives), output_rows)

@@ -84,8 +84,13 @@ class OptimizerSpec:
       if hp['epsilon'] <= 0:
         fail(f'{field}.epsilon', f'must be > 0, got {hp["epsilon"]}')
 
-  def build(self):
-    """A fresh `tf.tpu.experimental.embedding` optimizer."""
+  def build(self, learning_rate_scale=None):
+    """A fresh `tf.tpu.experimental.embedding` optimizer.
+
+    `learning_rate_scale`: a scalar variable; the learning rate is then the
+    mid-level API's dynamic one, `learning_rate * learning_rate_scale` read
+    at every step.
+    """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     cls = {
         'sgd': tf.tpu.experimental.embedding.SGD,
@@ -93,4 +98,9 @@ class OptimizerSpec:
         'adam': tf.tpu.experimental.embedding.Adam,
         'ftrl': tf.tpu.experimental.embedding.FTRL,
     }[self.kind]
-    return cls(**self.hyperparameters)
+    hyperparameters = self.hyperparameters
+    if learning_rate_scale is not None:
+      base = hyperparameters['learning_rate']
+      hyperparameters['learning_rate'] = (
+          lambda: base * tf.cast(learning_rate_scale, tf.float32))
+    return cls(**hyperparameters)

@@ -139,6 +139,21 @@ def skipgram_pairs(ids, keep_prob: tf.Tensor, window: int,
   return tf.gather(target, order), tf.gather(context, order)
 
 
+def expected_pairs(kept, window: int) -> np.ndarray:
+  """Expected (target, context) pairs of sequences of `kept` tokens each.
+
+  Every token reaches distance d <= window with probability
+  (window - d + 1) / window (the reduced window), in both directions, within
+  its sequence. `kept` may be fractional (an expected count after
+  subsampling).
+  """
+  kept = np.asarray(kept, dtype=np.float64)
+  total = np.zeros_like(kept)
+  for d in range(1, window + 1):
+    total += 2.0 * np.maximum(kept - d, 0.0) * (window - d + 1) / window
+  return total
+
+
 class SkipGramData:
   """Turns a dataset of token sequences into skip-gram training batches."""
 
@@ -171,6 +186,17 @@ class SkipGramData:
         tf.stack([tf.shape(target)[0], c.negatives]), negative_seed)
     return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
             NEGATIVES_FEATURE: negatives}
+
+  def pairs_per_epoch(self, sequences: tf.data.Dataset) -> float:
+    """Expected pairs of one pass over `sequences`, from each sequence's
+    expected in-vocabulary tokens kept by subsampling (one read, no pairs)."""
+    def kept(tokens):
+      ids = self._table.lookup(tokens)
+      ids = tf.boolean_mask(ids, ids >= 0)
+      return tf.reduce_sum(tf.gather(self._keep, ids))
+    ds = sequences.map(kept, num_parallel_calls=tf.data.AUTOTUNE).batch(4096)
+    return float(sum(expected_pairs(k.numpy(), self.config.window).sum()
+                     for k in ds))
 
   def yields_pairs(self, sequences: tf.data.Dataset) -> bool:
     """Whether one pass over `sequences` gives any (target, context) pair.

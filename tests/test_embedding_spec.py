@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from components.embedding_spec import (EmbeddingSpec, FeatureSpec,
                                        OptimizerSpec, SpecError, TableSpec,
-                                       skipgram_spec)
+                                       skipgram_spec, skipgram_tables)
 
 
 @pytest.mark.parametrize('optimizer,params', [
@@ -95,3 +95,41 @@ def test_constructor_validates():
   with pytest.raises(SpecError, match='features\\[0\\].table'):
     EmbeddingSpec(tables=(TableSpec('a', dim=2),),
                   features=(FeatureSpec('f', 'b'),), optimizer=OptimizerSpec())
+
+
+def test_context_table_is_a_second_zero_table_read_by_context_and_negatives():
+  spec = skipgram_spec(dim=4, vocabulary_size=10, context_table=True)
+  assert [t.name for t in spec.tables] == ['tokens', 'contexts']
+  assert spec.table('contexts').initializer == 'zeros'
+  assert skipgram_tables(spec) == ('tokens', 'contexts')
+  assert skipgram_tables(skipgram_spec(dim=4)) == ('tokens', 'tokens')
+  assert EmbeddingSpec.from_json(spec.to_json()) == spec
+  config = spec.build_feature_config()
+  assert config['context'].table is config['negatives'].table
+  assert config['target'].table is not config['context'].table
+  only = spec.only_tables(['tokens'])
+  assert [t.name for t in only.tables] == ['tokens']
+  assert [f.name for f in only.features] == ['target']
+  with pytest.raises(KeyError, match='no table'):
+    spec.only_tables(['nope'])
+
+
+@pytest.mark.parametrize('features,tables,message', [
+    ((('target', 'tokens'), ('context', 'tokens')), ('tokens',),
+     'exactly the features'),
+    ((('target', 'tokens'), ('context', 'contexts'), ('negatives', 'tokens')),
+     ('tokens', 'contexts'), "must read the context feature's table"),
+    ((('target', 'tokens'), ('context', 'tokens'), ('negatives', 'tokens')),
+     ('tokens', 'contexts'), "table\\(s\\) \\['contexts'\\] are read by no"),
+    ((('target', 'tokens'), ('context', 'contexts'),
+      ('negatives', 'contexts')), ('tokens', 'contexts:8'), 'same dim'),
+])
+def test_skipgram_tables_names_what_is_wrong(features, tables, message):
+  table_specs = []
+  for t in tables:
+    name, _, dim = t.partition(':')
+    table_specs.append(TableSpec(name, int(dim or 4), 10))
+  spec = EmbeddingSpec(tuple(table_specs),
+                       tuple(FeatureSpec(n, t) for n, t in features))
+  with pytest.raises(SpecError, match=message):
+    skipgram_tables(spec)

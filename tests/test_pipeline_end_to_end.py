@@ -119,3 +119,35 @@ def test_a_diverged_model_is_refused_by_its_health_gate(tmp_path, capsys):
   assert 'pushed: nothing (model not blessed)' in out
   assert '  EmbeddingExporter      done' in out
   assert not os.path.exists(str(tmp_path / 'home' / 'pushed' / 'serving'))
+
+
+def test_a_contexts_table_model_is_validated_exported_and_served(tmp_path,
+                                                                 capsys):
+  """table.context_table=true trains two tables; the pushed model serves the
+  tokens table only, and a retrain warm starts both tables."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from components import model_layout  # pylint: disable=g-import-not-at-top
+  from components.validator import baseline  # pylint: disable=g-import-not-at-top
+  demo_data.generate(str(tmp_path / 'data'), spans=1, seed=5, shape=TINY)
+  args = ['--data', str(tmp_path / 'data'), '--home', str(tmp_path / 'home'),
+          '--set', 'context_table=true'] + FAST
+  assert main(['run'] + args) == 0
+  out = capsys.readouterr().out
+  assert 'validation: BLESSED' in out and 'pushed: version 1' in out, out
+  pushed = _pushed(tmp_path)
+  source = push_layout.read_manifest(pushed, 'serving', 1)['source_model']
+  reader = tf.train.load_checkpoint(model_layout.latest_checkpoint(source))
+  tokens = reader.get_tensor(model_layout.table_key('tokens'))
+  assert reader.get_tensor(model_layout.table_key('contexts')).shape == (
+      tokens.shape)
+  served = baseline.read_serving_table(
+      push_layout.version_dir(pushed, 'serving', 1))
+  np.testing.assert_array_equal(served, tokens)
+  demo_data.generate(str(tmp_path / 'data'), spans=1, first_span=2, seed=5,
+                     shape=TINY)
+  assert main(['retrain'] + args[:-2]) == 0
+  out = capsys.readouterr().out
+  assert 'pushed: version 2' in out, out
+  second = push_layout.read_manifest(pushed, 'serving', 2)['source_model']
+  assert model_layout.read_metadata(second)['warm_start']['kept_tokens'] > 0

@@ -120,3 +120,15 @@ def test_untrained_loss_is_the_loss_of_a_table_that_learned_nothing():
       tf.zeros([batch, dim]), tf.zeros([batch, dim]),
       tf.zeros([batch, config.negatives, dim]), batch)
   assert config.untrained_loss() == pytest.approx(float(loss))
+
+
+def test_expected_pairs_match_the_pairs_drawn():
+  """Mean pair count over 200 draws vs the closed form (no subsampling)."""
+  lengths = [1, 2, 3, 7, 40]
+  ids = tf.ragged.constant([list(range(n)) for n in lengths])
+  keep = tf.ones([40])
+  drawn = [int(tf.size(skipgram.skipgram_pairs(
+      ids, keep, 5, tf.constant([s, 0], tf.int64))[0])) for s in range(200)]
+  expected = skipgram.expected_pairs(lengths, 5)
+  assert expected[0] == 0 and expected[1] == pytest.approx(2.0)
+  assert np.mean(drawn) == pytest.approx(expected.sum(), rel=0.03)

@@ -132,10 +132,11 @@ def export_model(model_uri: str,
     checkers.append(fresh_process.FreshProcess(load_check_timeout_seconds))
 
     spec = embedding_spec.EmbeddingSpec.load(model_uri)
-    table_name = spec.tables[0].name
-    rows = spec.tables[0].vocabulary_size
+    # The input table; a contexts table only scored pairs in training.
+    table_name = embedding_spec.skipgram_tables(spec)[0]
+    rows = spec.table(table_name).vocabulary_size
     if separate_hub_check is None:
-      separate_hub_check = (rows * spec.tables[0].dim * 4 >=
+      separate_hub_check = (rows * spec.table(table_name).dim * 4 >=
                             SEPARATE_HUB_CHECK_BYTES)
     tokens_path = os.path.join(serving_stage,
                                vocabulary_file.TOKENS_ASSET_FILENAME)
@@ -145,7 +146,7 @@ def export_model(model_uri: str,
       token_file = pool.submit(_write_token_file, model_uri, tokens_path, rows)
       with _phase('restore'):
         restored = checkpoint_restore.restore_for_serving(
-            model_uri, read_vocabulary=False)
+            model_uri, read_vocabulary=False, tables=[table_name])
       count, known, keyed_by_string = token_file.result()
     if count != rows:
       raise checkpoint_restore.CheckpointError(

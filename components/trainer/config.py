@@ -28,6 +28,9 @@ class LoopConfig(settings.Settings):
     summary_every: steps between TensorBoard `loss` points (each the mean of
       those steps' batch losses, read back once per `log_every` call, so a
       point costs no extra device round trip).
+    learning_rate_decay: the learning rate falls linearly over the run, to
+      word2vec's final fraction at its last step (`train_steps`, or the
+      expected steps of `epochs`); false keeps it constant.
   """
   WHAT = 'training loop'
 
@@ -37,6 +40,7 @@ class LoopConfig(settings.Settings):
   checkpoint_seconds: float = 120.0
   log_every: int = 100
   summary_every: int = 10
+  learning_rate_decay: bool = True
 
   def validate(self):
     super().validate()
@@ -105,6 +109,9 @@ class TableConfig(settings.Settings):
     initial_accumulator_value: Adagrad / FTRL only. The batch-mean loss gives
       small gradients; a small starting accumulator lets the first updates
       move the rows.
+    context_table: word2vec's second table: contexts and negatives are
+      scored against a `contexts` table trained beside the exported `tokens`
+      one (false: tied vectors, one table).
   """
   WHAT = 'table'
 
@@ -112,6 +119,7 @@ class TableConfig(settings.Settings):
   optimizer: str = 'adagrad'
   learning_rate: float = 0.5
   initial_accumulator_value: float = 1e-3
+  context_table: bool = False
 
   def validate(self):
     super().validate()
@@ -121,4 +129,5 @@ class TableConfig(settings.Settings):
     params = {'learning_rate': self.learning_rate}
     if self.optimizer in ('adagrad', 'ftrl'):
       params['initial_accumulator_value'] = self.initial_accumulator_value
-    return skipgram_spec(dim=self.dim, optimizer=self.optimizer, **params)
+    return skipgram_spec(dim=self.dim, optimizer=self.optimizer,
+                         context_table=self.context_table, **params)

@@ -12,7 +12,7 @@ values, same checkpoint keys as `TPUEmbedding`). Per step:
 """
 
 import collections
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -22,6 +22,7 @@ from components import skipgram
 from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
                                        TARGET_FEATURE, EmbeddingSpec)
 from components.trainer import training_loop
+from components.trainer.learning_rate import LinearDecay
 
 
 class CpuAdapter:
@@ -29,12 +30,15 @@ class CpuAdapter:
 
   device = 'cpu'
 
-  def __init__(self, spec: EmbeddingSpec, global_batch_size: int):
+  def __init__(self, spec: EmbeddingSpec, global_batch_size: int,
+               decay: Optional[LinearDecay] = None):
     self.spec = spec
     self.global_batch_size = global_batch_size
+    self._decay = decay or LinearDecay(0)
+    self.learning_rate_scale = tf.Variable(1.0, trainable=False)
     feature_config = spec.build_feature_config()
     self.embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
-        feature_config, spec.build_optimizer())
+        feature_config, spec.build_optimizer(self.learning_rate_scale))
     # The mid-level API has attached the optimizer to every TableConfig.
     self._rules = {
         f.table.name: embedding_optimizers.rule_for(f.table.optimizer)
@@ -72,10 +76,15 @@ class CpuAdapter:
                                         self.variables[table], ids, rows)
     return loss
 
-  def _run_steps(self, iterator, steps):
-    return training_loop.run_steps(iterator, steps, self.step)
+  def _run_steps(self, iterator, steps, first_step):
+    return training_loop.run_steps(iterator, steps, self.step, first_step,
+                                   self._set_learning_rate)
 
-  def train(self, iterator, steps: int) -> np.ndarray:
-    """Runs up to `steps` steps in one call; their batch losses (fewer steps
-    if the data ends)."""
-    return self._run(iterator, tf.constant(steps, tf.int64)).numpy()
+  def _set_learning_rate(self, step):
+    self.learning_rate_scale.assign(self._decay(step))
+
+  def train(self, iterator, steps: int, first_step: int = 0) -> np.ndarray:
+    """Runs up to `steps` steps from global step `first_step` in one call;
+    their batch losses (fewer steps if the data ends)."""
+    return self._run(iterator, tf.constant(steps, tf.int64),
+                     tf.constant(first_step, tf.int64)).numpy()

@@ -27,11 +27,11 @@ from components import examples_io
 from components import model_layout
 from components import skipgram
 from components import vocabulary_file
-from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
-                                       TARGET_FEATURE, EmbeddingSpec)
+from components.embedding_spec import EmbeddingSpec, skipgram_tables
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
 from components.trainer import device
+from components.trainer import learning_rate
 from components.trainer import resume
 from components.trainer import tensorboard_logs
 from components.trainer import tpu_adapter
@@ -57,27 +57,16 @@ RESUME_ROOT_KEY = 'resume_root'
 
 def resolve_spec(spec: EmbeddingSpec,
                  vocabulary: vocabulary_file.Vocabulary) -> EmbeddingSpec:
-  """The spec with the `tokens` table sized from the vocabulary, checked."""
-  features = {f.name: f for f in spec.features}
-  needed = (TARGET_FEATURE, CONTEXT_FEATURE, NEGATIVES_FEATURE)
-  if (set(features) != set(needed) or len(spec.tables) != 1 or
-      any(features[n].table != spec.tables[0].name for n in needed)):
-    raise ValueError(
-        'embedding_spec: the trainer needs exactly the features '
-        f'{list(needed)} reading one table (build it with '
-        'components.embedding_spec.skipgram_spec)')
-  for name in needed:
-    if features[name].max_sequence_length or features[name].output_shape:
-      raise ValueError(f'embedding_spec: feature {name!r} must have no '
-                       'max_sequence_length or output_shape (dense ids)')
-  table = spec.tables[0]
-  if table.vocabulary_size == 0:
-    spec = spec.with_vocabulary_size(table.name, len(vocabulary))
-  elif table.vocabulary_size != len(vocabulary):
-    raise ValueError(
-        f'embedding_spec: table {table.name!r} has vocabulary_size '
-        f'{table.vocabulary_size} but the vocabulary has {len(vocabulary)} '
-        'tokens; set it to 0 to size it from the vocabulary')
+  """The spec with its tables sized from the vocabulary, checked."""
+  skipgram_tables(spec)
+  for table in spec.tables:
+    if table.vocabulary_size == 0:
+      spec = spec.with_vocabulary_size(table.name, len(vocabulary))
+    elif table.vocabulary_size != len(vocabulary):
+      raise ValueError(
+          f'embedding_spec: table {table.name!r} has vocabulary_size '
+          f'{table.vocabulary_size} but the vocabulary has {len(vocabulary)} '
+          'tokens; set it to 0 to size it from the vocabulary')
   # Fail here, not mid-training, on optimizer options TF itself rejects.
   spec.build_optimizer()
   return spec
@@ -118,6 +107,19 @@ def check_pairs(data: skipgram.SkipGramData, examples: List[types.Artifact]):
           'varied data or a lower subsample')
 
 
+def planned_steps(data: skipgram.SkipGramData, sequences: tf.data.Dataset,
+                  config: TrainerConfig) -> int:
+  """The steps the learning rate decays over: `train_steps`, or the expected
+  steps of `epochs` passes, whichever ends first; 0 without decay."""
+  if not config.learning_rate_decay:
+    return 0
+  steps = [config.train_steps] if config.train_steps else []
+  if config.epochs:
+    pairs = config.epochs * data.pairs_per_epoch(sequences)
+    steps.append(max(1, int(pairs // config.batch_size)))
+  return min(steps)
+
+
 def _check_rerun(model_uri: str, spec: EmbeddingSpec,
                  vocabulary: vocabulary_file.Vocabulary):
   """A rerun on the same output must train the same spec and vocabulary."""
@@ -143,7 +145,6 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
     raise ValueError('EmbeddingTrainer: no Examples artifact given')
   vocabulary = vocabulary_file.read(vocabulary_uri)
   spec = resolve_spec(config.spec(), vocabulary)
-  table = spec.tables[0].name
   data = skipgram.SkipGramData(vocabulary.tokens, vocabulary.counts, config)
   for artifact in examples:
     examples_io.split_files(artifact.uri, TRAIN_SPLIT)
@@ -168,14 +169,19 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
          if resume_root else '')
 
   choice = device.choose(config.tpu)
+  check_pairs(data, examples)
+  decay = learning_rate.LinearDecay(
+      planned_steps(data, sequences_of(examples), config))
+  if decay.total_steps:
+    logging.info('Learning rate decays linearly over %d steps',
+                 decay.total_steps)
   tf.random.set_seed(config.seed)  # initial table values
   if choice.kind == 'tpu':
     strategy = device.connect(choice)
     adapter = tpu_adapter.TpuAdapter(spec, config.batch_size,
-                                     config.negatives, strategy)
+                                     config.negatives, strategy, decay)
   else:
-    adapter = cpu_adapter.CpuAdapter(spec, config.batch_size)
-  check_pairs(data, examples)
+    adapter = cpu_adapter.CpuAdapter(spec, config.batch_size, decay)
 
   # Inputs are good: from here on the output is written.
   spec.save(model_uri)
@@ -184,7 +190,7 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
   warm = resumed.warm_start if resumed else None
   if base and checkpoints.latest(model_uri) is None:
     report = warm_start.write_initial_checkpoint(
-        base, spec, vocabulary, table, model_uri, config.seed)
+        base, spec, vocabulary, model_uri, config.seed)
     logging.info('Warm start from %s: %d tokens kept, %d new, %d dropped',
                  base, report.kept_tokens, report.new_tokens,
                  report.dropped_tokens)
@@ -200,10 +206,11 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
       'spans': examples_spans(examples),
       'device': adapter.device,
       'optimizer': spec.optimizer.kind,
-      'dim': spec.tables[0].dim,
+      'dim': spec.table(skipgram_tables(spec)[0]).dim,
       'vocabulary_size': len(vocabulary),
       'resumed_from_step': result.start_step,
       'steps_this_run': result.steps_this_run,
+      'learning_rate_decay_steps': decay.total_steps,
       'examples_per_sec': result.examples_per_sec,
       'checkpoint': os.path.basename(result.checkpoint or ''),
       'warm_start': warm,

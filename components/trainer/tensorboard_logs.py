@@ -31,7 +31,7 @@ from tensorboard.plugins.scalar import metadata as scalar_metadata
 from components import heldout
 from components import model_layout
 from components import vocabulary_file
-from components.embedding_spec import EmbeddingSpec
+from components.embedding_spec import EmbeddingSpec, skipgram_tables
 from components.trainer.config import TrainerConfig
 
 TRAIN_SUBDIR = 'train'
@@ -48,7 +48,7 @@ def hparams(config: TrainerConfig, spec: EmbeddingSpec) -> Dict[str, Any]:
   """The run's settings as hparams: the config, the spec's table and optimizer."""
   values = {k: v for k, v in dataclasses.asdict(config).items()
             if k != 'embedding_spec'}
-  table = spec.tables[0]
+  table = spec.table(skipgram_tables(spec)[0])
   values.update(dim=table.dim, vocabulary_size=table.vocabulary_size,
                 optimizer=spec.optimizer.kind)
   for name, value in spec.optimizer.hyperparameters.items():
@@ -105,7 +105,7 @@ class RunLogs:
     self.run_uri = run_uri
     self.config = config
     self.spec = spec
-    self.table = spec.tables[0].name
+    self.table, self.output_table = skipgram_tables(spec)
     self.vocabulary = vocabulary
     self.eval_pairs = eval_pairs
     self._writers = {}
@@ -169,9 +169,11 @@ class RunLogs:
     """Held-out loss of the current table (TPU: call right after a save)."""
     if self.eval_pairs is None:
       return None
-    variable = table_variable(embedding, self.table)
-    loss = heldout.loss_of_rows(lambda ids: read_rows(variable, ids),
-                                self.eval_pairs)
+    inputs = table_variable(embedding, self.table)
+    outputs = table_variable(embedding, self.output_table)
+    loss = heldout.loss_of_rows(
+        lambda ids: read_rows(inputs, ids), self.eval_pairs,
+        None if outputs is inputs else lambda ids: read_rows(outputs, ids))
     if loss is not None:
       self._scalars(EVAL_SUBDIR).write('loss', [step], [loss])
     return loss

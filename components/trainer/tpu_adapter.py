@@ -11,7 +11,7 @@ as [B, K, 1]; the activations then have the shapes the CPU adapter sees:
 target [B, D], context [B, D], negatives [B, K, D].
 """
 
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -20,6 +20,7 @@ from components import skipgram
 from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
                                        TARGET_FEATURE, EmbeddingSpec)
 from components.trainer import training_loop
+from components.trainer.learning_rate import LinearDecay
 
 
 def tpu_features(batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
@@ -46,7 +47,8 @@ class TpuAdapter:
   device = 'tpu'
 
   def __init__(self, spec: EmbeddingSpec, global_batch_size: int,
-               negatives: int, strategy: tf.distribute.TPUStrategy):
+               negatives: int, strategy: tf.distribute.TPUStrategy,
+               decay: Optional[LinearDecay] = None):
     replicas = strategy.num_replicas_in_sync
     if global_batch_size % replicas:
       raise ValueError(f'batch_size {global_batch_size} must be a multiple of '
@@ -56,9 +58,13 @@ class TpuAdapter:
     self.global_batch_size = global_batch_size
     self.per_replica_batch_size = global_batch_size // replicas
     self.negatives = negatives
+    self._decay = decay or LinearDecay(0)
     with strategy.scope():
+      # Read by the mid-level API's dynamic learning rate at every step.
+      self.learning_rate_scale = tf.Variable(1.0, trainable=False)
       self.embedding = tf.tpu.experimental.embedding.TPUEmbedding(
-          spec.build_feature_config(), spec.build_optimizer())
+          spec.build_feature_config(),
+          spec.build_optimizer(self.learning_rate_scale))
     self._run = tf.function(self._run_steps)
 
   def build(self):
@@ -86,10 +92,15 @@ class TpuAdapter:
     loss = self.strategy.run(self._tpu_step)
     return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
 
-  def _run_steps(self, iterator, steps):
-    return training_loop.run_steps(iterator, steps, self._host_step)
+  def _run_steps(self, iterator, steps, first_step):
+    return training_loop.run_steps(iterator, steps, self._host_step,
+                                   first_step, self._set_learning_rate)
 
-  def train(self, iterator, steps: int) -> np.ndarray:
-    """Runs up to `steps` steps in one call; their batch losses (fewer steps
-    if the data ends)."""
-    return self._run(iterator, tf.constant(steps, tf.int64)).numpy()
+  def _set_learning_rate(self, step):
+    self.learning_rate_scale.assign(self._decay(step))
+
+  def train(self, iterator, steps: int, first_step: int = 0) -> np.ndarray:
+    """Runs up to `steps` steps from global step `first_step` in one call;
+    their batch losses (fewer steps if the data ends)."""
+    return self._run(iterator, tf.constant(steps, tf.int64),
+                     tf.constant(first_step, tf.int64)).numpy()

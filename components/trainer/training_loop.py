@@ -25,10 +25,12 @@ from components.trainer.config import LoopConfig
 from components.trainer.tensorboard_logs import RunLogs
 
 
-def run_steps(iterator, steps, step_fn):
+def run_steps(iterator, steps, step_fn, first_step=0, before_step=None):
   """Calls `step_fn(batch) -> loss` up to `steps` times, inside a tf.function.
 
-  Stops early when the data ends. Returns the losses of the steps run, [done].
+  `before_step(global_step)`, if given, runs before each step (it sets the
+  step's learning rate). Stops early when the data ends. Returns the losses
+  of the steps run, [done].
   """
   losses = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
   done = tf.constant(0)
@@ -36,6 +38,8 @@ def run_steps(iterator, steps, step_fn):
     batch = iterator.get_next_as_optional()
     if not batch.has_value():
       break
+    if before_step is not None:
+      before_step(tf.cast(first_step, tf.int64) + tf.cast(done, tf.int64))
     losses = losses.write(done, step_fn(batch.get_value()))
     done += 1
   return losses.stack()
@@ -82,7 +86,7 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
     if config.train_steps:
       n = min(n, config.train_steps - step)
     tick = time.perf_counter()
-    losses = adapter.train(iterator, n)
+    losses = adapter.train(iterator, n, step)
     seconds = time.perf_counter() - tick
     done = losses.size
     if done:

@@ -145,9 +145,9 @@ def check_compatible(spec: EmbeddingSpec, base: EmbeddingSpec, base_uri: str):
 
 def write_initial_checkpoint(base_uri: str, spec: EmbeddingSpec,
                              vocabulary: vocabulary_file.Vocabulary,
-                             table: str, model_uri: str,
-                             seed: int) -> WarmStartReport:
-  """Saves checkpoint 0 of `model_uri` with rows remapped from `base_uri`."""
+                             model_uri: str, seed: int) -> WarmStartReport:
+  """Saves checkpoint 0 of `model_uri` with every table's rows (and slots)
+  remapped from `base_uri` by token."""
   try:
     base_spec = EmbeddingSpec.load(base_uri)
     base_vocabulary = vocabulary_file.read(base_uri)
@@ -156,12 +156,13 @@ def write_initial_checkpoint(base_uri: str, spec: EmbeddingSpec,
   check_compatible(spec, base_spec, base_uri)
   base_path = model_layout.latest_checkpoint(base_uri)
   checkpoints.check_embedding_keys(base_spec, base_path)
-  base_rows = base_spec.table(table).vocabulary_size
-  if len(base_vocabulary) != base_rows:
-    raise WarmStartError(
-        f'warm start from {base_uri}: vocabulary.tsv has '
-        f'{len(base_vocabulary)} tokens but table {table!r} has {base_rows} '
-        'rows')
+  for table in spec.tables:
+    base_rows = base_spec.table(table.name).vocabulary_size
+    if len(base_vocabulary) != base_rows:
+      raise WarmStartError(
+          f'warm start from {base_uri}: vocabulary.tsv has '
+          f'{len(base_vocabulary)} tokens but table {table.name!r} has '
+          f'{base_rows} rows')
 
   old_ids = base_vocabulary.ids
   pairs = [(i, old_ids[t]) for i, t in enumerate(vocabulary.tokens)
@@ -174,15 +175,16 @@ def write_initial_checkpoint(base_uri: str, spec: EmbeddingSpec,
       spec.build_feature_config(), spec.build_optimizer())
   embedding.build()
   reader = tf.train.load_checkpoint(base_path)
-  variables = embedding._variables[table]  # pylint: disable=protected-access
-  keys = {'parameters': model_layout.table_key(table)}
-  keys.update({s: model_layout.slot_key(table, s)
-               for s in spec.optimizer.slot_names})
-  for name, key in keys.items():
-    if len(pairs):
-      values = reader.get_tensor(key)[old_rows]
-      variables[name].scatter_update(tf.IndexedSlices(
-          tf.constant(values, tf.float32), tf.constant(new_rows)))
+  for table in spec.tables:
+    variables = embedding._variables[table.name]  # pylint: disable=protected-access
+    keys = {'parameters': model_layout.table_key(table.name)}
+    keys.update({s: model_layout.slot_key(table.name, s)
+                 for s in spec.optimizer.slot_names})
+    for name, key in keys.items():
+      if len(pairs):
+        values = reader.get_tensor(key)[old_rows]
+        variables[name].scatter_update(tf.IndexedSlices(
+            tf.constant(values, tf.float32), tf.constant(new_rows)))
   saved = checkpoints.create(embedding, model_uri)
   saved.manager.save(checkpoint_number=0)
   return WarmStartReport(

@@ -78,13 +78,21 @@ def popularity(data: EvalData, k: int) -> Dict[str, Any]:
 
 
 def quality(model_tokens: List[str], table: np.ndarray, data: EvalData,
-            k: int) -> Dict[str, Any]:
-  """Quality metrics of one model's table on `data` (same code for both)."""
+            k: int, output_table: Optional[np.ndarray] = None
+           ) -> Dict[str, Any]:
+  """Quality metrics of one model's table on `data` (same code for both).
+
+  `output_table`: the model's contexts table, which only the held-out loss
+  reads (None: tied vectors, the loss reads `table` for both sides).
+  """
   aligned = metrics.align_table(model_tokens, table, data.tokens)
+  aligned_output = (None if output_table is None else
+                    metrics.align_table(model_tokens, output_table,
+                                        data.tokens))
   p = data.pairs
   out = {
       'eval_loss': heldout.skipgram_loss(aligned, p.targets, p.contexts,
-                                         p.negatives),
+                                         p.negatives, aligned_output),
       'recall_at_k': metrics.recall_at_k(aligned, p.targets[data.recall_rows],
                                          p.contexts[data.recall_rows], k),
       'eval_vocabulary_coverage': float(

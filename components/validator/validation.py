@@ -130,12 +130,15 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
     gates += gates_lib.health_gates(t.name, candidate_health[t.name],
                                     thresholds)
   report['health']['candidate'] = candidate_health
-  table_name = embedding_spec.TOKENS_TABLE
-  if table_name not in {t.name for t in restored.spec.tables}:
-    raise ValueError(f'model {model_uri}: spec has no {table_name!r} table; '
-                     'the validator scores skip-gram models')
+  table_name, output_name = embedding_spec.skipgram_tables(restored.spec)
   table = restored.table_numpy(table_name)
-  candidate = eval_data.quality(list(restored.vocabulary.tokens), table, data, config.k)
+  candidate = eval_data.quality(
+      list(restored.vocabulary.tokens), table, data, config.k,
+      restored.table_numpy(output_name) if output_name != table_name else None)
+  if output_name != table_name and report['metrics']['baseline']:
+    # The served baseline holds only its input table: its loss is not the
+    # loss of a model that scores pairs with a contexts table.
+    report['metrics']['baseline']['eval_loss'] = None
   report['metrics']['candidate'] = candidate
   if thresholds.beat_popularity:
     gates.append(gates_lib.popularity_gate(
