@@ -252,15 +252,17 @@ def loss_and_gradients(target: tf.Tensor, context: tf.Tensor,
     (this replica's share of the loss, {feature: gradient}) with gradients
     shaped like the activations, as `TPUEmbedding.apply_gradients` expects.
   """
+  # Batched matmuls, not einsum: on CPU einsum's [B] tiny products cost
+  # about 1.6x as much per step (XLA lowers both to the same dot on TPU).
   scale = 1.0 / tf.cast(global_batch_size, target.dtype)
   pos = tf.reduce_sum(target * context, axis=-1)                # [B]
-  neg = tf.einsum('bd,bkd->bk', target, negatives)              # [B, K]
+  neg = tf.squeeze(tf.matmul(negatives, target[:, :, None]), -1)  # [B, K]
   loss = (tf.reduce_sum(tf.nn.softplus(-pos)) +
           tf.reduce_sum(tf.nn.softplus(neg))) * scale
   d_pos = (tf.sigmoid(pos) - 1.0) * scale                       # dL/dpos
   d_neg = tf.sigmoid(neg) * scale                               # dL/dneg
   d_target = (d_pos[:, None] * context +
-              tf.einsum('bk,bkd->bd', d_neg, negatives))
+              tf.squeeze(tf.matmul(d_neg[:, None, :], negatives), 1))
   d_context = d_pos[:, None] * target
   d_negatives = d_neg[:, :, None] * target[:, None, :]
   return loss, {TARGET_FEATURE: d_target, CONTEXT_FEATURE: d_context,
