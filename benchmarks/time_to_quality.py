@@ -102,7 +102,7 @@ def run_size(multiple, args, work):
                                   args.seed)
   g_hr, g_cp = scores(table, corpus, items)
   rows = [('baseline: gensim Word2Vec sg', args.gensim_epochs, train,
-           read + train, None, g_hr, g_cp)]
+           read + train, None, g_hr, g_cp, '')]
   home = os.path.join(work, f'home-{multiple}')
   epochs = [args.gensim_epochs] + sorted(
       e for e in set(args.epochs) if e != args.gensim_epochs)
@@ -120,19 +120,20 @@ def run_size(multiple, args, work):
     rows.append((f'pipeline trainer ({summary.get("training", {}).get("steps")}'
                  ' steps)', e, trainer,
                  summary['timing']['wall_seconds'] if e == epochs[0] else None,
-                 data, hr, cp))
+                 data, hr, cp, 'yes' if summary.get('blessed') else 'NO'))
     good = (hr >= g_hr * (1 - args.tolerance) and
             cp >= g_cp * (1 - args.tolerance))
     if good and (reached is None or trainer < reached[1]):
       reached = (e, trainer)
 
   print(f'{"run":<36} {"epochs":>6} {"train s":>8} {"x gensim":>8} '
-        f'{"whole s":>8} {"x gensim":>8} {"HR@10":>7} {"catP@10":>7}')
-  for name, e, t, whole, _, hr, cp in rows:
+        f'{"whole s":>8} {"x gensim":>8} {"HR@10":>7} {"catP@10":>7} '
+        f'{"blessed":>7}')
+  for name, e, t, whole, _, hr, cp, blessed in rows:
     whole_cells = (f'{whole:>8.1f} {whole / (read + train):>8.2f}'
                    if whole is not None else f'{"":>8} {"":>8}')
     print(f'{name:<36} {e:>6} {t:>8.1f} {t / train:>8.2f} {whole_cells} '
-          f'{hr:>7.3f} {cp:>7.3f}')
+          f'{hr:>7.3f} {cp:>7.3f} {blessed:>7}')
   if reached:
     print(f'to gensim quality (-{args.tolerance:.0%}): {reached[0]} epochs, '
           f'trainer {reached[1]:.1f}s = {reached[1] / train:.2f}x gensim '
