@@ -24,7 +24,7 @@ class SkipGramConfig(settings.Settings):
   """
   WHAT = 'skip-gram'
 
-  batch_size: int = 512
+  batch_size: int = 2048
   window: int = 3
   negatives: int = 5
   subsample: float = 1e-3

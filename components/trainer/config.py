@@ -34,7 +34,7 @@ class LoopConfig(settings.Settings):
   """
   WHAT = 'training loop'
 
-  train_steps: int = 600
+  train_steps: int = 150
   epochs: int = 0
   checkpoint_every: int = 0
   checkpoint_seconds: float = 120.0
@@ -117,7 +117,7 @@ class TableConfig(settings.Settings):
 
   dim: int = 32
   optimizer: str = 'adagrad'
-  learning_rate: float = 0.5
+  learning_rate: float = 1.0
   initial_accumulator_value: float = 1e-3
   context_table: bool = False
 
