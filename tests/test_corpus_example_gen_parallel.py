@@ -1,6 +1,7 @@
 """Ranges written by forked processes: the files Beam writes, errors as Beam's."""
 
 import os
+import time
 
 import pytest
 from tfx.types import standard_artifacts
@@ -75,17 +76,28 @@ def test_a_bad_file_in_a_worker_is_the_one_line_error(tmp_path, monkeypatch,
   assert not [n for n in left if n.startswith('.') or n.endswith('.tmp')]
 
 
-def _exit_on_three(element):
-  if element == 3:
+def _twice_or_exit_in_a_worker(element, parent=os.getpid()):
+  time.sleep(0.05)  # both processes get some
+  if element == 3 and os.getpid() != parent:
     os._exit(1)  # pylint: disable=protected-access
   return element * 2
 
 
-def test_a_worker_that_dies_is_named(tmp_path):
-  assert parallel.run(_exit_on_three, [1, 2], 2) == [2, 4]
+def _slowly_twice(element):
+  time.sleep(0.05)  # both processes get some
+  return element * 2
+
+
+def test_results_come_in_order_from_both_processes():
+  assert parallel.run(_slowly_twice, list(range(9)), 2) == [
+      2 * i for i in range(9)]
+
+
+def test_a_worker_that_dies_is_named():
   with pytest.raises(parallel.WorkerDied) as e:
-    parallel.run(_exit_on_three, [1, 3, 5], 2,
-                 describe=lambda x: f'file-{x}')
+    for _ in range(20):  # until a worker (not this process) takes element 3
+      parallel.run(_twice_or_exit_in_a_worker, [1, 3, 5, 7], 2,
+                   describe=lambda x: f'file-{x}')
   assert 'file-3' in str(e.value) and '\n' not in str(e.value)
 
 

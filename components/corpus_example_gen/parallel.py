@@ -1,14 +1,15 @@
 """Byte ranges written by forked worker processes, for the in-process runner.
 
 Beam's in-memory DirectRunner runs every range on one core. When the corpus is
-big enough to pay back the start-up, the ranges are shared by one forked
-process per available core instead: a fork of the already-imported executor
-costs tens of milliseconds, where a spawned Beam worker costs seconds. Each
-range is written by the same function either way, so the files are the same.
+big enough to pay back the start-up, this process and forks of it (one per
+other available core) share the ranges instead, each taking the next one
+left: a fork of the already-imported executor costs tens of milliseconds,
+where a spawned Beam worker costs seconds. Each range is written by the same
+function either way, so the files are the same.
 """
 
-import concurrent.futures
 import multiprocessing
+import multiprocessing.connection
 import os
 from typing import Callable, List, Sequence, TypeVar
 
@@ -20,7 +21,7 @@ from components.corpus_example_gen import ranges as ranges_lib
 MIN_PARALLEL_BYTES = 8 << 20
 
 Element = TypeVar('Element')
-_fn = None  # the function of this worker's pool, inherited through fork
+_MISSING = object()
 
 
 class WorkerDied(RuntimeError):
@@ -43,51 +44,98 @@ def workers_for(ranges: Sequence[ranges_lib.Range]) -> int:
   return max(1, min(cores(), len(ranges)))
 
 
-def _init(fn):
-  global _fn
-  _fn = fn
+def _take(next_index, count: int):
+  """The indices this process takes, one at a time, until none is left."""
+  while True:
+    with next_index.get_lock():
+      index = next_index.value
+      if index >= count:
+        return
+      next_index.value = index + 1
+    yield index
 
 
-def _call(element):
-  return _fn(element)
+def _child(fn, elements, next_index, conn):
+  """A worker: takes elements and sends ('start', i), ('done', i, result),
+  or ('error', i, exception) for the first that fails."""
+  index = None
+  try:
+    for index in _take(next_index, len(elements)):
+      conn.send(('start', index, None))
+      conn.send(('done', index, fn(elements[index])))
+  except BaseException as e:  # pylint: disable=broad-except
+    try:
+      conn.send(('error', index, e))
+    except Exception:  # pylint: disable=broad-except
+      conn.send(('error', index, RuntimeError(f'{type(e).__name__}: {e}')))
+  finally:
+    conn.close()
 
 
 def run(fn: Callable[[Element], object], elements: List[Element],
         workers: int, describe: Callable[[Element], str] = str) -> list:
-  """`fn(element)` for every element, in order; in `workers` forked processes
-  when more than 1.
+  """`fn(element)` for every element, results in order; shared by this
+  process and `workers - 1` forked ones, each taking the next element left.
 
-  An exception raised by `fn` in a worker is raised here as it was, the other
-  workers stopped; a worker that dies raises WorkerDied naming (with
-  `describe`) the elements not done.
+  An exception raised by `fn` in a worker is raised here as it was, the
+  others stopped; a worker that dies raises WorkerDied naming (with
+  `describe`) the element it was on.
   """
-  if workers <= 1:
+  if workers <= 1 or len(elements) <= 1:
     return [fn(e) for e in elements]
-  pool = concurrent.futures.ProcessPoolExecutor(
-      workers, mp_context=multiprocessing.get_context('fork'),
-      initializer=_init, initargs=(fn,))
-  futures = [pool.submit(_call, e) for e in elements]
+  context = multiprocessing.get_context('fork')
+  next_index = context.Value('q', 0)
+  results = [_MISSING] * len(elements)
+  children = {}  # reader -> (process, index in progress)
   try:
-    results = [f.result() for f in futures]
-  except concurrent.futures.process.BrokenProcessPool as e:
-    unfinished = [describe(el) for el, f in zip(elements, futures)
-                  if f.cancelled() or not f.done() or f.exception()]
-    _stop(pool, futures)
-    raise WorkerDied(
-        f'corpus ExampleGen: a worker process died while writing '
-        f'{", ".join(dict.fromkeys(unfinished))} (killed or out of memory?); '
-        'rerun, or give it more memory') from e
+    for _ in range(min(workers, len(elements)) - 1):
+      reader, writer = context.Pipe(duplex=False)
+      process = context.Process(target=_child, daemon=True,
+                                args=(fn, elements, next_index, writer))
+      process.start()
+      writer.close()
+      children[reader] = (process, None)
+    for index in _take(next_index, len(elements)):
+      results[index] = fn(elements[index])
+      _receive(children, results, elements, describe, timeout=0)
+    while children:
+      _receive(children, results, elements, describe, timeout=None)
   except BaseException:
-    _stop(pool, futures)
+    with next_index.get_lock():
+      next_index.value = len(elements)  # nobody starts another
+    for process, _ in children.values():
+      process.terminate()  # it may be mid-element: its files are temps
     raise
-  pool.shutdown()
+  finally:
+    for reader, (process, _) in children.items():
+      process.join()
+      reader.close()
+  missing = [describe(e) for e, r in zip(elements, results) if r is _MISSING]
+  if missing:  # taken by a worker that died before it said so
+    raise WorkerDied(f'corpus ExampleGen: a worker process died while '
+                     f'writing {", ".join(dict.fromkeys(missing))}; rerun')
   return results
 
 
-def _stop(pool, futures):
-  """Stops `pool` now: workers may be mid-range, their files still temps."""
-  for f in futures:
-    f.cancel()
-  for process in list((pool._processes or {}).values()):  # pylint: disable=protected-access
-    process.terminate()
-  pool.shutdown(wait=True, cancel_futures=True)
+def _receive(children, results, elements, describe, timeout):
+  """Handles the messages of children ready within `timeout`."""
+  for reader in multiprocessing.connection.wait(list(children), timeout):
+    process, index = children[reader]
+    try:
+      kind, index, value = reader.recv()
+    except EOFError:  # finished, or died
+      process.join()
+      del children[reader]
+      reader.close()
+      if index is not None:
+        raise WorkerDied(
+            f'corpus ExampleGen: a worker process died (exit code '
+            f'{process.exitcode}) while writing {describe(elements[index])}; '
+            'rerun, or give it more memory') from None
+      continue
+    if kind == 'error':
+      raise value
+    if kind == 'done':
+      results[index] = value
+      index = None
+    children[reader] = (process, index)
