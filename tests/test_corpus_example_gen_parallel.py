@@ -105,3 +105,23 @@ def test_small_corpora_stay_in_this_process():
   assert parallel.workers_for([('a', 0, parallel.MIN_PARALLEL_BYTES - 1)]) == 1
   big = [('a', 0, parallel.MIN_PARALLEL_BYTES), ('b', 0, 10)]
   assert parallel.workers_for(big) == min(2, parallel.cores())
+
+
+@pytest.mark.parametrize('args, in_process', [
+    ([], True),
+    (['--runner=DirectRunner'], True),
+    (['--direct_running_mode=multi_processing', '--direct_num_workers=2'],
+     False),
+    (['--runner=DataflowRunner', '--project=p'], False),
+])
+def test_only_beam_in_this_process_is_replaced(args, in_process):
+  gen = executor.Executor()
+  gen._beam_pipeline_args = args  # pylint: disable=protected-access
+  assert gen._in_process() == in_process  # pylint: disable=protected-access
+
+
+def test_fork_noise_is_dropped_and_the_rest_kept(capfd):
+  with parallel._forking_quietly():  # pylint: disable=protected-access
+    os.write(2, b'I0000 fork_posix.cc:77] Other threads are currently calling '
+                b'into gRPC, skipping fork() handlers\nkept\n')
+  assert capfd.readouterr().err == 'kept\n'

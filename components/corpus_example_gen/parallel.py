@@ -8,9 +8,13 @@ where a spawned Beam worker costs seconds. Each range is written by the same
 function either way, so the files are the same.
 """
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
+import re
+import sys
+import tempfile
 from typing import Callable, List, Sequence, TypeVar
 
 from components.corpus_example_gen import ranges as ranges_lib
@@ -55,9 +59,38 @@ def _take(next_index, count: int):
     yield index
 
 
-def _child(fn, elements, next_index, conn):
+# What gRPC (TFX runs an execution watcher server beside each executor)
+# prints to stderr on every fork: its threads are busy, the child never
+# calls it.
+_FORK_NOISE = re.compile(
+    rb'skipping fork\(\) handlers|before absl::InitializeLog\(\) is called')
+
+
+@contextlib.contextmanager
+def _forking_quietly():
+  """Drops gRPC's fork lines from stderr (fd 2) within the block; yields a
+  copy of the real stderr for children to restore."""
+  sys.stderr.flush()
+  saved = os.dup(2)
+  try:
+    with tempfile.TemporaryFile() as capture:
+      os.dup2(capture.fileno(), 2)
+      try:
+        yield saved
+      finally:
+        os.dup2(saved, 2)
+        capture.seek(0)
+        for line in capture:
+          if not _FORK_NOISE.search(line):
+            os.write(2, line)
+  finally:
+    os.close(saved)
+
+
+def _child(fn, elements, next_index, conn, stderr):
   """A worker: takes elements and sends ('start', i), ('done', i, result),
   or ('error', i, exception) for the first that fails."""
+  os.dup2(stderr, 2)
   index = None
   try:
     for index in _take(next_index, len(elements)):
@@ -88,13 +121,15 @@ def run(fn: Callable[[Element], object], elements: List[Element],
   results = [_MISSING] * len(elements)
   children = {}  # reader -> (process, index in progress)
   try:
-    for _ in range(min(workers, len(elements)) - 1):
-      reader, writer = context.Pipe(duplex=False)
-      process = context.Process(target=_child, daemon=True,
-                                args=(fn, elements, next_index, writer))
-      process.start()
-      writer.close()
-      children[reader] = (process, None)
+    with _forking_quietly() as stderr:
+      for _ in range(min(workers, len(elements)) - 1):
+        reader, writer = context.Pipe(duplex=False)
+        process = context.Process(
+            target=_child, daemon=True,
+            args=(fn, elements, next_index, writer, stderr))
+        process.start()
+        writer.close()
+        children[reader] = (process, None)
     for index in _take(next_index, len(elements)):
       results[index] = fn(elements[index])
       _receive(children, results, elements, describe, timeout=0)
