@@ -7,7 +7,9 @@ of the record), and writes one gzipped TFRecord file per split and range,
 with the token counts of each.
 """
 
+import collections
 import hashlib
+import itertools
 import os
 import uuid
 from typing import List, Sequence
@@ -125,11 +127,12 @@ class WriteRangeSplits(_RangeDoFn):
       for records, tokens in self._records(*range_):
         self._instances.inc(len(records))
         splits = split_of(records, self._buckets)
-        for record, split in zip(records, splits):
-          writers[split].write(record)
-        for split, partials in enumerate(counts):
-          partials.append(_token_counts(tokens.filter(pa.array(
-              splits == split))))
+        for split, (writer, partials) in enumerate(zip(writers, counts)):
+          mine = splits == split
+          # No Python loop body per record: map and compress run in C.
+          collections.deque(map(writer.write, itertools.compress(
+              records, mine.tolist())), maxlen=0)
+          partials.append(_token_counts(tokens.filter(pa.array(mine))))
           if len(partials) > 8:
             partials[:] = [examples_io.fold_counts(partials)]
     except BaseException:
