@@ -208,7 +208,10 @@ class Executor(BaseExampleGenExecutor):
           _ = (pipeline | 'Ranges' >> beam.Create(list(enumerate(ranges)))
                | 'Reshuffle' >> beam.Reshuffle()
                | 'WriteSplits' >> beam.ParDo(write))
-    finally:  # a failed range may leave its temps
+    except BaseException:  # no split half written: none at all
+      write.remove_outputs()
+      raise
+    finally:  # a failed or stopped range may leave its temps
       if tf.io.gfile.exists(temp_dir):
         tf.io.gfile.rmtree(temp_dir)
     for artifact in examples:

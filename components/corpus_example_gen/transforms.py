@@ -113,10 +113,24 @@ class WriteRangeSplits(_RangeDoFn):
     self._instances = beam.metrics.Metrics.counter(METRICS_NAMESPACE,
                                                    'num_instances')
 
+  def _records_files(self, index: int) -> List[str]:
+    name = f'{FILE_PREFIX}-{index:05d}-of-{self._num_ranges:05d}.gz'
+    return [os.path.join(d, name) for d in self._split_dirs]
+
+  def _counts_files(self, index: int) -> List[str]:
+    name = f'{index:05d}-of-{self._num_ranges:05d}.arrow'
+    return [os.path.join(d, name) for d in self._count_dirs]
+
+  def remove_outputs(self):
+    """Removes the files of every range written so far (a failed run's)."""
+    for index in range(self._num_ranges):
+      for path in self._counts_files(index) + self._records_files(index):
+        if tf.io.gfile.exists(path):
+          tf.io.gfile.remove(path)
+
   def process(self, element):
     index, range_ = element
-    name = f'{FILE_PREFIX}-{index:05d}-of-{self._num_ranges:05d}.gz'
-    finals = [os.path.join(d, name) for d in self._split_dirs]
+    finals = self._records_files(index)
     temps = [os.path.join(self._temp_dir, f'{uuid.uuid4().hex}.tmp')
              for _ in self._split_dirs]
     options = tf.io.TFRecordOptions(compression_type='GZIP',
@@ -144,12 +158,11 @@ class WriteRangeSplits(_RangeDoFn):
       writer.close()
       tf.io.gfile.rename(temp, final, overwrite=True)
     # Counts last: a range's counts exist only beside its complete records.
-    name = f'{index:05d}-of-{self._num_ranges:05d}.arrow'
-    for partials, count_dir in zip(counts, self._count_dirs):
+    for partials, final in zip(counts, self._counts_files(index)):
       temp = os.path.join(self._temp_dir, f'{uuid.uuid4().hex}.tmp')
       examples_io.write_counts(temp, examples_io.fold_counts(
           partials or [_token_counts(encode.NO_TOKENS)]))
-      tf.io.gfile.rename(temp, os.path.join(count_dir, name), overwrite=True)
+      tf.io.gfile.rename(temp, final, overwrite=True)
     yield finals
 
 
