@@ -200,8 +200,11 @@ class Executor(BaseExampleGenExecutor):
                                         len(ranges), temp_dir)
     try:
       if self._in_process():
+        workers = parallel.workers_for(ranges)
+        logging.info('corpus ExampleGen: %d range(s) in %d process(es)',
+                     len(ranges), workers)
         parallel.run(lambda element: list(write.process(element)),
-                     list(enumerate(ranges)), parallel.workers_for(ranges),
+                     list(enumerate(ranges)), workers,
                      describe=lambda element: element[1][0])
       else:
         with self._make_beam_pipeline() as pipeline:
