@@ -57,6 +57,37 @@ def from_counts(counts: Dict[str, int], min_count: int = 1,
   return Vocabulary(tuple(t for t, _ in items), tuple(c for _, c in items))
 
 
+def write_counts(directory: str, table, min_count: int = 1,
+                 max_tokens: int = 0) -> int:
+  """`write(directory, from_counts(...))` for counts in an Arrow table
+  (`values`: UTF-8 binary, `counts`: int64, one row per token), sorted and
+  formatted by Arrow: no Python object per token. Returns the tokens kept."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  import pyarrow.compute as pc  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  table = table.filter(pc.greater_equal(table['counts'], min_count))
+  order = pc.sort_indices(table, sort_keys=[('counts', 'descending'),
+                                            ('values', 'ascending')])
+  if max_tokens:
+    order = order[:max_tokens]
+  table = table.take(order)
+  tokens = table['values'].combine_chunks().cast(pa.string())  # checks UTF-8
+  counts = pc.binary_join_element_wise(
+      table['counts'].combine_chunks().cast(pa.string()), '', '\n')
+  lines = pc.binary_join_element_wise(tokens, counts, '\t')
+  text = b''
+  if len(lines):
+    _, offsets, data = lines.buffers()
+    offsets = np.frombuffer(offsets, np.int32)[lines.offset:][[0, len(lines)]]
+    text = data[int(offsets[0]):int(offsets[1])].to_pybytes()
+  tf.io.gfile.makedirs(directory)
+  with tf.io.gfile.GFile(f'{directory.rstrip("/")}/{VOCABULARY_FILENAME}',
+                         'wb') as f:
+    f.write(text)
+  return len(lines)
+
+
 def format_lines(items: Sequence[Tuple[str, int]]) -> List[str]:
   return [f'{t}\t{c}' for t, c in items]
 

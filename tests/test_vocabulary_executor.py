@@ -93,6 +93,8 @@ def test_counts_written_by_the_example_gen_give_the_same_vocabulary(
   gen_executor.Executor().Do({}, {'examples': [examples]}, props)
   assert len(examples_io.token_count_files(examples.uri, 'train')) > 2
   summed, _ = _run(tmp_path, min_count=2)
+  with pytest.raises(ValueError, match='no token reaches min_count=9999 '):
+    _run(tmp_path, min_count=9999)
   tf.io.gfile.rmtree(str(tmp_path / 'examples' / examples_io.TOKEN_COUNTS_DIR))
   counted, _ = _run(tmp_path, min_count=2)
   assert summed == counted and len(summed) > 40

@@ -26,6 +26,28 @@ def test_write_read_round_trip(tmp_path):
   assert asset.read_text(encoding='utf-8') == 'yé\nx\n'
 
 
+@pytest.mark.parametrize('min_count,max_tokens', [(1, 0), (3, 0), (2, 7),
+                                                  (1, 1), (10**9, 0)])
+def test_write_counts_writes_what_write_writes(tmp_path, min_count,
+                                                max_tokens):
+  import random  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  rng = random.Random(min_count + max_tokens)
+  words = ['a', 'b', 'é', '東京', 'ab', 'Z', 'a\u00e9'] + [
+      f't{i}' for i in range(300)]
+  counts = {w: rng.choice([1, 2, 3, 3, 40, rng.randint(1, 10**9)])
+            for w in words}
+  table = pa.table({'values': pa.array([w.encode() for w in counts],
+                                       pa.binary()),
+                    'counts': pa.array(list(counts.values()), pa.int64())})
+  vocab = vocabulary_file.from_counts(counts, min_count, max_tokens)
+  expected = vocabulary_file.write(str(tmp_path / 'dict'), vocab)
+  assert vocabulary_file.write_counts(str(tmp_path / 'table'), table,
+                                      min_count, max_tokens) == len(vocab)
+  assert (tmp_path / 'table' / vocabulary_file.VOCABULARY_FILENAME
+          ).read_bytes() == open(expected, 'rb').read()
+
+
 @pytest.mark.parametrize('content,message', [
     ('', 'is empty'),
     ('a\t1\nb\n', 'line 2'),

@@ -5,7 +5,8 @@ One sequence per line, UTF-8, tokens split on ASCII whitespace
 invalid UTF-8 byte) fails the run with an error naming the file: its first
 chunk is checked before the pipeline starts, every line while it is read.
 Files are read in byte ranges, each encoded in blocks of lines (encode.py)
-and written as whole split files (transforms.py).
+and written as whole split files (transforms.py): by Beam, or, when Beam would
+run in this process, by forked processes (parallel.py).
 Lines with more than MAX_TOKENS_PER_LINE tokens are capped and counted; tokens
 longer than MAX_TOKEN_BYTES are dropped and counted; blank lines are skipped.
 """
@@ -17,6 +18,7 @@ from typing import Any, Dict, Iterable, List
 
 from absl import logging
 import apache_beam as beam
+from apache_beam.options import pipeline_options
 import tensorflow as tf
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.example_gen import write_split
@@ -29,6 +31,7 @@ from tfx.utils import proto_utils
 
 from components import examples_io
 from components import text
+from components.corpus_example_gen import parallel
 from components.corpus_example_gen import ranges as ranges_lib
 from components.corpus_example_gen import transforms
 from components.corpus_example_gen.encode import EncodingError
@@ -150,6 +153,16 @@ class Executor(BaseExampleGenExecutor):
   def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
     return _TextToExample
 
+  def _in_process(self) -> bool:
+    """Whether Beam would run in this process (the in-memory DirectRunner):
+    then the ranges are written without Beam, by `parallel`."""
+    if self._make_beam_pipeline_fn is not None:
+      return False
+    options = pipeline_options.PipelineOptions(self._beam_pipeline_args)
+    runner = options.view_as(pipeline_options.StandardOptions).runner
+    return runner in (None, 'DirectRunner', 'direct') and options.view_as(
+        pipeline_options.DirectOptions).direct_running_mode == 'in_memory'
+
   def Do(self, input_dict, output_dict, exec_properties):
     try:
       self._write_splits(output_dict, exec_properties)
@@ -183,12 +196,27 @@ class Executor(BaseExampleGenExecutor):
         [examples_io.token_counts_dir(uri, n) for n in names])
     transforms.make_dirs([temp_dir])
     ranges = _ranges(exec_properties, input_config.splits[0].pattern)
-    with self._make_beam_pipeline() as pipeline:
-      _ = (pipeline | 'Ranges' >> beam.Create(list(enumerate(ranges)))
-           | 'Reshuffle' >> beam.Reshuffle()
-           | 'WriteSplits' >> beam.ParDo(transforms.WriteRangeSplits(
-               dirs, count_dirs, buckets, len(ranges), temp_dir)))
-    tf.io.gfile.rmtree(temp_dir)
+    write = transforms.WriteRangeSplits(dirs, count_dirs, buckets,
+                                        len(ranges), temp_dir)
+    try:
+      if self._in_process():
+        workers = parallel.workers_for(ranges)
+        logging.info('corpus ExampleGen: %d range(s) in %d process(es)',
+                     len(ranges), workers)
+        parallel.run(lambda element: list(write.process(element)),
+                     list(enumerate(ranges)), workers,
+                     describe=lambda element: element[1][0])
+      else:
+        with self._make_beam_pipeline() as pipeline:
+          _ = (pipeline | 'Ranges' >> beam.Create(list(enumerate(ranges)))
+               | 'Reshuffle' >> beam.Reshuffle()
+               | 'WriteSplits' >> beam.ParDo(write))
+    except BaseException:  # no split half written: none at all
+      write.remove_outputs()
+      raise
+    finally:  # a failed or stopped range may leave its temps
+      if tf.io.gfile.exists(temp_dir):
+        tf.io.gfile.rmtree(temp_dir)
     for artifact in examples:
       examples_utils.set_payload_format(
           artifact, exec_properties.get(

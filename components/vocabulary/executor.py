@@ -98,6 +98,19 @@ def _write(counts: Dict[str, int], uri: str, min_count: int, max_tokens: int):
                max_tokens, path)
 
 
+def _write_table(table: pa.Table, uri: str, min_count: int, max_tokens: int):
+  """`_write` for counts in a table, sorted and written by Arrow."""
+  most = pc.max(table['counts']).as_py() if table.num_rows else None
+  if most is None or most < min_count:
+    raise ValueError(
+        f'vocabulary: no token reaches min_count={min_count} '
+        f'({table.num_rows} distinct tokens seen); lower min_count')
+  kept = vocabulary_file.write_counts(uri, table, min_count, max_tokens)
+  logging.info('vocabulary: %d of %d distinct tokens kept (min_count=%d, '
+               'max_tokens=%d) -> %s', kept, table.num_rows, min_count,
+               max_tokens, uri)
+
+
 def count_and_write(pipeline: beam.Pipeline, files: List[str], uri: str,
                     min_count: int, max_tokens: int):
   """Adds the counting and writing steps to `pipeline`."""
@@ -124,8 +137,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     counted = examples_io.token_count_files(examples.uri, config.split)
     if counted:  # summed by the corpus ExampleGen per file: just add them
       logging.info('vocabulary: summing %d token count files', len(counted))
-      _write(_as_dict(_fold([examples_io.read_counts(p) for p in counted])),
-             vocab.uri, config.min_count, config.max_tokens)
+      _write_table(_fold([examples_io.read_counts(p) for p in counted]),
+                   vocab.uri, config.min_count, config.max_tokens)
     else:
       with self._make_beam_pipeline() as pipeline:
         count_and_write(pipeline, files, vocab.uri, config.min_count,
