@@ -14,7 +14,6 @@ values, same checkpoint keys as `TPUEmbedding`). Per step:
 import collections
 from typing import Dict, List, Optional
 
-import numpy as np
 import tensorflow as tf
 
 from components.trainer import embedding_optimizers
@@ -34,7 +33,6 @@ class CpuAdapter:
                decay: Optional[LinearDecay] = None):
     self.spec = spec
     self.global_batch_size = global_batch_size
-    self._decay = decay or LinearDecay(0)
     self.learning_rate_scale = tf.Variable(1.0, trainable=False)
     feature_config = spec.build_feature_config()
     self.embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
@@ -48,7 +46,9 @@ class CpuAdapter:
         list)
     for name, f in sorted(feature_config.items()):
       self._features_of_table[f.table.name].append(name)
-    self._run = tf.function(self._run_steps)
+    # train(iterator, steps, first_step) -> the steps' batch losses.
+    self.train = training_loop.CompiledSteps(
+        self.step, self.learning_rate_scale, decay or LinearDecay(0))
 
   def build(self):
     self.embedding.build()
@@ -75,16 +75,3 @@ class CpuAdapter:
       embedding_optimizers.apply_sparse(self._rules[table],
                                         self.variables[table], ids, rows)
     return loss
-
-  def _run_steps(self, iterator, steps, first_step):
-    return training_loop.run_steps(iterator, steps, self.step, first_step,
-                                   self._set_learning_rate)
-
-  def _set_learning_rate(self, step):
-    self.learning_rate_scale.assign(self._decay(step))
-
-  def train(self, iterator, steps: int, first_step: int = 0) -> np.ndarray:
-    """Runs up to `steps` steps from global step `first_step` in one call;
-    their batch losses (fewer steps if the data ends)."""
-    return self._run(iterator, tf.constant(steps, tf.int64),
-                     tf.constant(first_step, tf.int64)).numpy()

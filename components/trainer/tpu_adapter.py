@@ -13,7 +13,6 @@ target [B, D], context [B, D], negatives [B, K, D].
 
 from typing import Dict, Optional
 
-import numpy as np
 import tensorflow as tf
 
 from components import skipgram
@@ -58,14 +57,15 @@ class TpuAdapter:
     self.global_batch_size = global_batch_size
     self.per_replica_batch_size = global_batch_size // replicas
     self.negatives = negatives
-    self._decay = decay or LinearDecay(0)
     with strategy.scope():
       # Read by the mid-level API's dynamic learning rate at every step.
       self.learning_rate_scale = tf.Variable(1.0, trainable=False)
       self.embedding = tf.tpu.experimental.embedding.TPUEmbedding(
           spec.build_feature_config(),
           spec.build_optimizer(self.learning_rate_scale))
-    self._run = tf.function(self._run_steps)
+    # train(iterator, steps, first_step) -> the steps' batch losses.
+    self.train = training_loop.CompiledSteps(
+        self._host_step, self.learning_rate_scale, decay or LinearDecay(0))
 
   def build(self):
     with self.strategy.scope():
@@ -91,16 +91,3 @@ class TpuAdapter:
     self.embedding.enqueue(batch, training=True)
     loss = self.strategy.run(self._tpu_step)
     return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
-
-  def _run_steps(self, iterator, steps, first_step):
-    return training_loop.run_steps(iterator, steps, self._host_step,
-                                   first_step, self._set_learning_rate)
-
-  def _set_learning_rate(self, step):
-    self.learning_rate_scale.assign(self._decay(step))
-
-  def train(self, iterator, steps: int, first_step: int = 0) -> np.ndarray:
-    """Runs up to `steps` steps from global step `first_step` in one call;
-    their batch losses (fewer steps if the data ends)."""
-    return self._run(iterator, tf.constant(steps, tf.int64),
-                     tf.constant(first_step, tf.int64)).numpy()

@@ -16,6 +16,7 @@ import time
 from typing import Optional
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from components.embedding_spec import EmbeddingSpec
@@ -43,6 +44,30 @@ def run_steps(iterator, steps, step_fn, first_step=0, before_step=None):
     losses = losses.write(done, step_fn(batch.get_value()))
     done += 1
   return losses.stack()
+
+
+class CompiledSteps:
+  """An adapter's `train`: `run_steps` of its `step_fn` in one tf.function,
+  each step's learning-rate scale set from `decay` at its global step."""
+
+  def __init__(self, step_fn, learning_rate_scale: tf.Variable, decay):
+    self._step_fn = step_fn
+    self._scale = learning_rate_scale
+    self._decay = decay
+    self._run = tf.function(self._run_steps)
+
+  def _set_learning_rate(self, step):
+    self._scale.assign(self._decay(step))
+
+  def _run_steps(self, iterator, steps, first_step):
+    return run_steps(iterator, steps, self._step_fn, first_step,
+                     self._set_learning_rate)
+
+  def __call__(self, iterator, steps: int, first_step: int = 0) -> np.ndarray:
+    """Runs up to `steps` steps from global step `first_step`; their batch
+    losses (fewer steps if the data ends)."""
+    return self._run(iterator, tf.constant(steps, tf.int64),
+                     tf.constant(first_step, tf.int64)).numpy()
 
 
 @dataclasses.dataclass(frozen=True)
