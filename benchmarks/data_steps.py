@@ -83,7 +83,7 @@ def pipeline_pass(data_root: str, home: str, beam_args) -> dict:
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner
   from components.corpus_example_gen.component import corpus_example_gen
   from components.vocabulary.component import Vocabulary
-  from pipelines import local_runner
+  from pipelines.local import runner as local_runner
   # pylint: enable=g-import-not-at-top
   example_gen = corpus_example_gen(data_root)
   vocabulary = Vocabulary(examples=example_gen.outputs['examples'])
@@ -107,7 +107,7 @@ def main(argv=None):
                       help='Beam options (default: the local runner\'s)')
   parser.add_argument('--work', help='keep corpora here (reused if present)')
   args = parser.parse_args(argv)
-  from pipelines import local_runner  # pylint: disable=g-import-not-at-top
+  from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
   beam_args = (shlex.split(args.beam_args) if args.beam_args is not None
                else list(local_runner.BEAM_ARGS))
   print(f'Beam options: {" ".join(beam_args)}; {args.vocab:,} distinct '

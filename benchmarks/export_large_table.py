@@ -28,7 +28,7 @@ for them (ours streams its token asset inside its timed part). Reported:
 * the peers' peak RSS / table bytes, and a plain copy of the checkpoint files
   (`shutil.copytree`) / (a + b) wall time               (information)
 
-Ours runs with glibc's huge-page tunable (`components.huge_pages`), as
+Ours runs with glibc's huge-page tunable (`tpu_embeddings.core.huge_pages`), as
 `python -m pipelines` and the Kubeflow image run the exporter; the peers run
 as a plain `python` would. `--swap-huge-pages` adds, for information, the
 peers with it and ours without.
@@ -51,9 +51,10 @@ import tempfile
 import time
 
 from benchmarks import synthetic_model
-from components import huge_pages
+from tpu_embeddings.core import huge_pages
+from tests.support import paths
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = paths.REPO
 
 
 def _rss() -> int:
@@ -95,8 +96,9 @@ def _export(model_uri: str, out: str):
 def _peer_tf2(model_uri: str, out: str):
   """Peer (a): a tf.Module with the table and a `lookup` signature."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from components import model_layout, vocabulary_file  # pylint: disable=g-import-not-at-top
-  from components.embedding_spec import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.spec.embedding_spec import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
   tf.constant(0)  # runtime up before the clock (ours starts it inside)
   base_rss = _rss()
   start = time.perf_counter()
@@ -123,8 +125,9 @@ def _peer_hub(model_uri: str, out: str):
   """Peer (b): TF Hub's text-embedding exporter recipe (placeholder + assign)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
-  from components import model_layout, vocabulary_file  # pylint: disable=g-import-not-at-top
-  from components.embedding_spec import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.spec.embedding_spec import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
   tf.constant(0)
   base_rss = _rss()
   start = time.perf_counter()

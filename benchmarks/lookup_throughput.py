@@ -42,7 +42,7 @@ import numpy as np
 import tensorflow as tf
 
 from benchmarks import synthetic_model
-from components import checkpoint_restore
+from tpu_embeddings.artifacts import checkpoint_restore
 from components.exporter import serving_export
 
 _TARGET = 1.5

@@ -10,9 +10,9 @@ import os
 def write_model(model_uri: str, rows: int, dim: int,
                 optimizer: str = 'sgd') -> None:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from components import model_layout  # pylint: disable=g-import-not-at-top
-  from components import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from components.embedding_spec import skipgram_spec  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.spec.embedding_spec import skipgram_spec  # pylint: disable=g-import-not-at-top
   spec = skipgram_spec(dim=dim, optimizer=optimizer, vocabulary_size=rows)
   os.makedirs(model_uri, exist_ok=True)
   spec.save(model_uri)

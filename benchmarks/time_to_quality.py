@@ -44,7 +44,7 @@ DATA_NODES = ('FileBasedExampleGen', 'Vocabulary')
 def train_split_file(home, out_path):
   """The sequences our trainer learned from (the first run's train split),
   one per line: what gensim is given, so both learn from the same data."""
-  from components import examples_io  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
   runs = glob.glob(os.path.join(home, 'pipeline', 'FileBasedExampleGen',
                                 'examples', '*'))
   uri = max(runs, key=lambda p: int(os.path.basename(p)))
@@ -72,10 +72,10 @@ def gensim_run(corpus_file, dim, window, negatives, epochs, seed):
 def pipeline_run(corpus, home, dim, window, negatives, epochs, seed):
   """Runs the local pipeline; returns its summary and the trained table."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from components import model_layout  # pylint: disable=g-import-not-at-top
-  from components import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
   from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
-  from pipelines import local_runner  # pylint: disable=g-import-not-at-top
+  from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
   config = config_lib.PipelineConfig.from_dict({
       'table.dim': dim, 'trainer.window': window,
       'trainer.negatives': negatives, 'trainer.epochs': epochs,

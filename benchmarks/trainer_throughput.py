@@ -24,8 +24,8 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from components import skipgram
-from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
+from tpu_embeddings.models import skipgram
+from tpu_embeddings.spec.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
                                        TARGET_FEATURE, skipgram_spec)
 from components.trainer.cpu_adapter import CpuAdapter
 

@@ -9,7 +9,7 @@ fresh processes:
 
 * baseline `with_slots`: `TPUEmbeddingForServing(feature_config, optimizer)`,
   which creates and restores every slot variable;
-* `validator`: `components.checkpoint_restore.restore_for_serving`, i.e.
+* `validator`: `tpu_embeddings.artifacts.checkpoint_restore.restore_for_serving`, i.e.
   `TPUEmbeddingForServing(feature_config, optimizer=None)`, what the
   CheckpointValidator runs.
 
@@ -29,13 +29,15 @@ import tempfile
 
 from benchmarks import synthetic_model
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = paths.REPO
 
 _CHILD = r'''
 import json, os, sys
 import tensorflow as tf
-from components import checkpoint_restore, model_layout
-from components.embedding_spec import EmbeddingSpec
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tests.support import paths
 
 def rss():
   with open('/proc/self/statm') as f:

@@ -2,8 +2,8 @@ import os
 import sys
 import warnings
 
-from components import huge_pages
-from pipelines import stderr_filter
+from tpu_embeddings.core import huge_pages
+from pipelines.cli import stderr_filter
 
 # Before anything is imported: a multi-GB table restored or exported in this
 # process then faults huge pages, not 4 KiB ones.
@@ -18,6 +18,6 @@ for category in (DeprecationWarning, FutureWarning, UserWarning):
 # machine (real errors still show: TF_CPP_MIN_LOG_LEVEL stays at 2).
 stderr_filter.install()
 
-from pipelines.cli import main  # pylint: disable=g-import-not-at-top
+from pipelines.cli.main import main  # pylint: disable=g-import-not-at-top
 
 sys.exit(main())

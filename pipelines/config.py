@@ -12,7 +12,7 @@ import os
 from typing import Any, Dict, List, Mapping, Tuple
 
 from components.corpus_example_gen.config import ExampleGenConfig
-from components.embedding_spec import EmbeddingSpec
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from components.exporter.config import ExporterConfig
 from components.pusher.config import PusherConfig
 from components.trainer.config import TableConfig, TrainerConfig

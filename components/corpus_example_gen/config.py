@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from components import settings
+from tpu_embeddings.core import settings
 
 
 @dataclasses.dataclass(frozen=True)

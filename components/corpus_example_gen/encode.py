@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tfx_bsl.coders import example_coder
 
-from components import examples_io
-from components import text
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.core import text
 
 _BOM_AT_LINE_START = re.compile(rb'(\A|\n)\xef\xbb\xbf')
 NO_TOKENS = pa.array([], pa.list_(pa.binary()))

@@ -1,7 +1,7 @@
 """Corpus ExampleGen executor: text lines -> tf.Example with a `tokens` feature.
 
 One sequence per line, UTF-8, tokens split on ASCII whitespace
-(components/text.py). A file that is not UTF-8 text (UTF-16/32, binary, an
+(tpu_embeddings/core/text.py). A file that is not UTF-8 text (UTF-16/32, binary, an
 invalid UTF-8 byte) fails the run with an error naming the file: its first
 chunk is checked before the pipeline starts, every line while it is read.
 Files are read in byte ranges, each encoded in blocks of lines (encode.py)
@@ -29,8 +29,8 @@ from tfx.types import artifact_utils
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
-from components import examples_io
-from components import text
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.core import text
 from components.corpus_example_gen import parallel
 from components.corpus_example_gen import ranges as ranges_lib
 from components.corpus_example_gen import transforms

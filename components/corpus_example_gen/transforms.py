@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tensorflow as tf
 
-from components import examples_io
+from tpu_embeddings.artifacts import examples_io
 
-from components import text
+from tpu_embeddings.core import text
 from components.corpus_example_gen import encode
 from components.corpus_example_gen import ranges as ranges_lib
 

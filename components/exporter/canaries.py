@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
-from components import text
+from tpu_embeddings.core import text
 
 
 @dataclasses.dataclass
@@ -58,7 +58,7 @@ class TokenFile(collections.abc.Sequence):
     return self._known[i]
 
   def __contains__(self, token) -> bool:
-    from components import vocabulary_file  # pylint: disable=g-import-not-at-top
+    from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
     line = b'\n' + token.encode('utf-8') + b'\n'
     return any(line in b'\n' + block
                for block in vocabulary_file.line_blocks(self._path))

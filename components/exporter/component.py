@@ -9,7 +9,7 @@ from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
-from components import settings
+from tpu_embeddings.core import settings
 from components.exporter import executor
 from components.exporter.config import ExporterConfig
 

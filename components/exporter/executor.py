@@ -1,7 +1,7 @@
 """Executor of `EmbeddingExporter`: checkpoint -> serving SavedModel + Hub module.
 
 1. restore the trainer's checkpoint with `TPUEmbeddingForServing(...,
-   optimizer=None)` (components.checkpoint_restore), so no slot is ever read;
+   optimizer=None)` (tpu_embeddings.artifacts.checkpoint_restore), so no slot is ever read;
    meanwhile, on a second thread, stream vocabulary.tsv into the token asset
    (no Python string per token) and check its fingerprints;
 2. write the serving SavedModel from the restored table (no copy of it);
@@ -37,11 +37,11 @@ from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
-from components import checkpoint_restore
-from components import embedding_spec
-from components import file_system
-from components import serving_contract
-from components import vocabulary_file
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.spec import embedding_spec
+from tpu_embeddings.core import file_system
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import vocabulary_file
 from components.exporter import canaries
 from components.exporter import fresh_process
 from components.exporter import hub_export

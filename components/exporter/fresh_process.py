@@ -17,7 +17,7 @@ import tempfile
 import time
 from typing import List, Optional
 
-from components import huge_pages
+from tpu_embeddings.core import huge_pages
 from components.exporter import load_check
 from components.exporter.canaries import Canary
 

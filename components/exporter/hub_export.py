@@ -9,7 +9,7 @@ Signatures (the common text-embedding signature, as in the TF1 Hub text
 modules):
 
 * `default`: `sentences` [None] string -> `default` [None, dim] float32, tokens
-  split with `components.text.tf_tokenize`, combined with sqrtn; OOV tokens map
+  split with `tpu_embeddings.core.text.tf_tokenize`, combined with sqrtn; OOV tokens map
   to `num_oov_buckets` bucket rows that are zeros (they add nothing to the sum
   but count in sqrt(n), exactly as in the serving SavedModel); a sentence
   without tokens gives zeros.
@@ -40,9 +40,9 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from components import serving_contract
-from components import text
-from components import vocabulary_file
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.core import text
+from tpu_embeddings.artifacts import vocabulary_file
 from components.exporter import token_ids
 
 EMBEDDINGS_VARIABLE = 'embeddings'

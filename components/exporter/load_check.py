@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from components import serving_contract
+from tpu_embeddings.artifacts import serving_contract
 from components.exporter.canaries import Canary
 
 KINDS = ('serving', 'hub')

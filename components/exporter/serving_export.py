@@ -4,12 +4,12 @@
     <export_dir>/variables/               the table and its row norms, nothing else
     <export_dir>/assets/vocabulary.txt    one token per line, line i = table row i
 
-Signatures (names and keys from `components.serving_contract`; all lookups
+Signatures (names and keys from `tpu_embeddings.artifacts.serving_contract`; all lookups
 go through the vocabulary asset; an OOV token, including "", maps to id -1 and
 to a zero vector):
 
 * `serving_default`: `sentences` [batch] string -> `embeddings` [batch, dim],
-  tokens split with `components.text.tf_tokenize` and combined with sqrtn:
+  tokens split with `tpu_embeddings.core.text.tf_tokenize` and combined with sqrtn:
   sum of the token vectors / sqrt(number of tokens). OOV tokens add zero to the
   sum but count in the denominator, as in the Hub module (whose OOV bucket rows
   are zeros); a sentence without tokens gives zeros.
@@ -44,10 +44,10 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from components import serving_contract
-from components import text
-from components import vocabulary_file
-from components.checkpoint_restore import RestoredModel
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.core import text
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.artifacts.checkpoint_restore import RestoredModel
 from components.exporter import token_ids
 from components.exporter import vocabulary_resources
 from components.exporter import warmup
@@ -205,7 +205,7 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
   """Writes the serving SavedModel for one table of `restored` to `export_dir`.
 
   Args:
-    restored: from `components.checkpoint_restore.restore_for_serving`
+    restored: from `tpu_embeddings.artifacts.checkpoint_restore.restore_for_serving`
       (optimizer=None, so no slot variable exists to be exported).
     export_dir: must not exist yet, or be an empty directory.
     table: table to export; default the spec's first (and, for skip-gram, only)

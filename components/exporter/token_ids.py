@@ -16,7 +16,7 @@ from typing import Tuple
 import numpy as np
 import tensorflow as tf
 
-from components import vocabulary_file
+from tpu_embeddings.artifacts import vocabulary_file
 
 FINGERPRINT_BUCKETS = (1 << 63) - 1
 CHECK_BUCKETS = (1 << 31) - 1

@@ -11,7 +11,7 @@ import uuid
 
 import tensorflow as tf
 
-from components import vocabulary_file
+from tpu_embeddings.artifacts import vocabulary_file
 from components.exporter import token_ids
 
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_log_pb2
 
-from components import serving_contract
+from tpu_embeddings.artifacts import serving_contract
 
 # Neighbours asked for by the warm-up `neighbors` request (at most V - 1 are
 # returned).

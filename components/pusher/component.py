@@ -9,8 +9,8 @@ from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
-from components import push_layout
-from components import settings
+from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.core import settings
 from components.pusher import executor
 from components.pusher.config import PusherConfig
 

@@ -8,11 +8,11 @@ from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
-from components import model_layout
-from components import push_layout
-from components import serving_contract
-from components.pusher import manifest as manifest_lib
-from components.pusher import publish
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.push_root import manifest as manifest_lib
+from tpu_embeddings.push_root import publish
 from components.pusher.config import PusherConfig
 
 SERVING_MODEL_KEY = 'serving_model'

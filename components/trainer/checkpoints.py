@@ -13,9 +13,9 @@ from typing import Optional
 
 import tensorflow as tf
 
-from components import checkpoint_restore
-from components import model_layout
-from components.embedding_spec import EmbeddingSpec
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 MAX_TO_KEEP = 3
 

@@ -20,8 +20,8 @@ from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
 from components import artifact_types
-from components import settings
-from components.embedding_spec import EmbeddingSpec
+from tpu_embeddings.core import settings
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from components.trainer import executor
 from components.trainer.config import TrainerConfig
 

@@ -6,9 +6,9 @@ the heavy imports.
 
 import dataclasses
 
-from components import settings
-from components.embedding_spec import EmbeddingSpec, skipgram_spec
-from components.skipgram_config import SkipGramConfig
+from tpu_embeddings.core import settings
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec, skipgram_spec
+from tpu_embeddings.models.skipgram_config import SkipGramConfig
 
 
 @dataclasses.dataclass(frozen=True)

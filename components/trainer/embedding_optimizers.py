@@ -32,7 +32,7 @@ from typing import Callable, Dict, Tuple
 
 import tensorflow as tf
 
-from components.optimizer_spec import OPTIMIZER_SLOTS
+from tpu_embeddings.spec.optimizer_spec import OPTIMIZER_SLOTS
 
 PARAMETERS = 'parameters'
 

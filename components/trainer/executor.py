@@ -23,11 +23,11 @@ from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
-from components import examples_io
-from components import model_layout
-from components import skipgram
-from components import vocabulary_file
-from components.embedding_spec import EmbeddingSpec, skipgram_tables
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.models import skipgram
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec, skipgram_tables
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
 from components.trainer import device

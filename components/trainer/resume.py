@@ -53,11 +53,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from absl import logging
 import tensorflow as tf
 
-from components import checkpoint_restore
-from components import examples_io
-from components import model_layout
-from components import vocabulary_file
-from components.embedding_spec import EmbeddingSpec
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from components.trainer import checkpoints
 from components.trainer.config import TrainerConfig
 

@@ -7,7 +7,7 @@
       metadata.tsv             token<TAB>count of its `projector_tokens` most
                                frequent tokens (the first rows),
       checkpoint, projector-*  a checkpoint of just those rows
-    <model_run>/eval/          loss: held-out skip-gram loss (components.heldout)
+    <model_run>/eval/          loss: held-out skip-gram loss (tpu_embeddings.models.heldout)
                                at the start and at every checkpoint
 
     tensorboard --logdir <pipeline root>/EmbeddingTrainer
@@ -28,10 +28,10 @@ from tensorboard.plugins import projector
 from tensorboard.plugins.hparams import api as hp
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 
-from components import heldout
-from components import model_layout
-from components import vocabulary_file
-from components.embedding_spec import EmbeddingSpec, skipgram_tables
+from tpu_embeddings.models import heldout
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec, skipgram_tables
 from components.trainer.config import TrainerConfig
 
 TRAIN_SUBDIR = 'train'

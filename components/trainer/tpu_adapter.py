@@ -15,8 +15,8 @@ from typing import Dict, Optional
 
 import tensorflow as tf
 
-from components import skipgram
-from components.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
+from tpu_embeddings.models import skipgram
+from tpu_embeddings.spec.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
                                        TARGET_FEATURE, EmbeddingSpec)
 from components.trainer import training_loop
 from components.trainer.learning_rate import LinearDecay

@@ -19,8 +19,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from components.embedding_spec import EmbeddingSpec
-from components.skipgram import SkipGramData
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.models.skipgram import SkipGramData
 from components.trainer import checkpoints
 from components.trainer.config import LoopConfig
 from components.trainer.tensorboard_logs import RunLogs

@@ -33,10 +33,10 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from components import model_layout
-from components import push_layout
-from components import vocabulary_file
-from components.embedding_spec import EmbeddingSpec
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from components.trainer import checkpoints
 
 

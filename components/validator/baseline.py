@@ -2,7 +2,7 @@
 
 No ML Metadata resolver (open-source Kubeflow Pipelines cannot run resolver
 nodes): the baseline is the latest complete version under
-`<push_root>/serving/`, listed by `components.push_layout`. Its table is read
+`<push_root>/serving/`, listed by `tpu_embeddings.push_root.layout`. Its table is read
 through the SavedModel's own `lookup` signature over the tokens of its
 `assets/vocabulary.txt`, i.e. exactly what serving returns, so it is scored
 by the same metric code as the candidate.
@@ -23,9 +23,9 @@ from google.protobuf import message
 import numpy as np
 import tensorflow as tf
 
-from components import artifact_integrity
-from components import push_layout
-from components import serving_contract
+from tpu_embeddings.push_root import integrity
+from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.artifacts import serving_contract
 
 _BATCH = 8192
 
@@ -115,14 +115,14 @@ def find_baseline(push_root: str
     return None, unreadable
   for version in reversed(push_layout.list_versions(push_root, 'serving')):
     path = push_layout.version_dir(push_root, 'serving', version)
-    problems = artifact_integrity.version_problems(push_root, version,
+    problems = integrity.version_problems(push_root, version,
                                                    kinds=('serving',))
     if not problems:
       try:
         return _read(push_root, version), unreadable
       except (BaselineError, OSError, ValueError, IndexError,
               tf.errors.OpError) as e:
-        problems = artifact_integrity.version_problems(
+        problems = integrity.version_problems(
             push_root, version, verify=True, kinds=('serving',))
         problems = problems or [(str(e).splitlines() or [''])[0]]
     unreadable.append(Unreadable(version, path, '; '.join(problems)))

@@ -23,7 +23,7 @@ from tfx.types import component_spec
 from tfx.types import standard_artifacts
 
 from components import artifact_types
-from components import settings
+from tpu_embeddings.core import settings
 from components.validator import executor
 from components.validator.config import ValidatorConfig
 

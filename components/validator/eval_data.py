@@ -11,10 +11,10 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from components import heldout
-from components import model_layout
-from components import vocabulary_file
-from components.skipgram_config import SkipGramConfig
+from tpu_embeddings.models import heldout
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from components.validator import eval_files
 from components.validator import metrics
 from components.validator.config import ValidatorConfig

@@ -3,7 +3,7 @@
 Both are read with `tf.io.gfile` (local or GCS), UTF-8; blank lines and
 `#` comments are skipped; a bad line raises a one-line error naming the file
 and the line. Fields are trimmed of ASCII whitespace only, the separators of
-tokens (components/text.py): a token may hold other Unicode spaces.
+tokens (tpu_embeddings/core/text.py): a token may hold other Unicode spaces.
 """
 
 import math
@@ -11,7 +11,7 @@ from typing import List, Tuple
 
 import tensorflow as tf
 
-from components import text
+from tpu_embeddings.core import text
 
 _SPACE = text.ASCII_WHITESPACE
 

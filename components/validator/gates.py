@@ -12,7 +12,7 @@ baseline the baseline gates do not apply.
 import dataclasses
 from typing import Any, Dict, List, Optional
 
-from components import settings
+from tpu_embeddings.core import settings
 
 # Quality metrics the gates know, and whether higher is better.
 HIGHER_IS_BETTER = {

@@ -7,7 +7,7 @@ on the same data by the same code.
 
 * health: NaN/Inf count, row norms, mean pairwise cosine (collapse).
 * skip-gram loss on held-out (target, context) pairs with shared negatives,
-  by the trainer's definition (`components.heldout`).
+  by the trainer's definition (`tpu_embeddings.models.heldout`).
 * recall@k: is the true context among the k nearest tokens (cosine) of the
   target, over the whole evaluation vocabulary.
 * Spearman correlation with human similarity scores (WordSim-353 format).
@@ -19,9 +19,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-# The held-out pairs and loss live in components.heldout (the trainer logs the
+# The held-out pairs and loss live in tpu_embeddings.models.heldout (the trainer logs the
 # same loss); re-exported here with the other metrics.
-from components.heldout import (EvalPairs, eval_pairs,  # pylint: disable=unused-import
+from tpu_embeddings.models.heldout import (EvalPairs, eval_pairs,  # pylint: disable=unused-import
                                 negative_probabilities, skipgram_loss)
 
 # A row whose norm is below this counts as a zero row (never trained with a

@@ -1,7 +1,7 @@
 """One validation: restore on CPU, measure, gate; returns the report.
 
 1. Restore the candidate's tables with `TPUEmbeddingForServing(optimizer=None)`
-   outside any TPU strategy (`components.checkpoint_restore`): every spec
+   outside any TPU strategy (`tpu_embeddings.artifacts.checkpoint_restore`): every spec
    table must be in the checkpoint with its spec shape. A checkpoint that
    fails this is not blessed; the report gives the error.
 2. Health of every table: no NaN/Inf, no collapse, no exploded norms.
@@ -26,10 +26,10 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from components import checkpoint_restore
-from components import embedding_spec
-from components import model_layout
-from components import vocabulary_file
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.spec import embedding_spec
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
 from components.validator import baseline as baseline_lib
 from components.validator import eval_data
 from components.validator import gates as gates_lib

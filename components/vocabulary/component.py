@@ -9,7 +9,7 @@ from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
-from components import settings
+from tpu_embeddings.core import settings
 from components.artifact_types import Vocabulary as VocabularyArtifact
 from components.vocabulary import executor
 from components.vocabulary.config import VocabularyConfig

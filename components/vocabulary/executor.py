@@ -18,8 +18,8 @@ from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
 from tfx_bsl.coders import example_coder
 
-from components import examples_io
-from components import vocabulary_file
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.artifacts import vocabulary_file
 from components.vocabulary.config import VocabularyConfig
 
 EXAMPLES_KEY = 'examples'

@@ -1,0 +1,112 @@
+"""Retraining trigger: run the pipeline when the data root holds a newer span.
+
+The pushed model's manifest names the spans it was trained on and its source
+`Model`; a newer span in the data root starts a run warm-started from that
+model. A lock file in the home makes concurrent triggers safe: one runs, the
+others say so and exit.
+"""
+
+import dataclasses
+import fcntl
+import os
+import re
+from typing import Optional, TextIO
+
+from tpu_embeddings.push_root import layout as push_layout
+
+LOCK_FILENAME = '.retrain.lock'
+
+
+@dataclasses.dataclass
+class Decision:
+  run: bool
+  reason: str
+  data_span: Optional[int] = None
+  pushed_span: Optional[int] = None
+  pushed_version: Optional[int] = None
+  warm_start_uri: str = ''
+
+
+def span_regex(pattern: str) -> re.Pattern:
+  """`span-{SPAN}/*` -> a regex for the first path component with {SPAN}."""
+  component = next((c for c in pattern.split('/') if '{SPAN' in c), None)
+  if component is None:
+    raise ValueError(f'input pattern {pattern!r} has no {{SPAN}}: retraining '
+                     'needs span folders')
+  parts = re.split(r'\{SPAN(?::\d+)?\}', component)
+  return re.compile('^' + r'(\d+)'.join(re.escape(p) for p in parts) + '$')
+
+
+def latest_data_span(data_root: str, pattern: str) -> Optional[int]:
+  """Highest span folder that holds at least one file."""
+  if not os.path.isdir(data_root):
+    raise FileNotFoundError(f'data root {data_root} is not a directory')
+  regex = span_regex(pattern)
+  spans = []
+  for name in os.listdir(data_root):
+    m = regex.match(name)
+    path = os.path.join(data_root, name)
+    if m and os.path.isdir(path) and any(
+        os.path.isfile(os.path.join(path, f)) for f in os.listdir(path)):
+      spans.append(int(m.group(1)))
+  return max(spans) if spans else None
+
+
+def decide(data_root: str, push_root: str, pattern: str) -> Decision:
+  data_span = latest_data_span(data_root, pattern)
+  if data_span is None:
+    return Decision(False, f'no span folders with files in {data_root}')
+  version = (push_layout.latest_version(push_root, 'serving')
+             if os.path.isdir(push_root) else None)
+  if version is None:
+    return Decision(True, f'nothing pushed yet; training on span {data_span}',
+                    data_span=data_span)
+  manifest = push_layout.read_manifest(push_root, 'serving', version)
+  pushed_span = max(manifest.get('spans') or [0])
+  source = manifest.get('source_model', '')
+  warm = source if source and os.path.isdir(source) else ''
+  if data_span <= pushed_span:
+    return Decision(False, f'span {data_span} is not newer than the pushed '
+                    f'version {version} (trained on span {pushed_span}); '
+                    'nothing to do', data_span, pushed_span, version)
+  reason = (f'span {data_span} is newer than pushed version {version} '
+            f'(span {pushed_span}); retraining')
+  reason += (f', warm start from {warm}' if warm else
+             ', cold start (the pushed model\'s source is gone)')
+  return Decision(True, reason, data_span, pushed_span, version, warm)
+
+
+class LockHeld(Exception):
+  pass
+
+
+class RetrainLock:
+  """Exclusive, non-blocking lock on `<home>/.retrain.lock`."""
+
+  def __init__(self, home: str):
+    os.makedirs(home, exist_ok=True)
+    self.path = os.path.join(home, LOCK_FILENAME)
+    self._f: Optional[TextIO] = None
+
+  def __enter__(self):
+    f = open(self.path, 'a+')
+    try:
+      fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      f.seek(0)
+      holder = f.read().strip() or 'unknown'
+      f.close()
+      raise LockHeld(f'another retrain is running (pid {holder}, lock '
+                     f'{self.path}); not starting a second one') from None
+    f.seek(0)
+    f.truncate()
+    f.write(str(os.getpid()))
+    f.flush()
+    self._f = f
+    return self
+
+  def __exit__(self, *exc):
+    if self._f:
+      self._f.truncate(0)
+      fcntl.flock(self._f, fcntl.LOCK_UN)
+      self._f.close()

@@ -1,0 +1,283 @@
+"""The embedded default: LocalDagRunner + SQLite ML Metadata + Beam DirectRunner.
+
+    <home>/metadata.sqlite   ML Metadata
+    <home>/pipeline/         pipeline root (artifacts)
+    <home>/pushed/           push root (serving/<v>/, hub/<v>/)
+"""
+
+import datetime
+import json
+import logging as py_logging
+import os
+import sys
+import time
+import uuid
+from typing import Any, Dict, List, Optional, TextIO
+
+from absl import logging
+from tfx.dsl.compiler import compiler
+from tfx.dsl.compiler import constants
+from tfx.orchestration import metadata
+from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+from tfx.orchestration.portable import runtime_parameter_utils
+
+from tpu_embeddings.push_root import consumer
+from pipelines.local import metadata_queries
+from pipelines import pipeline as pipeline_lib
+
+# Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
+# DirectRunner in memory with one worker. Any option makes TFX package its own
+# sources into an sdist for remote workers before each Beam component (1-2 s
+# each, useless in process); `--beam-arg` still passes options when wanted.
+BEAM_ARGS = ()
+
+
+def paths(home: str) -> Dict[str, str]:
+  home = os.path.abspath(home)
+  return {
+      'home': home,
+      'metadata': metadata_queries.metadata_path(home),
+      'pipeline_root': os.path.join(home, 'pipeline'),
+      'push_root': consumer.push_root_for_home(home),
+  }
+
+
+class _Progress:
+  """Prints one line per component by wrapping the portable launcher.
+
+  LocalDagRunner runs each node through `Launcher.launch()`; wrapping it gives
+  exact per-component timings whatever the logging configuration is.
+  """
+
+  def __init__(self, out: TextIO):
+    self._out = out
+    self.timings: Dict[str, float] = {}
+    self._original = None
+
+  def __enter__(self):
+    from tfx.orchestration.portable import launcher  # pylint: disable=g-import-not-at-top
+    original = launcher.Launcher.launch
+    progress = self
+
+    def launch(launcher_self):
+      node = launcher_self._pipeline_node.node_info.id  # pylint: disable=protected-access
+      print(f'  {node:<22} running ...', file=progress._out, flush=True)
+      start = time.monotonic()
+      try:
+        result = original(launcher_self)
+      except BaseException:
+        print(f'  {node:<22} FAILED after {time.monotonic() - start:.1f}s',
+              file=progress._out, flush=True)
+        raise
+      took = time.monotonic() - start
+      progress.timings[node] = took
+      print(f'  {node:<22} done in {took:.1f}s', file=progress._out,
+            flush=True)
+      return result
+
+    self._original = original
+    launcher.Launcher.launch = launch
+    return self
+
+  def __exit__(self, *exc):
+    from tfx.orchestration.portable import launcher  # pylint: disable=g-import-not-at-top
+    launcher.Launcher.launch = self._original
+
+
+def new_run_id() -> str:
+  """A pipeline run id unique even for runs started in the same instant.
+
+  LocalDagRunner's own id is the start time alone; two runs into one home
+  could share it, and nothing would tell this run's executions apart.
+  """
+  return f'{datetime.datetime.now().isoformat()}-{uuid.uuid4().hex[:8]}'
+
+
+def compile_run(pipeline, run_id: str):
+  """The pipeline's IR with its pipeline-run-id parameter set to `run_id`."""
+  ir = compiler.Compiler().compile(pipeline)
+  runtime_parameter_utils.substitute_runtime_parameter(
+      ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
+  return ir
+
+
+def run(data_root: str,
+        home: str,
+        config: Optional[pipeline_lib.PipelineConfig] = None,
+        warm_start_uri: str = '',
+        beam_pipeline_args: Optional[List[str]] = None,
+        out: Optional[TextIO] = None,
+        verbose: bool = False) -> Dict[str, Any]:
+  """Runs the pipeline locally and returns the summary dict."""
+  out = out or sys.stdout
+  if not os.path.isdir(data_root):
+    raise FileNotFoundError(f'data root {data_root} is not a directory; '
+                            'create it with `python -m pipelines demo-data`')
+  p = paths(home)
+  config = config or pipeline_lib.PipelineConfig()
+  related = os.path.join(data_root, 'related_pairs.tsv')
+  if not config.validator.related_pairs_file and os.path.exists(related):
+    config = config.replace(
+        **{'validator.related_pairs_file': os.path.abspath(related)})
+  pipeline = pipeline_lib.create_pipeline(
+      pipeline_root=p['pipeline_root'],
+      data_root=os.path.abspath(data_root),
+      push_root=p['push_root'],
+      config=config,
+      metadata_connection_config=(
+          metadata.sqlite_metadata_connection_config(
+              p['metadata'])),
+      beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
+      warm_start_uri=warm_start_uri)
+  os.makedirs(p['home'], exist_ok=True)
+  # Without --verbose, the existing handlers show errors only; _Progress
+  # prints one line per component.
+  quieted = []
+  if not verbose:
+    for h in py_logging.getLogger().handlers + [logging.get_absl_handler()]:
+      quieted.append((h, h.level))
+      h.setLevel(max(h.level, py_logging.ERROR))
+    tf_logger = py_logging.getLogger('tensorflow')
+    quieted.append((tf_logger, tf_logger.level))
+    tf_logger.setLevel(py_logging.ERROR)
+  start = time.monotonic()
+  progress = _Progress(out)
+  # The run id is fixed here, so the summary reads this run's executions
+  # even while another run writes to the same ML Metadata.
+  run_id = new_run_id()
+  try:
+    with progress:
+      LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
+  finally:
+    for h, level in quieted:
+      h.setLevel(level)
+  wall = time.monotonic() - start
+  summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME, run_id)
+  resumed_from = (summary.get('training') or {}).get('resumed_from')
+  if resumed_from:
+    summary['interrupted_execution'] = metadata_queries.mark_interrupted(
+        metadata_queries.open_store(p['home']), resumed_from, summary['model'])
+  summary['timing'] = {
+      'wall_seconds': round(wall, 1),
+      'component_seconds': round(sum(progress.timings.values()), 1),
+      'per_component': {k: round(v, 1) for k, v in progress.timings.items()},
+  }
+  return summary
+
+
+def summarize(home: str, pipeline_name: str,
+              run_id: Optional[str] = None) -> Dict[str, Any]:
+  """Blessed or why not, pushed version, key metrics, paths: from MLMD.
+
+  Of the run `run_id`, or without it of the pipeline's newest run.
+  """
+  store = metadata_queries.open_store(home)
+  if run_id:
+    outputs = metadata_queries.pipeline_run_outputs(store, run_id)
+  else:
+    outputs = metadata_queries.latest_run_outputs(store, pipeline_name)
+  p = paths(home)
+  summary: Dict[str, Any] = {'paths': p, 'run_id': run_id}
+  cp = metadata_queries.custom_property
+  summary['cached'] = sorted(
+      node for node, outs in outputs.items()
+      if outs and all(o.cached for o in outs.values()))
+  if 'CheckpointValidator' in outputs:
+    blessing = outputs['CheckpointValidator']['blessing'].artifact
+    summary['blessed'] = bool(cp(blessing, 'blessed'))
+    report_path = os.path.join(blessing.uri, 'report.json')
+    if os.path.exists(report_path):
+      with open(report_path) as f:
+        report = json.load(f)
+      summary['metrics'] = report.get('metrics', {})
+      summary['failed_gates'] = [
+          g for g in report.get('gates', []) if not g.get('passed', True)]
+      summary['warnings'] = report.get('warnings', [])
+    summary['report'] = os.path.join(blessing.uri, 'report.html')
+  if 'EmbeddingTrainer' in outputs:
+    model = outputs['EmbeddingTrainer']['model'].artifact
+    summary['model'] = model.uri
+    meta_path = os.path.join(model.uri, 'metadata.json')
+    if os.path.exists(meta_path):
+      with open(meta_path) as f:
+        summary['training'] = json.load(f)
+  if 'EmbeddingPusher' in outputs:
+    pushed = outputs['EmbeddingPusher']
+    first = next(iter(pushed.values())).artifact
+    summary['pushed'] = bool(cp(first, 'pushed'))
+    summary['pushed_version'] = cp(first, 'pushed_version')
+    summary['pushed_destinations'] = {
+        k: cp(o.artifact, 'pushed_destination') for k, o in pushed.items()}
+  return summary
+
+
+def _warnings(summary: Dict[str, Any]) -> List[str]:
+  """The validator's warnings, and damaged pushed versions it or the warm
+  start passed over."""
+  from components.validator import report as report_lib  # pylint: disable=g-import-not-at-top
+  out = []
+  path = os.path.join(os.path.dirname(summary.get('report') or ''),
+                      report_lib.REPORT_JSON)
+  if summary.get('report') and os.path.exists(path):
+    with open(path) as f:
+      note = report_lib.unreadable_baseline_note(json.load(f))
+    if note:
+      out.append(f'warning: {note}')
+  out += [f'warning: {w}' for w in summary.get('warnings') or []]
+  for skipped in (summary.get('training') or {}).get('warm_start_skipped', []):
+    out.append(f'warning: warm start: {skipped}')
+  return out
+
+
+def format_summary(summary: Dict[str, Any]) -> str:
+  lines = _warnings(summary)
+  blessed = summary.get('blessed')
+  if blessed is None:
+    lines.append('validation: not run')
+  elif blessed:
+    lines.append('validation: BLESSED')
+  else:
+    reasons = '; '.join(
+        f'{g.get("name")}: {g.get("reason", "failed")}'
+        for g in summary.get('failed_gates', [])) or 'see report'
+    lines.append(f'validation: NOT BLESSED ({reasons})')
+  if summary.get('pushed'):
+    lines.append(f'pushed: version {summary.get("pushed_version")}')
+    for k, v in sorted(summary.get('pushed_destinations', {}).items()):
+      lines.append(f'  {k}: {v}')
+  else:
+    lines.append('pushed: nothing (model not blessed)')
+  metrics = summary.get('metrics') or {}
+  for role in ('candidate', 'baseline', 'popularity'):
+    shown = {k: v for k, v in (metrics.get(role) or {}).items()
+             if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if shown:
+      lines.append(f'{role} metrics: ' + ', '.join(
+          f'{k}={v:.4g}' for k, v in sorted(shown.items())))
+  training = summary.get('training') or {}
+  if training:
+    lines.append(
+        f'training: {training.get("steps")} steps, '
+        f'{training.get("examples_seen")} examples, final loss '
+        f'{training.get("final_loss")}, device {training.get("device")}, '
+        f'spans {training.get("spans")}')
+    if training.get('resumed_from'):
+      lines.append(f'resumed: from step {training.get("resumed_from_step")} '
+                   f'of interrupted {training["resumed_from"]}')
+  if summary.get('cached'):
+    lines.append(f'cached (inputs unchanged): {", ".join(summary["cached"])}')
+  t = summary.get('timing')
+  if t:
+    total = t.get('total_seconds', t['wall_seconds'])
+    outside = total - t['component_seconds']
+    lines.append(f'time: {total:.1f}s end to end, '
+                 f'{t["component_seconds"]:.1f}s in components, '
+                 f'{outside:.1f}s outside them (start-up, imports, '
+                 'orchestration)')
+  for k in ('model', 'report'):
+    if summary.get(k):
+      lines.append(f'{k}: {summary[k]}')
+  run_id = summary.get('run_id')
+  lines.append(f'metadata: {summary["paths"]["metadata"]}' +
+               (f' (run {run_id})' if run_id else ''))
+  return '\n'.join(lines)

@@ -1,0 +1,182 @@
+"""Tests for components/exporter/load_check.py.
+
+The passing path (both kinds in one fresh process) runs in
+tests/test_exporter_executor.py, where every export is load-checked.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import serving_contract
+from components.exporter import canaries
+from components.exporter import load_check
+from components.exporter import serving_export
+from components.exporter import vocabulary_resources
+from tests.support import artifact_fixtures
+from tests.support import exporter_fixtures
+
+TOKENS = ['x', 'y', 'z', 'w']
+
+
+@pytest.fixture(scope='module')
+def export(tmp_path_factory):
+  root = tmp_path_factory.mktemp('load_check')
+  table = np.arange(4 * 8, dtype=np.float32).reshape(4, 8) / 10.0
+  artifact_fixtures.write_tpu_format_model(str(root / 'model'), TOKENS,
+                                           table=table)
+  restored = checkpoint_restore.restore_for_serving(str(root / 'model'))
+  serving_export.export_serving_model(restored, str(root / 'serving'))
+  return table, str(root / 'serving')
+
+
+def test_canary_expected_values():
+  table = np.arange(4 * 8, dtype=np.float32).reshape(4, 8)
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  ids = {t: i for i, t in enumerate(TOKENS)}
+  for token, got in zip(canary.tokens, canary.token_embeddings):
+    want = table[ids[token]] if token in ids else np.zeros(8)
+    np.testing.assert_array_equal(got, want)
+  assert '' in canary.tokens and any(t not in ids for t in canary.tokens if t)
+  # "first first" -> 2 v / sqrt(2); "" -> zeros.
+  np.testing.assert_allclose(canary.sentence_embeddings[0],
+                             2 * table[0] / np.sqrt(2), rtol=1e-6)
+  np.testing.assert_array_equal(canary.sentence_embeddings[1], np.zeros(8))
+
+
+def test_canary_round_trips_through_npz(tmp_path):
+  table = np.ones([3, 2], np.float32)
+  canary = canaries.make_canary(['a', 'é', 'c'], lambda a, b: table[a:b])
+  canary.save(str(tmp_path / 'c.npz'))
+  back = canaries.Canary.load(str(tmp_path / 'c.npz'))
+  assert back.tokens == canary.tokens and back.sentences == canary.sentences
+  np.testing.assert_array_equal(back.sentence_embeddings,
+                                canary.sentence_embeddings)
+
+
+def test_fresh_process_rejects_values_that_differ(export):
+  table, export_dir = export
+  wrong = canaries.make_canary(TOKENS, lambda a, b: table[a:b] + 0.5)
+  with pytest.raises(load_check.LoadCheckError,
+                     match=f'load check failed: serving export {export_dir}: '
+                     'LoadCheckError: serving lookup: differs'):
+    exporter_fixtures.run_in_fresh_process([('serving', export_dir)], wrong)
+
+
+def test_fresh_process_rejects_a_serving_model_as_hub_module(export):
+  table, export_dir = export
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  with pytest.raises(load_check.LoadCheckError, match='no tfhub_module.pb'):
+    exporter_fixtures.run_in_fresh_process([('hub', export_dir)], canary)
+  assert os.path.exists(os.path.join(export_dir, 'saved_model.pb'))
+
+
+def test_timeout_and_unknown_kind_are_clear_errors(export):
+  table, export_dir = export
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  with pytest.raises(load_check.LoadCheckError, match='timed out after'):
+    exporter_fixtures.run_in_fresh_process([('serving', export_dir)], canary,
+                                    timeout_seconds=0.01)
+  with pytest.raises(load_check.LoadCheckError, match='unknown export kind'):
+    exporter_fixtures.run_in_fresh_process([('onnx', export_dir)], canary)
+
+
+def test_session_path_refuses_anonymous_resources(export, tmp_path,
+                                                  monkeypatch):
+  """An export that answers through tf.saved_model.load but not in a session
+  (TF Serving's path) is refused, naming the signature and the reason."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  table, good_dir = export
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  load_check.check('serving', good_dir, canary)
+
+  monkeypatch.setattr(
+      vocabulary_resources.TokenIds, '_create_resource',
+      lambda self: tf.raw_ops.AnonymousHashTable(key_dtype=tf.int64,
+                                                 value_dtype=tf.int64))
+  model_uri = os.path.join(os.path.dirname(good_dir), 'model')
+  bad_dir = str(tmp_path / 'anonymous')
+  serving_export.export_serving_model(
+      checkpoint_restore.restore_for_serving(model_uri), bad_dir)
+  loaded = tf.saved_model.load(bad_dir)
+  np.testing.assert_allclose(
+      loaded.signatures['lookup'](tokens=tf.constant(TOKENS))['embeddings'],
+      table, atol=1e-6)
+  with pytest.raises(load_check.LoadCheckError,
+                     match='serving lookup in a session: '
+                     'FailedPreconditionError: Table not initialized'):
+    load_check.check('serving', bad_dir, canary)
+
+
+def test_missing_warmup_requests_are_refused(export, tmp_path):
+  import shutil  # pylint: disable=g-import-not-at-top
+  table, good_dir = export
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  copy = str(tmp_path / 'copy')
+  shutil.copytree(good_dir, copy)
+  shutil.rmtree(os.path.join(copy, 'assets.extra'))
+  with pytest.raises(load_check.LoadCheckError, match='warm-up requests'):
+    load_check.check('serving', copy, canary)
+
+
+# Tokens that pass ExampleGen's ASCII-whitespace split but that numpy string
+# arrays (trailing NUL) or Python's str.split/splitlines (Unicode whitespace,
+# line separators) treat specially. Rows 0, 4 and 7 are the canary's picks.
+ODD_TOKENS = ['nul\x00', '\x00lead', 'x\x1cy', 'p\x85q', 'n\xa0b',
+              '\ufeffbom', 'id\u3000eo', 'ls\u2028ps\u2029']
+
+
+def test_canary_keeps_odd_tokens_through_npz(tmp_path):
+  table = np.ones([len(ODD_TOKENS), 2], np.float32)
+  canary = canaries.make_canary(ODD_TOKENS, lambda a, b: table[a:b])
+  canary.save(str(tmp_path / 'c.npz'))
+  back = canaries.Canary.load(str(tmp_path / 'c.npz'))
+  assert back.tokens == canary.tokens and back.sentences == canary.sentences
+  assert ODD_TOKENS[0] in back.tokens
+
+
+def test_canary_sentences_split_only_on_ascii_whitespace():
+  table = np.arange(len(ODD_TOKENS) * 2, dtype=np.float32).reshape(-1, 2) + 1
+  canary = canaries.make_canary(ODD_TOKENS, lambda a, b: table[a:b])
+  # "first first": the token twice, as the export's tokenizer sees it.
+  np.testing.assert_allclose(canary.sentence_embeddings[0],
+                             2 * table[0] / np.sqrt(2), rtol=1e-6)
+  # " first\tmiddle last ": three tokens, NBSP and U+2028 inside tokens.
+  np.testing.assert_allclose(canary.sentence_embeddings[3],
+                             (table[0] + table[4] + table[7]) / np.sqrt(3),
+                             rtol=1e-6)
+
+
+def test_exports_of_odd_tokens_pass_the_load_check_and_match_the_rows(
+    tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from components.exporter import executor  # pylint: disable=g-import-not-at-top
+
+  def artifact(uri):
+    a = standard_artifacts.Model()
+    a.uri = str(uri)
+    os.makedirs(a.uri, exist_ok=True)
+    return a
+
+  table = (np.arange(len(ODD_TOKENS) * 8, dtype=np.float32).reshape(-1, 8)
+           / 64.0 + 0.1)
+  artifact_fixtures.write_tpu_format_model(str(tmp_path / 'model'),
+                                           ODD_TOKENS, table=table)
+  serving, hub_module = (artifact(tmp_path / 'serving'),
+                         artifact(tmp_path / 'hub'))
+  # Load-checks both exports in a fresh process, as a pipeline run does.
+  executor.Executor().Do(
+      {executor.MODEL_KEY: [artifact(tmp_path / 'model')]},
+      {executor.SERVING_MODEL_KEY: [serving],
+       executor.HUB_MODULE_KEY: [hub_module]}, {})
+  served = tf.saved_model.load(serving_contract.serving_model_path(
+      serving.uri)).signatures['lookup'](
+      tokens=tf.constant(ODD_TOKENS))['embeddings'].numpy()
+  np.testing.assert_allclose(served, table, atol=1e-6)
+  hub_rows = hub.load(hub_module.uri).signatures['tokens'](
+      tokens=tf.constant(ODD_TOKENS))['default'].numpy()
+  np.testing.assert_allclose(hub_rows, table, atol=1e-6)

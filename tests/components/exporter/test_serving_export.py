@@ -1,0 +1,406 @@
+"""Tests for components/exporter/serving_export.py."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from components.exporter import serving_export
+from components.exporter import token_ids
+from tests.support import artifact_fixtures
+from tests.support import serving_clients
+from tests.support import paths
+
+TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'é']
+
+
+@pytest.fixture(scope='module')
+def exported(tmp_path_factory):
+  root = tmp_path_factory.mktemp('serving')
+  model_uri = str(root / 'model')
+  artifact_fixtures.write_tpu_format_model(
+      model_uri, TOKENS, spec=skipgram_spec(dim=8, optimizer='adam'), seed=3)
+  restored = checkpoint_restore.restore_for_serving(model_uri)
+  export_dir = str(root / 'serving')
+  serving_export.export_serving_model(restored, export_dir)
+  return restored.table_numpy('tokens'), export_dir
+
+
+def test_layout_has_vocabulary_asset_and_no_slots(exported):
+  table, export_dir = exported
+  assert os.path.exists(os.path.join(export_dir, 'saved_model.pb'))
+  with open(os.path.join(export_dir, 'assets',
+                         vocabulary_file.TOKENS_ASSET_FILENAME),
+            encoding='utf-8') as f:
+    assert f.read().splitlines() == TOKENS
+  keys = dict(tf.train.list_variables(
+      os.path.join(export_dir, 'variables', 'variables')))
+  keys.pop('_CHECKPOINTABLE_OBJECT_GRAPH')
+  assert keys[serving_export.table_checkpoint_key()] == list(table.shape)
+  for key in keys:
+    for slot in ('momenta', 'velocities', 'accumulators', 'linears'):
+      assert slot not in key
+
+
+def test_saved_model_cli_lists_three_signatures(exported):
+  _, export_dir = exported
+  cli = os.path.join(os.path.dirname(sys.executable), 'saved_model_cli')
+  out = subprocess.run([cli, 'show', '--all', '--dir', export_dir],
+                       capture_output=True, text=True, check=True).stdout
+  for name in serving_contract.SIGNATURES:
+    assert f"signature_def['{name}']" in out
+  assert 'accumulator' not in out and 'momenta' not in out
+
+
+def test_signatures_match_table_rows(exported):
+  table, export_dir = exported
+  loaded = tf.saved_model.load(export_dir)
+  ids = {t: i for i, t in enumerate(TOKENS)}
+  got = loaded.signatures['lookup'](
+      tokens=tf.constant(['cat', 'nope', '', 'é']))['embeddings'].numpy()
+  np.testing.assert_allclose(got[0], table[ids['cat']], atol=1e-6)
+  np.testing.assert_array_equal(got[1], np.zeros(8, np.float32))
+  np.testing.assert_array_equal(got[2], np.zeros(8, np.float32))
+  np.testing.assert_allclose(got[3], table[ids['é']], atol=1e-6)
+  # A batch without OOV tokens takes the path that skips the zeroing.
+  got = loaded.signatures['lookup'](
+      tokens=tf.constant(['é', 'the']))['embeddings'].numpy()
+  np.testing.assert_allclose(got, table[[ids['é'], ids['the']]], atol=1e-6)
+
+  sentences = ['cat cat', '', 'the nope', '  sat\ton mat ']
+  got = loaded.signatures['serving_default'](
+      sentences=tf.constant(sentences))['embeddings'].numpy()
+  v = lambda t: table[ids[t]]
+  np.testing.assert_allclose(got[0], 2 * v('cat') / np.sqrt(2), atol=1e-6)
+  np.testing.assert_array_equal(got[1], np.zeros(8, np.float32))
+  # OOV adds nothing to the sum but counts in sqrt(n).
+  np.testing.assert_allclose(got[2], v('the') / np.sqrt(2), atol=1e-6)
+  np.testing.assert_allclose(got[3], (v('sat') + v('on') + v('mat')) /
+                             np.sqrt(3), atol=1e-6)
+
+
+def test_neighbors_are_cosine_top_k(exported):
+  table, export_dir = exported
+  loaded = tf.saved_model.load(export_dir)
+  out = loaded.signatures['neighbors'](tokens=tf.constant(['cat', 'nope']),
+                                       k=tf.constant(3))
+  unit = table / np.linalg.norm(table, axis=1, keepdims=True)
+  cosine = unit @ unit[1]
+  cosine[1] = -np.inf
+  order = np.argsort(-cosine)[:3]
+  assert [t.decode() for t in out['tokens'].numpy()[0]] == [
+      TOKENS[i] for i in order]
+  np.testing.assert_allclose(out['scores'].numpy()[0], cosine[order],
+                             atol=1e-6)
+  assert list(out['tokens'].numpy()[1]) == [b''] * 3
+  # k larger than the other rows is clipped.
+  out = loaded.signatures['neighbors'](tokens=tf.constant(['cat']),
+                                       k=tf.constant(50))
+  assert out['tokens'].shape == (1, len(TOKENS) - 1)
+
+
+def test_neighbors_drop_only_the_query_itself(tmp_path):
+  """A row identical to the query's is a neighbour (cosine 1); the query is not."""
+  table = np.random.default_rng(5).normal(size=[len(TOKENS), 4]).astype(
+      np.float32)
+  table[3] = table[1]  # 'on' duplicates 'cat'
+  model_uri = str(tmp_path / 'model')
+  artifact_fixtures.write_tpu_format_model(
+      model_uri, TOKENS, spec=skipgram_spec(dim=4), table=table)
+  export_dir = str(tmp_path / 'serving')
+  serving_export.export_serving_model(
+      checkpoint_restore.restore_for_serving(model_uri), export_dir)
+  neighbors = tf.saved_model.load(export_dir).signatures['neighbors']
+  for query, twin in (('cat', 'on'), ('on', 'cat')):
+    out = neighbors(tokens=tf.constant([query]), k=tf.constant(2))
+    got = [t.decode() for t in out['tokens'].numpy()[0]]
+    assert got[0] == twin and query not in got
+    np.testing.assert_allclose(out['scores'].numpy()[0, 0], 1.0, atol=1e-6)
+
+
+def test_table_is_never_read_sparsely(exported):
+  """ResourceGather would switch the loaded table to copy-on-read, and every
+  `neighbors` call would then copy the whole table."""
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  _, export_dir = exported
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(export_dir, 'saved_model.pb'), 'rb') as f:
+    proto.ParseFromString(f.read())
+  gathers = [
+      (function.signature.name, node.attr['dtype'].type)
+      for graph in proto.meta_graphs
+      for function in graph.graph_def.library.function
+      for node in function.node_def if node.op == 'ResourceGather']
+  # Only the id -> token strings (for `neighbors`) are gathered from a
+  # resource; the float table never is.
+  assert gathers and all(dtype == tf.string.as_datatype_enum
+                         for _, dtype in gathers), gathers
+
+
+def test_refuses_non_empty_export_dir(exported, tmp_path):
+  _, export_dir = exported
+  with pytest.raises(FileExistsError, match='not empty'):
+    serving_export.export_serving_model(
+        checkpoint_restore.restore_for_serving(
+            os.path.join(os.path.dirname(export_dir), 'model')), export_dir)
+
+
+def test_tpu_and_cpu_trainer_checkpoints_export_the_same(tmp_path):
+  """TPUEmbedding (CPU mode = TPU format) vs TPUEmbeddingForServing + slots."""
+  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+  spec = skipgram_spec(dim=4, optimizer='adagrad').with_vocabulary_size(
+      'tokens', len(TOKENS))
+  table = np.random.default_rng(1).normal(size=[len(TOKENS), 4]).astype(
+      np.float32)
+  tpu_uri = str(tmp_path / 'tpu')
+  artifact_fixtures.write_tpu_format_model(tpu_uri, TOKENS, spec=spec,
+                                           table=table)
+  # The trainer's CPU adapter: TPUEmbeddingForServing built with the optimizer.
+  cpu_uri = str(tmp_path / 'cpu')
+  os.makedirs(cpu_uri)
+  spec.save(cpu_uri)
+  vocabulary_file.write(cpu_uri, vocabulary_file.read(tpu_uri))
+  embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
+      spec.build_feature_config(), spec.build_optimizer())
+  embedding.build()
+  embedding.embedding_tables[
+      list(embedding.embedding_tables)[0]].assign(table)
+  tf.train.CheckpointManager(
+      tf.train.Checkpoint(**{model_layout.EMBEDDING_KEY: embedding}),
+      model_layout.checkpoint_dir(cpu_uri), max_to_keep=1).save()
+
+  exported = {}
+  for name, uri in (('tpu', tpu_uri), ('cpu', cpu_uri)):
+    ckpt = model_layout.latest_checkpoint(uri)
+    assert model_layout.slot_key('tokens', 'accumulators') in dict(
+        tf.train.list_variables(ckpt))
+    export_dir = str(tmp_path / f'{name}-serving')
+    serving_export.export_serving_model(
+        checkpoint_restore.restore_for_serving(uri), export_dir)
+    variables = os.path.join(export_dir, 'variables', 'variables')
+    assert sorted(k for k, _ in tf.train.list_variables(variables)) == sorted(
+        ['_CHECKPOINTABLE_OBJECT_GRAPH', serving_export.table_checkpoint_key(),
+         'row_norms/.ATTRIBUTES/VARIABLE_VALUE'])
+    exported[name] = tf.train.load_checkpoint(variables).get_tensor(
+        serving_export.table_checkpoint_key())
+  np.testing.assert_array_equal(exported['tpu'], table)
+  np.testing.assert_array_equal(exported['cpu'], table)
+
+
+def test_string_keyed_token_table_answers_the_same(exported, tmp_path):
+  """The fallback for vocabularies whose fingerprints collide."""
+  table, export_dir = exported
+  restored = checkpoint_restore.restore_for_serving(
+      os.path.join(os.path.dirname(export_dir), 'model'))
+  string_dir = str(tmp_path / 'string-keyed')
+  serving_export.export_serving_model(restored, string_dir,
+                                      keyed_by_string=True)
+  queries = tf.constant(TOKENS + ['nope', '', 'the'])
+  got = {}
+  for name, path in (('fingerprint', export_dir), ('string', string_dir)):
+    loaded = tf.saved_model.load(path)
+    got[name] = loaded.signatures['lookup'](tokens=queries)['embeddings']
+    out = loaded.signatures['neighbors'](tokens=tf.constant(['cat', 'x']),
+                                         k=tf.constant(2))
+    assert out['tokens'].numpy()[1].tolist() == [b'', b'']
+    assert set(out['tokens'].numpy()[0]) <= {t.encode() for t in TOKENS}
+  expected = np.concatenate([table, np.zeros([2, 8], np.float32),
+                             table[:1]])
+  np.testing.assert_allclose(got['fingerprint'], expected, atol=1e-6)
+  np.testing.assert_allclose(got['string'], expected, atol=1e-6)
+
+
+def test_export_from_a_streamed_token_file(exported, tmp_path):
+  """The executor's path: vocabulary.tsv streamed into the asset, no tokens
+  in memory; the asset and the lookups match vocabulary_file.read."""
+  table, export_dir = exported
+  model_uri = os.path.join(os.path.dirname(export_dir), 'model')
+  tokens_path = str(tmp_path / vocabulary_file.TOKENS_ASSET_FILENAME)
+  count, known = vocabulary_file.write_tokens_asset(model_uri, tokens_path,
+                                                    lines=(0, 5))
+  vocab = vocabulary_file.read(model_uri)
+  assert count == len(vocab) and known == {0: vocab.tokens[0],
+                                           5: vocab.tokens[5]}
+  with open(tokens_path, encoding='utf-8') as f:
+    assert f.read().splitlines() == list(vocab.tokens)
+  assert not token_ids.fingerprints_collide(tokens_path)
+  restored = checkpoint_restore.restore_for_serving(model_uri,
+                                                    read_vocabulary=False)
+  assert restored.vocabulary is None
+  streamed_dir = str(tmp_path / 'streamed')
+  serving_export.export_serving_model(restored, streamed_dir,
+                                      tokens_path=tokens_path)
+  got = tf.saved_model.load(streamed_dir).signatures['lookup'](
+      tokens=tf.constant(list(vocab.tokens)))['embeddings']
+  np.testing.assert_allclose(got, table, atol=1e-6)
+
+
+@pytest.mark.parametrize('content,line', [
+    ('a\t1\n\t2\n', 2), ('a\t1\nb 2\n', 2), ('a\t1\nb\t2\tx\n', 2),
+    ('a\tx\n', 1)])
+def test_streamed_token_file_names_the_bad_line(tmp_path, content, line):
+  path = tmp_path / vocabulary_file.VOCABULARY_FILENAME
+  path.write_text(content, encoding='utf-8')
+  with pytest.raises(vocabulary_file.VocabularyError, match=f'line {line}:'):
+    vocabulary_file.write_tokens_asset(str(tmp_path), str(tmp_path / 't.txt'))
+  with pytest.raises(vocabulary_file.VocabularyError, match=f'line {line}:'):
+    vocabulary_file.read(str(tmp_path))
+
+
+def test_streamed_token_file_across_blocks(tmp_path):
+  tokens = [f'tok{i}é' for i in range(5000)]
+  (tmp_path / vocabulary_file.VOCABULARY_FILENAME).write_text(
+      ''.join(f'{t}\t{5000 - i}\n' for i, t in enumerate(tokens)),
+      encoding='utf-8')
+  out = str(tmp_path / 't.txt')
+  # Blocks of a few hundred lines, cut at line ends.
+  blocks = list(vocabulary_file.line_blocks(
+      str(tmp_path / vocabulary_file.VOCABULARY_FILENAME), block_bytes=4096))
+  assert len(blocks) > 10 and all(b.endswith(b'\n') for b in blocks)
+  count, known = vocabulary_file.write_tokens_asset(
+      str(tmp_path), out, lines=(0, 2500, 4999), block_bytes=4096)
+  assert count == 5000
+  assert known == {0: tokens[0], 2500: tokens[2500], 4999: tokens[4999]}
+  with open(out, encoding='utf-8') as f:
+    assert f.read().splitlines() == tokens
+  assert vocabulary_file.count_lines(out) == 5000
+
+
+def _expected_answers(table):
+  """What each client must answer to `serving_clients.INPUTS`, from the
+  table alone."""
+  ids = {t: i for i, t in enumerate(TOKENS)}
+  dim = table.shape[1]
+  row = lambda t: table[ids[t]] if t in ids else np.zeros(dim, np.float32)
+  expected = {'lookup/embeddings': np.stack(
+      [row(t) for t in serving_clients.INPUTS['lookup']['tokens']])}
+  sentences = [s.split() for s in
+               serving_clients.INPUTS['serving_default']['sentences']]
+  expected['serving_default/embeddings'] = np.stack([
+      np.sum([row(t) for t in s], axis=0) / np.sqrt(len(s)) if s else
+      np.zeros(dim, np.float32) for s in sentences])
+  unit = table / np.linalg.norm(table, axis=1, keepdims=True)
+  k = serving_clients.INPUTS['neighbors']['k']
+  tokens, scores = [], []
+  for query in serving_clients.INPUTS['neighbors']['tokens']:
+    if query not in ids:
+      tokens.append([b''] * k)
+      scores.append([0.0] * k)
+      continue
+    cosine = unit @ unit[ids[query]]
+    cosine[ids[query]] = -np.inf
+    order = np.argsort(-cosine)[:k]
+    tokens.append([TOKENS[i].encode() for i in order])
+    scores.append(cosine[order])
+  expected['neighbors/tokens'] = np.array(tokens, dtype=object)
+  expected['neighbors/scores'] = np.array(scores, np.float32)
+  return expected
+
+
+def test_every_signature_answers_through_each_client(exported, tmp_path):
+  """Fresh processes: tf.saved_model.load, a TF1 session loader (TF Serving's
+  path) and `saved_model_cli run` answer every signature with the table's
+  values, twice in one session (anonymous resources fail the second way)."""
+  table, export_dir = exported
+  cli = os.path.join(os.path.dirname(sys.executable), 'saved_model_cli')
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  commands = {way: [sys.executable, '-m', 'tests.support.serving_clients', way,
+                    export_dir, str(tmp_path / f'{way}.npz')]
+              for way in serving_clients.WAYS}
+  for signature in serving_clients.INPUTS:
+    commands[f'cli-{signature}'] = [
+        cli, 'run', '--dir', export_dir, '--tag_set', 'serve',
+        '--signature_def', signature,
+        '--input_exprs', serving_clients.saved_model_cli_exprs(signature),
+        '--outdir', str(tmp_path / f'cli-{signature}')]
+  root = paths.REPO
+  running = {name: subprocess.Popen(command, cwd=root, env=env,
+                                    stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+             for name, command in commands.items()}
+  for name, process in running.items():
+    stdout, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, f'{name}:\n{stderr[-3000:]}'
+    if name.startswith('cli-'):
+      assert 'Result for output key' in stdout, stdout
+
+  answers = {way: dict(np.load(str(tmp_path / f'{way}.npz'),
+                               allow_pickle=True))
+             for way in serving_clients.WAYS}
+  answers['saved_model_cli'] = {
+      f'{signature}/{output}': np.load(
+          str(tmp_path / f'cli-{signature}' / f'{output}.npy'),
+          allow_pickle=True)
+      for signature, output in (('lookup', 'embeddings'),
+                                ('serving_default', 'embeddings'),
+                                ('neighbors', 'tokens'),
+                                ('neighbors', 'scores'))}
+  expected = _expected_answers(table)
+  for way, got in answers.items():
+    assert sorted(got) == sorted(expected), way
+    for key, want in expected.items():
+      if want.dtype == object:
+        assert got[key].tolist() == want.tolist(), (way, key)
+      else:
+        np.testing.assert_allclose(got[key], want, atol=1e-6,
+                                   err_msg=f'{way} {key}')
+
+
+def test_no_anonymous_resource_in_the_saved_graph(exported):
+  """Session loaders re-create anonymous resources, empty, on every run."""
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  _, export_dir = exported
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(export_dir, 'saved_model.pb'), 'rb') as f:
+    proto.ParseFromString(f.read())
+  nodes = [node for graph in proto.meta_graphs
+           for node in list(graph.graph_def.node) + [
+               n for function in graph.graph_def.library.function
+               for n in function.node_def]]
+  assert any(node.op == 'HashTableV2' for node in nodes)
+  for node in nodes:
+    assert not node.op.startswith('Anonymous'), node.op
+    if node.op == 'VarHandleOp':
+      assert node.attr['shared_name'].s not in (b'', b'_AnonymousVar'), (
+          node.name)
+
+
+def test_fine_tunes_as_a_keras_layer(exported):
+  """A TF2 reusable SavedModel: hub.KerasLayer(trainable=True) trains the
+  table rows of the tokens in the batch, and only those."""
+  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  table, export_dir = exported
+  loaded = tf.saved_model.load(export_dir)
+  assert [v.shape for v in loaded.trainable_variables] == [table.shape]
+  assert len(loaded.variables) == 2 and not loaded.regularization_losses
+  np.testing.assert_allclose(
+      loaded(tf.constant(['cat sat', ''])),
+      loaded.signatures['serving_default'](
+          sentences=tf.constant(['cat sat', '']))['embeddings'], atol=1e-7)
+  # The table's gradient is sparse: a [V, dim] dense one per step would
+  # cost a table's worth of memory.
+  with tf.GradientTape() as tape:
+    total = tf.reduce_sum(loaded(tf.constant(['cat sat', 'nope'])))
+  gradient, = tape.gradient(total, loaded.trainable_variables)
+  assert isinstance(gradient, tf.IndexedSlices)
+
+  layer = hub.KerasLayer(export_dir, trainable=True)
+  sentences = tf.keras.Input([], dtype=tf.string)
+  model = tf.keras.Model(sentences,
+                         tf.keras.layers.Dense(1)(layer(sentences)))
+  model.compile(tf.keras.optimizers.SGD(0.5), 'mse')
+  assert len(layer.trainable_weights) == 1
+  before = layer.trainable_weights[0].numpy().copy()
+  np.testing.assert_array_equal(before, table)
+  model.fit(np.array(['cat sat', 'the nope', 'cat']),
+            np.array([1.0, -1.0, 2.0]), epochs=3, batch_size=3, verbose=0)
+  moved = np.abs(layer.trainable_weights[0].numpy() - before).sum(axis=1) > 0
+  assert sorted(np.flatnonzero(moved)) == sorted(
+      TOKENS.index(t) for t in ('cat', 'sat', 'the'))

@@ -1,0 +1,73 @@
+"""Two `run` commands into one --home at once: each reports its own run."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+from tpu_embeddings.push_root import layout as push_layout
+from pipelines import demo_data
+from tests.support.tiny_pipeline import TINY
+from tests.support import paths
+
+REPO = paths.REPO
+COMMON = ['--set', 'batch_size=256', '--set', 'checkpoint_every=100',
+          '--set', 'regression_margin=0.5', '--neighbors', '0']
+# Settings that tell the two runs' models apart.
+RUNS = {'a': {'dim': 16, 'train_steps': 150},
+        'b': {'dim': 8, 'train_steps': 120}}
+
+
+def _command(data, home, settings):
+  args = [sys.executable, '-m', 'pipelines', 'run', '--data', str(data),
+          '--home', str(home)] + COMMON
+  for name, value in settings.items():
+    args += ['--set', f'{name}={value}']
+  return args
+
+
+def _line(out, prefix):
+  found = [l for l in out.splitlines() if l.startswith(prefix)]
+  assert found, f'no line starting with {prefix!r} in:\n{out}'
+  return found[0][len(prefix):].strip()
+
+
+def test_concurrent_runs_each_summarize_their_own_run(tmp_path):
+  data, home = tmp_path / 'data', tmp_path / 'home'
+  demo_data.generate(str(data), spans=1, seed=5, shape=TINY)
+  procs = {name: subprocess.Popen(
+      _command(data, home, settings), cwd=REPO, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True) for name, settings in RUNS.items()}
+  outs = {}
+  for name, proc in procs.items():
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, f'{out}\n{err[-3000:]}'
+    outs[name] = out
+
+  push_root = str(home / 'pushed')
+  versions, run_ids = set(), {}
+  for name, out in outs.items():
+    settings = RUNS[name]
+    model = _line(out, 'model:')
+    with open(os.path.join(model, 'metadata.json')) as f:
+      meta = json.load(f)
+    # The model line names this run's model, not the other run's.
+    assert meta['dim'] == settings['dim'], (name, out)
+    assert meta['steps'] == settings['train_steps'], (name, out)
+    assert _line(out, 'training:').startswith(
+        f'{settings["train_steps"]} steps'), (name, out)
+    # The blessing, metrics and push are this run's as well.
+    assert _line(out, 'validation:') == 'BLESSED', (name, out)
+    report = _line(out, 'report:')
+    with open(os.path.join(os.path.dirname(report), 'report.json')) as f:
+      assert json.load(f)['current_model'] == model, (name, out)
+    version = int(re.fullmatch(r'version (\d+)', _line(out, 'pushed:'))[1])
+    manifest = push_layout.read_manifest(push_root, 'serving', version)
+    assert manifest['source_model'] == model, (name, out)
+    versions.add(version)
+    run_ids[name] = manifest['pipeline_run_id']
+  assert versions == {1, 2}
+  assert len(set(run_ids.values())) == 2
+  for name, out in outs.items():
+    assert _line(out, 'metadata:').endswith(f'(run {run_ids[name]})')

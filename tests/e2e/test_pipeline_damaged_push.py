@@ -1,0 +1,82 @@
+"""End to end: damaged pushed versions and checkpoints never block the pipeline.
+
+Real runs into one home: push version 1, truncate its variables (the next run
+is validated without a baseline and pushes version 2), then flip bytes in the
+checkpoint behind version 2 (`retrain` stops in one line; `run` warm-starts
+from version 1's model instead, with a warning).
+"""
+
+import glob
+import os
+
+import pytest
+
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.push_root import layout as push_layout
+from pipelines import demo_data
+from pipelines.cli.main import main
+from tests.support import validator_fixtures
+from tests.support.tiny_pipeline import FAST, TINY
+
+
+@pytest.fixture(scope='module')
+def home(tmp_path_factory):
+  root = tmp_path_factory.mktemp('damaged')
+  demo_data.generate(str(root / 'data'), spans=2, seed=5, shape=TINY)
+  return root
+
+
+def _run(home, capsys, *extra, command='run'):
+  rc = main([command, '--data', str(home / 'data'), '--home',
+             str(home / 'home')] +
+            (FAST if command == 'run' else FAST[:-2]) + list(extra))
+  out, err = capsys.readouterr()
+  return rc, out, err
+
+
+def _root(home):
+  return str(home / 'home' / 'pushed')
+
+
+def test_damaged_served_version_is_no_baseline_and_a_new_one_is_pushed(
+    home, capsys):
+  rc, out, _ = _run(home, capsys)
+  assert rc == 0 and 'pushed: version 1' in out, out
+  data = validator_fixtures.data_file(
+      push_layout.version_dir(_root(home), 'serving', 1))
+  os.truncate(data, 1000)
+  rc, out, _ = _run(home, capsys, '--set', 'seed=1')
+  assert rc == 0, out
+  assert ('warning: pushed baseline cannot be read (version 1: serving/1/'
+          'variables/variables.data-00000-of-00001 is 1000 bytes, its '
+          'manifest records ') in out
+  assert 'no readable pushed version, so absolute thresholds only' in out
+  assert 'pushed: version 2' in out
+  assert push_layout.list_versions(_root(home), 'serving') == [1, 2]
+
+
+def _flip_source_checkpoint(home, version):
+  source = push_layout.read_manifest(_root(home), 'serving',
+                                     version)['source_model']
+  checkpoint = model_layout.latest_checkpoint(source)
+  [data] = glob.glob(checkpoint + '.data-*')
+  validator_fixtures.flip_bytes(data, count=256)
+  return source
+
+
+def test_damaged_warm_start_base(home, capsys):
+  source = _flip_source_checkpoint(home, 2)
+  demo_data.generate(str(home / 'data'), spans=1, first_span=3, seed=5,
+                     shape=TINY)
+  # retrain names the pushed model as its base: one line, nothing pushed.
+  rc, out, err = _run(home, capsys, command='retrain')
+  assert rc == 2, out + err
+  assert err.startswith(f'error: warm start from {source}: checkpoint ')
+  assert len(err.strip().splitlines()) == 1, err
+  assert push_layout.list_versions(_root(home), 'serving') == [1, 2]
+  # run warm-starts from the newest pushed version it can read.
+  rc, out, _ = _run(home, capsys, '--set', 'seed=2')
+  assert rc == 0, out
+  assert 'warning: warm start: pushed version 2 skipped: warm start from ' \
+      f'{source}: checkpoint ' in out
+  assert 'pushed: version 3' in out, out

@@ -1,0 +1,147 @@
+"""The main job end to end on a tiny 2-span corpus: run, retrain, lineage."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tpu_embeddings.push_root import layout as push_layout
+from pipelines import demo_data
+from pipelines.local import retrain
+from pipelines.cli.main import main
+from tests.support.tiny_pipeline import FAST, TINY
+from tests.support import paths
+
+
+
+@pytest.fixture(scope='module')
+def home(tmp_path_factory):
+  root = tmp_path_factory.mktemp('e2e')
+  data = root / 'data'
+  demo_data.generate(str(data), spans=2, seed=5, shape=TINY)
+  return root
+
+
+def _pushed(home):
+  return str(home / 'home' / 'pushed')
+
+
+def test_run_blesses_and_pushes_version_1(home, capsys):
+  rc = main(['run', '--data', str(home / 'data'), '--home',
+             str(home / 'home')] + FAST)
+  out = capsys.readouterr().out
+  assert rc == 0, out
+  assert 'validation: BLESSED' in out, out
+  assert 'pushed: version 1' in out
+  for node in ('FileBasedExampleGen', 'Vocabulary', 'EmbeddingTrainer',
+               'CheckpointValidator', 'EmbeddingExporter', 'EmbeddingPusher'):
+    assert f'  {node}' in out
+  assert 'nearest neighbours' in out
+  assert push_layout.list_versions(_pushed(home), 'serving') == [1]
+  assert push_layout.list_versions(_pushed(home), 'hub') == [1]
+  assert os.path.exists(os.path.join(
+      push_layout.version_dir(_pushed(home), 'hub', 1), 'tfhub_module.pb'))
+  manifest = push_layout.read_manifest(_pushed(home), 'serving', 1)
+  assert manifest['spans'] == [2]
+
+
+def test_retrain_on_a_new_span_warm_starts_version_2(home, capsys):
+  demo_data.generate(str(home / 'data'), spans=1, first_span=3, seed=5,
+                     shape=TINY)
+  rc = main(['retrain', '--data', str(home / 'data'), '--home',
+             str(home / 'home')] + FAST[:-2])
+  out = capsys.readouterr().out
+  assert rc == 0, out
+  assert 'span 3 is newer than pushed version 1' in out
+  assert 'warm start from' in out
+  assert push_layout.list_versions(_pushed(home), 'serving') == [1, 2]
+  assert push_layout.list_versions(_pushed(home), 'hub') == [1, 2]
+  manifest = push_layout.read_manifest(_pushed(home), 'serving', 2)
+  assert manifest['spans'] == [3]
+  first = push_layout.read_manifest(_pushed(home), 'serving', 1)
+  with open(os.path.join(manifest['source_model'], 'metadata.json')) as f:
+    meta = json.load(f)
+  assert meta['warm_start']['base_model'] == first['source_model'], meta
+  assert meta['warm_start']['kept_tokens'] > 0
+
+
+def test_retrain_again_does_nothing(home, capsys):
+  rc = main(['retrain', '--data', str(home / 'data'), '--home',
+             str(home / 'home')])
+  out = capsys.readouterr().out
+  assert rc == 0
+  assert 'not newer than the pushed version 2' in out
+  assert push_layout.list_versions(_pushed(home), 'serving') == [1, 2]
+
+
+def test_lineage_names_the_spans(home, capsys):
+  assert main(['lineage', '--home', str(home / 'home'), '--json']) == 0
+  latest = json.loads(capsys.readouterr().out)
+  assert latest['version'] == 2 and latest['spans'] == [3]
+  assert latest['warm_start_uri']
+  assert main(['lineage', '--home', str(home / 'home'), '--version', '1']) == 0
+  out = capsys.readouterr().out
+  assert out.startswith('pushed version 1 <- trained on span(s) 2')
+  assert 'EmbeddingTrainer' in out and 'Examples span=2' in out
+  assert main(['lineage', '--home', str(home / 'home'), '--version', '9']) == 2
+
+
+def test_second_trigger_exits_while_the_first_holds_the_lock(home):
+  with retrain.RetrainLock(str(home / 'home')):
+    proc = subprocess.run(
+        [sys.executable, '-m', 'pipelines', 'retrain', '--data',
+         str(home / 'data'), '--home', str(home / 'home')],
+        capture_output=True, text=True, timeout=120,
+        cwd=paths.REPO)
+  assert proc.returncode == 0, proc.stderr
+  assert 'another retrain is running' in proc.stdout
+  assert push_layout.list_versions(_pushed(home), 'serving') == [1, 2]
+
+
+def test_a_diverged_model_is_refused_by_its_health_gate(tmp_path, capsys):
+  """learning_rate=1e30 fills the table with NaN/Inf: the run ends with the
+  validator's verdict; the exporter does not export a model it refused."""
+  demo_data.generate(str(tmp_path / 'data'), spans=1, seed=5, shape=TINY)
+  rc = main(['run', '--data', str(tmp_path / 'data'), '--home',
+             str(tmp_path / 'home'), '--set', 'learning_rate=1e30'] + FAST)
+  out = capsys.readouterr().out
+  assert rc == 0, out
+  assert 'validation: NOT BLESSED (health/tokens/finite: ' in out, out
+  assert 'NaN/Inf values' in out
+  assert 'pushed: nothing (model not blessed)' in out
+  assert '  EmbeddingExporter      done' in out
+  assert not os.path.exists(str(tmp_path / 'home' / 'pushed' / 'serving'))
+
+
+def test_a_contexts_table_model_is_validated_exported_and_served(tmp_path,
+                                                                 capsys):
+  """table.context_table=true trains two tables; the pushed model serves the
+  tokens table only, and a retrain warm starts both tables."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+  from components.validator import baseline  # pylint: disable=g-import-not-at-top
+  demo_data.generate(str(tmp_path / 'data'), spans=1, seed=5, shape=TINY)
+  args = ['--data', str(tmp_path / 'data'), '--home', str(tmp_path / 'home'),
+          '--set', 'context_table=true'] + FAST
+  assert main(['run'] + args) == 0
+  out = capsys.readouterr().out
+  assert 'validation: BLESSED' in out and 'pushed: version 1' in out, out
+  pushed = _pushed(tmp_path)
+  source = push_layout.read_manifest(pushed, 'serving', 1)['source_model']
+  reader = tf.train.load_checkpoint(model_layout.latest_checkpoint(source))
+  tokens = reader.get_tensor(model_layout.table_key('tokens'))
+  assert reader.get_tensor(model_layout.table_key('contexts')).shape == (
+      tokens.shape)
+  served = baseline.read_serving_table(
+      push_layout.version_dir(pushed, 'serving', 1))
+  np.testing.assert_array_equal(served, tokens)
+  demo_data.generate(str(tmp_path / 'data'), spans=1, first_span=2, seed=5,
+                     shape=TINY)
+  assert main(['retrain'] + args[:-2]) == 0
+  out = capsys.readouterr().out
+  assert 'pushed: version 2' in out, out
+  second = push_layout.read_manifest(pushed, 'serving', 2)['source_model']
+  assert model_layout.read_metadata(second)['warm_start']['kept_tokens'] > 0

@@ -1,0 +1,127 @@
+"""The command line: every option documented, bad arguments rejected before
+TensorFlow or TFX is imported and before anything is written, and a
+successful command prints no error-level lines."""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+from pipelines.cli import main as cli
+from tests.support import paths
+
+REPO = paths.REPO
+
+
+def _subparsers():
+  parser = cli.build_parser()
+  [sub] = [a for a in parser._actions  # pylint: disable=protected-access
+           if isinstance(a, argparse._SubParsersAction)]  # pylint: disable=protected-access
+  return sub.choices
+
+
+def test_every_option_and_argument_has_help():
+  commands = _subparsers()
+  assert sorted(commands) == sorted(
+      name.replace('_', '-') for name in cli.COMMAND_MODULES)
+  missing = [f'{name} {a.option_strings[0] if a.option_strings else a.dest}'
+             for name, p in commands.items() for a in p._actions  # pylint: disable=protected-access
+             if not a.help]
+  assert not missing, f'no --help text: {missing}'
+
+
+# Runs each argv through cli.main in one fresh interpreter and reports the
+# exit code, the error and whether TensorFlow or TFX got imported.
+_PROBE = '''
+import contextlib, io, json, sys
+from pipelines.cli import main as cli
+out = []
+for argv in json.loads(sys.argv[1]):
+  err = io.StringIO()
+  with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    rc = cli.main(argv)
+  out.append({'rc': rc, 'err': err.getvalue(),
+              'imported': sorted(m for m in ('tensorflow', 'tfx')
+                                 if m in sys.modules)})
+print(json.dumps(out))
+'''
+
+
+def _probe(argvs):
+  done = subprocess.run([sys.executable, '-c', _PROBE, json.dumps(argvs)],
+                        cwd=REPO, capture_output=True, text=True, check=True,
+                        timeout=120)
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_bad_arguments_fail_before_tensorflow_and_create_nothing(tmp_path):
+  data = tmp_path / 'data'
+  data.mkdir()
+  home = str(tmp_path / 'home')
+  out = str(tmp_path / 'pipeline.yaml')
+  compile_ = ['compile', '--output', out, '--image', 'img:1',
+              '--pipeline-root', 'gs://b/tfx']
+  cases = [
+      (['run', '--data', str(data), '--home', home,
+        '--set', 'trainer.train_steps=abc'], 'train_steps must be an integer'),
+      (['run', '--data', str(tmp_path / 'none'), '--home', home],
+       'is not a directory'),
+      (['run', '--data', str(data), '--home', home, '--neighbors', '-1'],
+       '--neighbors'),
+      (['retrain', '--data', str(data), '--home', home,
+        '--set', 'train_steps=abc'], 'train_steps must be an integer'),
+      (['retrain', '--data', str(tmp_path / 'none'), '--home', home],
+       'is not a directory'),
+      (compile_ + ['--set', 'train_steps=abc'], 'must be an integer'),
+      (compile_ + ['--tpu-topology', '2x2'], '--tpu-accelerator'),
+      (compile_ + ['--cpu', 'Trainer=4'], "unknown task 'Trainer'"),
+      (compile_ + ['--memory', 'EmbeddingExporter=lots'], '--memory'),
+      (compile_ + ['--image', 'has space'], '--image'),
+      (compile_ + ['--pipeline-root', 'gs://b/with space'],
+       '--pipeline-root'),
+      (['compile', '--output', str(tmp_path / 'no' / 'p.yaml'), '--image',
+        'img:1', '--pipeline-root', 'gs://b'], 'does not exist'),
+  ]
+  results = _probe([argv for argv, _ in cases])
+  for (argv, message), result in zip(cases, results):
+    assert result['rc'] == 2, (argv, result)
+    err = result['err'].strip()
+    assert err.startswith('error: ') and message in err, (argv, err)
+    assert len(err.splitlines()) == 1, (argv, err)
+  assert results[-1]['imported'] == [], 'TensorFlow or TFX imported'
+  assert sorted(os.listdir(tmp_path)) == ['data']  # no home, no package
+
+
+def test_a_successful_command_prints_no_error_lines(tmp_path):
+  """`compile` imports TensorFlow and TFX; XLA's factory lines are gone."""
+  out = str(tmp_path / 'pipeline.yaml')
+  env = dict(os.environ)
+  env.pop('TF_CPP_MIN_LOG_LEVEL', None)
+  done = subprocess.run(
+      [sys.executable, '-m', 'pipelines', 'compile', '--output', out,
+       '--image', 'img:1', '--pipeline-root', 'gs://b/tfx'],
+      cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+  assert done.returncode == 0, done.stderr
+  assert os.path.isfile(out)
+  error_lines = [l for l in done.stderr.splitlines()
+                 if re.match(r'(\S+ \S+: )?E\d* ', l) or 'Unable to register'
+                 in l]
+  assert not error_lines, done.stderr
+
+
+def test_settings_and_cluster_checks_import_without_tensorflow():
+  modules = ['tpu_embeddings.core.settings', 'pipelines.config', 'pipelines.cli.main',
+             'pipelines.kubeflow.flags', 'pipelines.kubeflow.resources',
+             'pipelines.kubeflow.parameters', 'pipelines.kubeflow.package']
+  code = ('import importlib, sys\n'
+          f'for m in {modules!r}: importlib.import_module(m)\n'
+          'from pipelines.cli import main as cli\n'
+          'cli.build_parser()\n'
+          "print(sorted(m for m in ('tensorflow', 'tfx', 'kfp', 'absl') "
+          'if m in sys.modules))\n')
+  done = subprocess.run([sys.executable, '-c', code], cwd=REPO,
+                        capture_output=True, text=True, check=True,
+                        timeout=120)
+  assert done.stdout.strip() == '[]'

@@ -1,0 +1,41 @@
+"""The run summary warns about damaged pushed versions that were passed over."""
+
+import numpy as np
+
+from components.validator import report as report_lib
+from pipelines.local import runner as local_runner
+
+
+def _summary(tmp_path, report, training=None):
+  report_lib.write(str(tmp_path), dict(
+      {'blessed': True, 'summary': 'blessed', 'current_model': '/m',
+       'gates': [], 'metrics': {'candidate': None, 'baseline': None}},
+      **report), np.ones(3))
+  return {'paths': {'metadata': '/h/metadata.sqlite'}, 'blessed': True,
+          'report': str(tmp_path / report_lib.REPORT_HTML),
+          'training': training or {}}
+
+
+def test_unreadable_baseline_and_skipped_warm_start_are_warned(tmp_path):
+  summary = _summary(tmp_path, {
+      'baseline_version': None, 'baseline_model': '',
+      'baseline_unreadable': [{'version': 1, 'path': '/p/serving/1',
+                               'error': 'serving/1/x is missing'}]},
+      training={'steps': 5, 'warm_start_skipped': [
+          'pushed version 1: /m/1 checkpoint is damaged; cold start']})
+  lines = local_runner.format_summary(summary).splitlines()
+  assert lines[0] == ('warning: pushed baseline cannot be read (version 1: '
+                      'serving/1/x is missing); no readable pushed version, '
+                      'so absolute thresholds only')
+  assert lines[1] == ('warning: warm start: pushed version 1: /m/1 checkpoint '
+                      'is damaged; cold start')
+  assert lines[2] == 'validation: BLESSED'
+
+
+def test_no_warning_when_nothing_was_passed_over(tmp_path):
+  summary = _summary(tmp_path, {'baseline_version': 2,
+                                'baseline_unreadable': []})
+  text = local_runner.format_summary(summary)
+  assert 'warning:' not in text and text.startswith('validation: BLESSED')
+  del summary['report']
+  assert local_runner.format_summary(summary).startswith('validation:')

@@ -1,0 +1,63 @@
+"""Tests of tpu_embeddings/models/heldout.py: the sample and the loss on gathered rows."""
+
+import numpy as np
+import pytest
+
+from tpu_embeddings.models import heldout
+from tpu_embeddings.models.skipgram_config import SkipGramConfig
+from tests.support import artifact_fixtures as fx
+
+def test_loss_of_rows_equals_the_loss_on_the_whole_table():
+  rng = np.random.default_rng(3)
+  tokens = [f't{i}' for i in range(5000)]
+  counts = [1000] * 120 + [1] * 4880
+  sequences = [list(rng.choice(tokens[:120], 12)) for _ in range(30)]
+  pairs = heldout.eval_pairs(sequences, tokens, counts, window=2,
+                             num_negatives=3, subsample=0.0, seed=1)
+  table = rng.normal(size=(5000, 8)).astype(np.float32)
+  asked = []
+
+  def rows_of(ids):
+    asked.append(ids)
+    return table[ids]
+
+  whole = heldout.skipgram_loss(table, pairs.targets, pairs.contexts,
+                                pairs.negatives)
+  assert heldout.loss_of_rows(rows_of, pairs) == pytest.approx(whole,
+                                                               rel=1e-6)
+  # Only the rows the pairs use were read, each once.
+  assert np.all(np.diff(asked[0]) > 0) and asked[0].size < 1000
+
+def test_a_contexts_table_scores_contexts_and_negatives():
+  rng = np.random.default_rng(4)
+  tokens = [f't{i}' for i in range(300)]
+  sequences = [list(rng.choice(tokens, 10)) for _ in range(20)]
+  pairs = heldout.eval_pairs(sequences, tokens, [5] * 300, window=2,
+                             num_negatives=3, subsample=0.0, seed=2)
+  inputs = rng.normal(size=(300, 4)).astype(np.float32)
+  outputs = rng.normal(size=(300, 4)).astype(np.float32)
+  # By hand: softplus(-t.c) + sum_k softplus(t.n_k), averaged over pairs.
+  t = inputs[pairs.targets]
+  pos = np.sum(t * outputs[pairs.contexts], -1)
+  neg = np.einsum('pd,pkd->pk', t, outputs[pairs.negatives])
+  expected = np.mean(np.logaddexp(0, -pos) + np.logaddexp(0, neg).sum(-1))
+  loss = heldout.skipgram_loss(inputs, pairs.targets, pairs.contexts,
+                               pairs.negatives, outputs)
+  assert loss == pytest.approx(expected, rel=1e-5)
+  assert loss != pytest.approx(heldout.skipgram_loss(
+      inputs, pairs.targets, pairs.contexts, pairs.negatives), rel=1e-3)
+  assert heldout.loss_of_rows(lambda ids: inputs[ids], pairs,
+                              lambda ids: outputs[ids]) == pytest.approx(
+                                  loss, rel=1e-6)
+
+
+def test_read_pairs_takes_the_first_sequences_of_every_eval_split(tmp_path):
+  a = fx.write_examples(str(tmp_path / 'a'), {'eval': [['x', 'y']] * 3})
+  b = fx.write_examples(str(tmp_path / 'b'), {'eval': [['y', 'z']] * 3})
+  config = SkipGramConfig(window=1, subsample=0.0)
+  pairs = heldout.read_pairs([a, b], ['y', 'x', 'z'], [6, 3, 3], config,
+                             max_sequences=4, seed=0)
+  assert pairs.sequences == 4
+  assert set(pairs.targets.tolist()) == {0, 1, 2}
+  with pytest.raises(FileNotFoundError, match="split 'eval'"):
+    heldout.read_pairs([str(tmp_path)], ['y'], [1], config, 10, 0)

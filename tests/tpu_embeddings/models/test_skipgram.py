@@ -1,0 +1,134 @@
+"""The shared skip-gram core: pairs, subsampling, negatives, loss and gradients."""
+
+import collections
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpu_embeddings.models import skipgram
+
+
+def test_pairs_respect_window_and_drop_oov():
+  # Row 0: ids 0 1 2 3 with an OOV (-1) between 1 and 2; row 1: 4 5.
+  ids = tf.ragged.constant([[0, 1, -1, 2, 3], [4, 5]], dtype=tf.int32)
+  keep = tf.ones([6])
+  target, context = skipgram.skipgram_pairs(ids, keep, window=1,
+                                            seed=tf.constant([1, 2]))
+  got = sorted(zip(target.numpy().tolist(), context.numpy().tolist()))
+  # OOV removed before windows: 1 and 2 become neighbours; no pair crosses rows.
+  want = sorted([(0, 1), (1, 0), (1, 2), (2, 1), (2, 3), (3, 2), (4, 5),
+                 (5, 4)])
+  assert got == want
+
+
+def test_reduced_window_never_exceeds_window():
+  seqs = [list(range(i * 30, i * 30 + 30)) for i in range(20)]
+  ids = tf.ragged.constant(seqs, dtype=tf.int32)
+  target, context = skipgram.skipgram_pairs(ids, tf.ones([600]), window=3,
+                                            seed=tf.constant([3, 4]))
+  distance = np.abs(target.numpy() - context.numpy())
+  assert distance.min() >= 1 and distance.max() == 3
+  # word2vec's reduced window: closer pairs are more frequent.
+  counts = collections.Counter(distance.tolist())
+  assert counts[1] > counts[2] > counts[3]
+
+
+def test_keep_probabilities_follow_word2vec():
+  counts = [1000, 100, 10, 1]
+  keep = skipgram.keep_probabilities(counts, 1e-2)
+  f = np.asarray(counts) / sum(counts)
+  expected = np.minimum((np.sqrt(f / 1e-2) + 1) * 1e-2 / f, 1.0)
+  np.testing.assert_allclose(keep, expected, rtol=1e-6)
+  assert keep[0] < keep[1] <= 1.0 and keep[-1] == 1.0
+  np.testing.assert_array_equal(skipgram.keep_probabilities(counts, 0), 1.0)
+
+
+def test_negatives_follow_unigram_to_the_three_quarters():
+  counts = np.asarray([500, 200, 100, 50, 20, 10, 5, 1])
+  p = skipgram.negative_sampling_probabilities(counts)
+  np.testing.assert_allclose(p, counts**0.75 / np.sum(counts**0.75))
+  accept, alias = skipgram.alias_table(p)
+  draws = skipgram.sample_negatives(tf.constant(accept), tf.constant(alias),
+                                    [200_000], tf.constant([5, 6])).numpy()
+  freq = np.bincount(draws, minlength=len(p)) / draws.size
+  np.testing.assert_allclose(freq, p, atol=0.004)
+
+
+def test_batches_have_static_shapes_and_resume_exactly():
+  tokens = [f't{i}' for i in range(30)]
+  counts = list(range(300, 0, -10))
+  rng = np.random.default_rng(1)
+  lines = [[tokens[j] for j in rng.integers(0, 30, size=rng.integers(2, 12))]
+           + ['unknown-token'] for _ in range(200)]
+  seqs = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(lines))
+  config = skipgram.SkipGramConfig(batch_size=64, window=2, negatives=3,
+                                   subsample=0.0, seed=7,
+                                   sequences_per_chunk=16)
+  data = skipgram.SkipGramData(tokens, counts, config)
+  full = list(data.batches(seqs, epochs=2).as_numpy_iterator())
+  assert len(full) > 10
+  for b in full:
+    assert b['target'].shape == (64,) and b['context'].shape == (64,)
+    assert b['negatives'].shape == (64, 3)
+    for v in b.values():
+      assert v.min() >= 0 and v.max() < 30  # OOV never appears
+  resumed = list(data.batches(seqs, epochs=2, skip=5).as_numpy_iterator())
+  assert len(resumed) == len(full) - 5
+  for a, b in zip(full[5:], resumed):
+    for k in a:
+      np.testing.assert_array_equal(a[k], b[k])
+  # Two epochs hold twice the pairs of one (up to the dropped remainder).
+  one = len(list(data.batches(seqs, epochs=1)))
+  assert abs(len(full) - 2 * one) <= 1
+
+
+def test_loss_and_gradients_match_autodiff():
+  rng = np.random.default_rng(2)
+  t = tf.constant(rng.normal(size=(6, 4)), tf.float32)
+  c = tf.constant(rng.normal(size=(6, 4)), tf.float32)
+  n = tf.constant(rng.normal(size=(6, 3, 4)), tf.float32)
+  loss, grads = skipgram.loss_and_gradients(t, c, n, global_batch_size=12)
+  with tf.GradientTape() as tape:
+    tape.watch([t, c, n])
+    pos = tf.reduce_sum(t * c, -1)
+    neg = tf.reduce_sum(t[:, None, :] * n, -1)
+    reference = (tf.reduce_sum(
+        tf.nn.sigmoid_cross_entropy_with_logits(tf.ones_like(pos), pos)) +
+                 tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(
+                     tf.zeros_like(neg), neg))) / 12
+  dt, dc, dn = tape.gradient(reference, [t, c, n])
+  np.testing.assert_allclose(loss.numpy(), reference.numpy(), rtol=1e-5)
+  np.testing.assert_allclose(grads['target'], dt, rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(grads['context'], dc, rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(grads['negatives'], dn, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize('field,value', [('batch_size', 0), ('window', -1),
+                                         ('negatives', 1.5),
+                                         ('subsample', 1.0)])
+def test_bad_config_names_the_field(field, value):
+  with pytest.raises(ValueError, match=field):
+    skipgram.SkipGramConfig(**{field: value}).validate()
+
+
+def test_untrained_loss_is_the_loss_of_a_table_that_learned_nothing():
+  config = skipgram.SkipGramConfig(negatives=7)
+  batch, dim = 4, 3
+  # Every logit is 0.
+  loss, _ = skipgram.loss_and_gradients(
+      tf.zeros([batch, dim]), tf.zeros([batch, dim]),
+      tf.zeros([batch, config.negatives, dim]), batch)
+  assert config.untrained_loss() == pytest.approx(float(loss))
+
+
+def test_expected_pairs_match_the_pairs_drawn():
+  """Mean pair count over 200 draws vs the closed form (no subsampling)."""
+  lengths = [1, 2, 3, 7, 40]
+  ids = tf.ragged.constant([list(range(n)) for n in lengths])
+  keep = tf.ones([40])
+  drawn = [int(tf.size(skipgram.skipgram_pairs(
+      ids, keep, 5, tf.constant([s, 0], tf.int64))[0])) for s in range(200)]
+  expected = skipgram.expected_pairs(lengths, 5)
+  assert expected[0] == 0 and expected[1] == pytest.approx(2.0)
+  assert np.mean(drawn) == pytest.approx(expected.sum(), rel=0.03)

@@ -1,0 +1,121 @@
+"""Restores a Model artifact's checkpoint on CPU with `TPUEmbeddingForServing`.
+
+Shared by the validator and the exporter. The restore is checked against the
+spec before any variable is built: every table must be in the checkpoint with
+its spec shape, and the checkpoint may hold no table the spec does not name.
+"""
+
+import dataclasses
+import re
+from typing import Any, Dict, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+
+_TABLE_KEY = re.compile(r'^embedding/([^/.]+)/\.ATTRIBUTES/VARIABLE_VALUE$')
+
+
+class CheckpointError(ValueError):
+  """The checkpoint does not match the spec, or cannot be read."""
+
+
+@dataclasses.dataclass
+class RestoredModel:
+  spec: EmbeddingSpec
+  vocabulary: Optional[vocabulary_file.Vocabulary]
+  checkpoint_path: str
+  embedding: Any  # TPUEmbeddingForServing, built, optimizer=None
+
+  def table(self, name: str) -> tf.Variable:
+    return self.embedding._variables[name]['parameters']  # pylint: disable=protected-access
+
+  def table_numpy(self, name: str) -> np.ndarray:
+    return self.table(name).numpy()
+
+
+def checkpoint_shapes(checkpoint_path: str) -> Dict[str, Any]:
+  """`{key: shape}` of a checkpoint, with a clear error if it cannot be read."""
+  try:
+    return dict(tf.train.list_variables(checkpoint_path))
+  except (tf.errors.OpError, ValueError) as e:
+    raise CheckpointError(
+        f'checkpoint {checkpoint_path} cannot be read ({type(e).__name__}: '
+        f'{str(e).splitlines()[0]})') from e
+
+
+def check_tables(spec: EmbeddingSpec, checkpoint_path: str,
+                 sparsecore: bool = False):
+  """Raises CheckpointError naming the table for any missing/extra/mis-shaped one."""
+  shapes = checkpoint_shapes(checkpoint_path)
+  found = {m.group(1): shapes[k] for k in shapes
+           if (m := _TABLE_KEY.match(k))}
+  expected = {t.name: [t.vocabulary_size, t.dim] for t in spec.tables}
+  for name, want in expected.items():
+    if name not in found:
+      raise CheckpointError(
+          f'checkpoint {checkpoint_path}: table {name!r} (shape {want}) is '
+          f'missing; tables in the checkpoint: {sorted(found) or "none"}')
+    got = list(found[name])
+    # SparseCore layouts pad rows; they may be larger but never smaller.
+    ok = (got == want if not sparsecore else
+          len(got) == 2 and got[0] >= want[0] and got[1] >= want[1])
+    if not ok:
+      raise CheckpointError(
+          f'checkpoint {checkpoint_path}: table {name!r} has shape {got} but '
+          f'the spec says {want}')
+  extra = sorted(set(found) - set(expected))
+  if extra:
+    raise CheckpointError(
+        f'checkpoint {checkpoint_path}: table(s) {extra} are not in the '
+        f'spec (spec tables: {sorted(expected)})')
+
+
+def restore_for_serving(
+    model_uri: str,
+    checkpoint_path: Optional[str] = None,
+    sparsecore_restore_info: Optional[Dict[str, Any]] = None,
+    read_vocabulary: bool = True,
+    tables: Optional[Sequence[str]] = None
+) -> RestoredModel:
+  """Restores tables only (optimizer=None: no slot variable is created).
+
+  `read_vocabulary=False` leaves `vocabulary` None and skips its size check,
+  for callers that stream vocabulary.tsv themselves (a multi-million-token
+  vocabulary as Python strings costs about as much memory as its table).
+  `tables`: restore just these (every table is still checked); the restored
+  spec then holds only them.
+  """
+  spec = EmbeddingSpec.load(model_uri)
+  vocab = vocabulary_file.read(model_uri) if read_vocabulary else None
+  path = checkpoint_path or model_layout.latest_checkpoint(model_uri)
+  check_tables(spec, path, sparsecore=sparsecore_restore_info is not None)
+  if tables is not None:
+    spec = spec.only_tables(tables)
+  if tf.distribute.has_strategy() and 'TPU' in type(
+      tf.distribute.get_strategy()).__name__:
+    raise CheckpointError('restore for serving must run outside TPUStrategy')
+  embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
+      spec.build_feature_config(), optimizer=None,
+      experimental_sparsecore_restore_info=sparsecore_restore_info)
+  try:
+    # Restore before build(): SparseCore layouts are only read this way.
+    status = tf.train.Checkpoint(
+        **{model_layout.EMBEDDING_KEY: embedding}).restore(path)
+    embedding.build()
+    status.assert_existing_objects_matched()
+  # A truncated file raises IndexError ("Read less bytes than requested").
+  except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+    raise CheckpointError(
+        f'checkpoint {path}: restore failed ({type(e).__name__}: '
+        f'{str(e).splitlines()[0]})') from e
+  status.expect_partial()
+  for t in spec.tables:
+    if vocab is not None and len(vocab) != t.vocabulary_size:
+      raise CheckpointError(
+          f'model {model_uri}: vocabulary has {len(vocab)} tokens but table '
+          f'{t.name!r} has {t.vocabulary_size} rows')
+  return RestoredModel(spec, vocab, path, embedding)

@@ -1,0 +1,272 @@
+"""Skip-gram with negative sampling: the training core shared by CPU and TPU.
+
+Everything here is plain TensorFlow and runs the same for both adapters:
+
+* input pipeline: token sequences -> ids through the vocabulary (OOV tokens
+  dropped), frequent-token subsampling, a word2vec "reduced window" around
+  every kept token -> (target, context) pairs, `K` negatives per pair drawn
+  from the unigram^0.75 distribution of the vocabulary counts;
+* the loss on activations and its gradients with respect to the activations.
+
+The batches are `{'target': [B], 'context': [B], 'negatives': [B, K]}` int32
+ids. The CPU adapter looks them up as they are; the TPU adapter enqueues
+`negatives` as `[B, K, 1]` (TPUEmbedding reduces the last dimension of a dense
+input), so both see activations `target [B, D]`, `context [B, D]`,
+`negatives [B, K, D]`.
+
+The pipeline is deterministic given the seed (a seeded per-epoch shuffle, then
+stateless random ops keyed by the chunk index), so a resumed run continues
+exactly where the checkpointed one stopped by skipping the batches it already
+trained on.
+"""
+
+from typing import Dict, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from tpu_embeddings.spec.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
+                                       TARGET_FEATURE)
+from tpu_embeddings.models.skipgram_config import SkipGramConfig
+
+NEGATIVE_SAMPLING_POWER = 0.75
+
+
+def keep_probabilities(counts: Sequence[int], subsample: float) -> np.ndarray:
+  """Per-id probability of keeping a token (word2vec subsampling)."""
+  counts = np.asarray(counts, dtype=np.float64)
+  if subsample <= 0:
+    return np.ones_like(counts, dtype=np.float32)
+  freq = counts / max(counts.sum(), 1.0)
+  with np.errstate(divide='ignore', invalid='ignore'):
+    keep = (np.sqrt(freq / subsample) + 1.0) * subsample / freq
+  keep = np.where(freq > 0, keep, 1.0)
+  return np.minimum(keep, 1.0).astype(np.float32)
+
+
+def negative_sampling_probabilities(counts: Sequence[int],
+                                    power: float = NEGATIVE_SAMPLING_POWER
+                                   ) -> np.ndarray:
+  """unigram^power over ids, normalized (the distribution negatives follow)."""
+  weights = np.power(np.asarray(counts, dtype=np.float64), power)
+  total = weights.sum()
+  if not total > 0:
+    raise ValueError('skip-gram: vocabulary counts are all zero; negatives '
+                     'cannot be sampled')
+  return weights / total
+
+
+def alias_table(probabilities: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+  """Walker/Vose alias table: (accept [V] float32, alias [V] int32).
+
+  Sampling draws a uniform slot i and a uniform u and returns i if
+  u < accept[i] else alias[i]: exact, O(1) per sample, two gathers.
+  """
+  n = len(probabilities)
+  scaled = np.asarray(probabilities, dtype=np.float64) * n
+  accept = np.ones(n, dtype=np.float64)
+  alias = np.arange(n, dtype=np.int64)
+  small = [i for i in range(n) if scaled[i] < 1.0]
+  large = [i for i in range(n) if scaled[i] >= 1.0]
+  while small and large:
+    s, l = small.pop(), large.pop()
+    accept[s] = scaled[s]
+    alias[s] = l
+    scaled[l] -= 1.0 - scaled[s]
+    (small if scaled[l] < 1.0 else large).append(l)
+  # Leftovers are 1 up to rounding.
+  return accept.astype(np.float32), alias.astype(np.int32)
+
+
+def sample_negatives(accept: tf.Tensor, alias: tf.Tensor, shape,
+                     seed) -> tf.Tensor:
+  """int32 ids of `shape` drawn through an alias table (see alias_table)."""
+  seed = tf.cast(seed, tf.int64)
+  slot_seed, coin_seed = tf.unstack(
+      tf.random.experimental.stateless_split(seed, 2))
+  n = tf.shape(accept, out_type=tf.int32)[0]
+  slot = tf.random.stateless_uniform(shape, seed=slot_seed, minval=0,
+                                     maxval=n, dtype=tf.int32)
+  coin = tf.random.stateless_uniform(shape, seed=coin_seed)
+  return tf.where(coin < tf.gather(accept, slot), slot, tf.gather(alias, slot))
+
+
+def id_lookup_table(tokens: Sequence[str]) -> tf.lookup.StaticHashTable:
+  """token -> row id; OOV -> -1 (vocabulary_file.OOV_ID)."""
+  return tf.lookup.StaticHashTable(
+      tf.lookup.KeyValueTensorInitializer(
+          tf.constant(list(tokens), tf.string),
+          tf.range(len(tokens), dtype=tf.int32)),
+      default_value=-1)
+
+
+def skipgram_pairs(ids, keep_prob: tf.Tensor, window: int,
+                   seed) -> Tuple[tf.Tensor, tf.Tensor]:
+  """(target, context) pairs of a ragged batch of id sequences.
+
+  OOV ids (< 0) and subsampled tokens are removed before windows are formed,
+  so they neither appear in pairs nor separate their neighbours (word2vec).
+  `seed` is a stateless seed, shape [2].
+  """
+  if not isinstance(ids, tf.RaggedTensor):  # equal-length sequences batch dense
+    ids = tf.RaggedTensor.from_tensor(ids)
+  seed = tf.cast(seed, tf.int64)
+  keep_seed, window_seed, order_seed = tf.unstack(
+      tf.random.experimental.stateless_split(seed, 3))
+  values = ids.flat_values
+  rows = ids.value_rowids()
+  valid = values >= 0
+  u = tf.random.stateless_uniform(tf.shape(values), seed=keep_seed)
+  keep = valid & (u < tf.gather(keep_prob, tf.maximum(values, 0)))
+  values = tf.boolean_mask(values, keep)
+  rows = tf.boolean_mask(rows, keep)
+  reach = tf.random.stateless_uniform(
+      tf.shape(values), seed=window_seed, minval=1, maxval=window + 1,
+      dtype=tf.int32)
+  # Every kept token is the target of the tokens within its reach on both
+  # sides, clipped to its sequence: offsets -left..-1 and 1..right. Built in
+  # a few ops whatever the window (a loop over distances made the graph, and
+  # its tracing, grow with the window: seconds at window 50).
+  position = tf.range(tf.size(values))
+  first = tf.gather(tf.math.segment_min(position, rows), rows)
+  last = tf.gather(tf.math.segment_max(position, rows), rows)
+  offsets = tf.ragged.range(-tf.minimum(reach, position - first),
+                            tf.minimum(reach, last - position))
+  offset = offsets.flat_values
+  offset += tf.cast(offset >= 0, offset.dtype)
+  target_at = tf.cast(offsets.value_rowids(), tf.int32)
+  target = tf.gather(values, target_at)
+  context = tf.gather(values, target_at + offset)
+  order = tf.random.experimental.stateless_shuffle(
+      tf.range(tf.shape(target)[0]), seed=order_seed)
+  return tf.gather(target, order), tf.gather(context, order)
+
+
+def expected_pairs(kept, window: int) -> np.ndarray:
+  """Expected (target, context) pairs of sequences of `kept` tokens each.
+
+  Every token reaches distance d <= window with probability
+  (window - d + 1) / window (the reduced window), in both directions, within
+  its sequence. `kept` may be fractional (an expected count after
+  subsampling).
+  """
+  kept = np.asarray(kept, dtype=np.float64)
+  total = np.zeros_like(kept)
+  for d in range(1, window + 1):
+    total += 2.0 * np.maximum(kept - d, 0.0) * (window - d + 1) / window
+  return total
+
+
+class SkipGramData:
+  """Turns a dataset of token sequences into skip-gram training batches."""
+
+  def __init__(self, tokens: Sequence[str], counts: Sequence[int],
+               config: SkipGramConfig):
+    if len(tokens) != len(counts) or not tokens:
+      raise ValueError('skip-gram: the vocabulary needs one count per token '
+                       'and at least one token')
+    self.config = config
+    self.vocabulary_size = len(tokens)
+    self._table = id_lookup_table(tokens)
+    self._keep = tf.constant(keep_probabilities(counts, config.subsample))
+    accept, alias = alias_table(negative_sampling_probabilities(counts))
+    self._accept = tf.constant(accept)
+    self._alias = tf.constant(alias)
+
+  def ids(self, tokens: tf.Tensor) -> tf.Tensor:
+    return self._table.lookup(tokens)
+
+  def _pairs(self, index, ids):
+    """Pairs and negatives of chunk `index` (a ragged batch of id sequences)."""
+    c = self.config
+    chunk_seed = tf.random.experimental.stateless_fold_in(
+        tf.constant([c.seed, 0], tf.int64), index)
+    pair_seed, negative_seed = tf.unstack(
+        tf.random.experimental.stateless_split(chunk_seed, 2))
+    target, context = skipgram_pairs(ids, self._keep, c.window, pair_seed)
+    negatives = sample_negatives(
+        self._accept, self._alias,
+        tf.stack([tf.shape(target)[0], c.negatives]), negative_seed)
+    return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
+            NEGATIVES_FEATURE: negatives}
+
+  def pairs_per_epoch(self, sequences: tf.data.Dataset) -> float:
+    """Expected pairs of one pass over `sequences`, from each sequence's
+    expected in-vocabulary tokens kept by subsampling (one read, no pairs)."""
+    def kept(tokens):
+      ids = self._table.lookup(tokens)
+      ids = tf.boolean_mask(ids, ids >= 0)
+      return tf.reduce_sum(tf.gather(self._keep, ids))
+    ds = sequences.map(kept, num_parallel_calls=tf.data.AUTOTUNE).batch(4096)
+    return float(sum(expected_pairs(k.numpy(), self.config.window).sum()
+                     for k in ds))
+
+  def yields_pairs(self, sequences: tf.data.Dataset) -> bool:
+    """Whether one pass over `sequences` gives any (target, context) pair.
+
+    Stops at the first chunk that does; only a dataset giving none (too few
+    in-vocabulary tokens per sequence, or all subsampled away) is read whole.
+    """
+    ds = sequences.map(self._table.lookup).ragged_batch(
+        self.config.sequences_per_chunk).enumerate().map(self._pairs)
+    ds = ds.filter(lambda pairs: tf.size(pairs[TARGET_FEATURE]) > 0).take(1)
+    return any(True for _ in ds)
+
+  def batches(self, sequences: tf.data.Dataset, epochs: int = 0,
+              skip: int = 0) -> tf.data.Dataset:
+    """Training batches of `epochs` passes (0 = endless), after `skip` batches.
+
+    Sequences are shuffled per epoch (seeded), turned into pairs a chunk at a
+    time and re-batched so that every batch has exactly `batch_size` pairs
+    (the static shapes a TPU needs; pairs flow across epoch boundaries and
+    only the remainder of the last epoch is dropped).
+    """
+    c = self.config
+    ds = sequences.shuffle(c.shuffle_buffer, seed=c.seed,
+                           reshuffle_each_iteration=True)
+    ds = ds.repeat(epochs if epochs > 0 else None)
+    ds = ds.map(self._table.lookup, num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True)
+    ds = ds.ragged_batch(c.sequences_per_chunk).enumerate()
+    ds = ds.map(self._pairs, num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True)
+    ds = ds.rebatch(c.batch_size, drop_remainder=True)
+    if skip:
+      ds = ds.skip(skip)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+# -- loss on activations ------------------------------------------------------
+def loss_and_gradients(target: tf.Tensor, context: tf.Tensor,
+                       negatives: tf.Tensor, global_batch_size
+                      ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+  """Negative-sampling loss and its gradients w.r.t. the activations.
+
+  loss = sum_b [softplus(-t_b.c_b) + sum_k softplus(t_b.n_bk)] / global_batch
+
+  Args:
+    target: [B, D] activations of the targets.
+    context: [B, D] activations of the contexts.
+    negatives: [B, K, D] activations of the negatives.
+    global_batch_size: divisor of the summed loss (the global batch on TPU,
+      where each replica holds B = global / replicas pairs).
+
+  Returns:
+    (this replica's share of the loss, {feature: gradient}) with gradients
+    shaped like the activations, as `TPUEmbedding.apply_gradients` expects.
+  """
+  # Batched matmuls, not einsum: on CPU einsum's [B] tiny products cost
+  # about 1.6x as much per step (XLA lowers both to the same dot on TPU).
+  scale = 1.0 / tf.cast(global_batch_size, target.dtype)
+  pos = tf.reduce_sum(target * context, axis=-1)                # [B]
+  neg = tf.squeeze(tf.matmul(negatives, target[:, :, None]), -1)  # [B, K]
+  loss = (tf.reduce_sum(tf.nn.softplus(-pos)) +
+          tf.reduce_sum(tf.nn.softplus(neg))) * scale
+  d_pos = (tf.sigmoid(pos) - 1.0) * scale                       # dL/dpos
+  d_neg = tf.sigmoid(neg) * scale                               # dL/dneg
+  d_target = (d_pos[:, None] * context +
+              tf.squeeze(tf.matmul(d_neg[:, None, :], negatives), 1))
+  d_context = d_pos[:, None] * target
+  d_negatives = d_neg[:, :, None] * target[:, None, :]
+  return loss, {TARGET_FEATURE: d_target, CONTEXT_FEATURE: d_context,
+                NEGATIVES_FEATURE: d_negatives}

@@ -1,0 +1,98 @@
+"""`manifest.json`: what one pushed version holds and where it came from.
+
+    {
+      "format_version": 1,
+      "version": 7,                      pushed version number
+      "kind": "serving" | "hub",
+      "source_model": "<trainer Model URI>",
+      "spans": [3, 4],                   data spans the model was trained on
+      "metrics": {...},                  the blessing's report.json "metrics"
+      "files": {"saved_model.pb": "<sha256>", "variables/...": ...},
+      "sizes": {"saved_model.pb": 81234, ...},   bytes of each file
+      "pipeline_run_id": "...",
+      "pushed_at": "2026-12-01T10:00:00Z",
+      "rollback_of": 5                   only on versions made by a rollback
+    }
+"""
+
+import datetime
+import hashlib
+import json
+from typing import Any, Dict, Iterable, List, Optional
+
+from tpu_embeddings.core import file_system
+
+FORMAT_VERSION = 1
+_CHUNK = 1 << 20
+
+
+def utc_now() -> str:
+  return datetime.datetime.now(datetime.timezone.utc).strftime(
+      '%Y-%m-%dT%H:%M:%SZ')
+
+
+def sha256_file(path: str) -> str:
+  digest = hashlib.sha256()
+  with file_system.open_file(path, 'rb') as f:
+    while True:
+      chunk = f.read(_CHUNK)
+      if not chunk:
+        break
+      digest.update(chunk)
+  return digest.hexdigest()
+
+
+def build(version: int, kind: str, files: Dict[str, str],
+          source_model: str = '', spans: Iterable[int] = (),
+          metrics: Optional[Dict[str, Any]] = None,
+          pipeline_run_id: Optional[str] = None,
+          pushed_at: Optional[str] = None,
+          sizes: Optional[Dict[str, int]] = None,
+          **extra: Any) -> Dict[str, Any]:
+  """A manifest dict; `files` maps relative paths to sha256 hex digests.
+
+  `sizes` maps the same paths to their sizes in bytes: checking them needs
+  no read (tpu_embeddings/push_root/integrity.py).
+  """
+  manifest = {
+      'format_version': FORMAT_VERSION,
+      'version': int(version),
+      'kind': kind,
+      'source_model': source_model or '',
+      'spans': sorted(int(s) for s in spans),
+      'metrics': dict(metrics or {}),
+      'files': dict(sorted(files.items())),
+      'sizes': dict(sorted((sizes or {}).items())),
+      'pipeline_run_id': pipeline_run_id or '',
+      'pushed_at': pushed_at or utc_now(),
+  }
+  manifest.update(extra)
+  return manifest
+
+
+def dumps(manifest: Dict[str, Any]) -> str:
+  return json.dumps(manifest, indent=2, sort_keys=True) + '\n'
+
+
+def verify(directory: str, manifest: Dict[str, Any]) -> List[str]:
+  """Relative paths whose sha256 differs from the manifest or that are missing."""
+  bad = []
+  for rel, digest in manifest.get('files', {}).items():
+    path = f'{directory.rstrip("/")}/{rel}'
+    if not file_system.exists(path) or sha256_file(path) != digest:
+      bad.append(rel)
+  return bad
+
+
+def read_blessing_metrics(blessing_uri: str) -> Dict[str, Any]:
+  """`metrics` of `<blessing uri>/report.json`; {} when absent."""
+  path = f'{blessing_uri.rstrip("/")}/report.json'
+  if not file_system.exists(path):
+    return {}
+  with file_system.open_file(path) as f:
+    try:
+      report = json.load(f)
+    except ValueError as e:
+      raise ValueError(f'blessing report {path} is not valid JSON ({e})') from e
+  metrics = report.get('metrics') if isinstance(report, dict) else None
+  return dict(metrics) if isinstance(metrics, dict) else {}

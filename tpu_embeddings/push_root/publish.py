@@ -1,0 +1,207 @@
+"""Atomic, versioned publishing of the serving model and Hub module.
+
+One push:
+1. reserves the next version number for both kinds
+   (tpu_embeddings/push_root/versions.py);
+2. copies each source into `<root>/<kind>/.tmp-<n>-<token>`: every other file
+   first, then `manifest.json`, then `saved_model.pb` / `tfhub_module.pb`;
+3. moves `hub/.tmp-...` to `hub/<n>`, then `serving/.tmp-...` to
+   `serving/<n>` (so TF Serving only sees `<n>` once the Hub module is there):
+   one atomic rename each on local disk, a copy in the same order (marker
+   file last) on object stores (tpu_embeddings/core/file_system.py);
+4. applies retention (tpu_embeddings/push_root/retention.py).
+
+A push killed at any point leaves only hidden `.tmp-*` directories, a hub
+version without its serving twin, or on an object store a version without its
+marker file; readers never list these (tpu_embeddings/push_root/layout.py), and the
+next push removes the first two.
+"""
+
+import dataclasses
+import uuid
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+
+from tpu_embeddings.push_root import integrity
+from tpu_embeddings.core import file_system
+from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.push_root import manifest as manifest_lib
+from tpu_embeddings.push_root import retention
+from tpu_embeddings.push_root import versions
+
+# Order in which kinds are moved into place: serving last.
+RENAME_ORDER = ('hub', 'serving')
+
+# hook(point, kind) is called at 'reserved', 'copying' (after the first file of
+# a kind), 'before_rename' and 'renamed'; tests use it to kill a push there.
+Hook = Callable[[str, str], None]
+
+# Also importable from here.
+apply_retention = retention.apply_retention
+clean_stale = retention.clean_stale
+reserve_version = versions.reserve_version
+
+
+class PushError(RuntimeError):
+  """A push could not be completed; nothing partial was left visible."""
+
+
+@dataclasses.dataclass
+class Published:
+  version: int
+  dirs: Dict[str, str]              # kind -> version directory
+  manifests: Dict[str, Dict[str, Any]]  # kind -> manifest
+
+
+def _written_last(kind: str) -> Sequence[str]:
+  """The manifest, then the marker file(s): written last, in this order.
+
+  A version is complete only once they are all there.
+  """
+  return tuple(dict.fromkeys((push_layout.MANIFEST_FILENAME, 'saved_model.pb',
+                              push_layout.MARKER_FILES[kind])))
+
+
+def _copy_version(src: str, dst: str, kind: str, number: int,
+                  fields: Mapping[str, Any], hook: Hook) -> Dict[str, Any]:
+  """Copies `src` into `dst` with a new manifest, in `_written_last` order."""
+  join = file_system.join
+  files = [f for f in file_system.list_files(src)
+           if f != push_layout.MANIFEST_FILENAME]
+  last = _written_last(kind)
+  # The manifest holds the checksums of the files copied after it.
+  after = [f for f in last if f in files]
+  checksums = {f: manifest_lib.sha256_file(join(src, f)) for f in after}
+  file_system.makedirs(dst)
+  order = file_system.copy_order(files + [push_layout.MANIFEST_FILENAME], last)
+  for i, rel in enumerate(order):
+    if rel == push_layout.MANIFEST_FILENAME:
+      manifest = manifest_lib.build(
+          number, kind, checksums,
+          sizes=integrity.file_sizes(src, files), **fields)
+      file_system.write_text(join(dst, rel), manifest_lib.dumps(manifest))
+    elif rel in after:
+      if file_system.copy_file(join(src, rel), join(dst, rel)) != checksums[rel]:
+        raise PushError(f'{join(src, rel)} changed while it was being pushed')
+    else:
+      checksums[rel] = file_system.copy_file(join(src, rel), join(dst, rel))
+      if i == 0:
+        hook('copying', kind)
+  return manifest
+
+
+def _move_into_place(tmp: str, final: str, kind: str):
+  if file_system.exists(final):
+    raise PushError(f'{final} already exists; refusing to overwrite a version')
+  file_system.move_dir(tmp, final, last=_written_last(kind))
+
+
+def _no_hook(point: str, kind: str):
+  del point, kind
+
+
+def prepare_root(root: str) -> str:
+  """Validates the root and creates its kind directories."""
+  root = push_layout.check_root(root)
+  if file_system.exists(root) and not file_system.isdir(root):
+    raise PushError(f'push root {root} exists and is not a directory')
+  for kind in push_layout.KINDS:
+    # kind_dir raises if <root>/<kind> is a symlink out of the root.
+    file_system.makedirs(push_layout.kind_dir(root, kind))
+  return root
+
+
+def check_sources(sources: Mapping[str, str]):
+  if set(sources) != set(push_layout.KINDS):
+    raise ValueError(f'publish needs one source per kind {push_layout.KINDS}, '
+                     f'got {sorted(sources)}')
+  for kind, src in sources.items():
+    marker = push_layout.MARKER_FILES[kind]
+    if not src or not file_system.isdir(src):
+      raise FileNotFoundError(f'{kind} source {src!r} is not a directory')
+    if not file_system.exists(file_system.join(src, marker)):
+      raise FileNotFoundError(
+          f'{kind} source {src} has no {marker}; expected a '
+          f'{"TF2 SavedModel" if kind == "serving" else "TF1 Hub module"} '
+          'directory')
+
+
+def publish(root: str,
+            sources: Mapping[str, str],
+            fields: Optional[Mapping[str, Any]] = None,
+            keep_versions: int = 0,
+            hook: Optional[Hook] = None) -> Published:
+  """Publishes `sources` ({'serving': dir, 'hub': dir}) as one new version.
+
+  `fields` go into both manifests (source_model, spans, metrics,
+  pipeline_run_id, ...). Returns the version and its directories.
+  """
+  if keep_versions < 0:
+    raise ValueError(f'keep_versions must be >= 0, got {keep_versions}')
+  check_sources(sources)
+  root = prepare_root(root)
+  hook = hook or _no_hook
+  fields = dict(fields or {})
+  fields.setdefault('pushed_at', manifest_lib.utc_now())
+  token = uuid.uuid4().hex[:12]
+  with versions.reserve_version(root) as number:
+    hook('reserved', '')
+    retention.clean_stale(root)
+    temps = {k: file_system.join(push_layout.kind_dir(root, k),
+                                 versions.temp_name(number, token))
+             for k in push_layout.KINDS}
+    finals = {k: push_layout.version_dir(root, k, number)
+              for k in push_layout.KINDS}
+    manifests, renamed = {}, []
+    try:
+      for kind in RENAME_ORDER:
+        manifests[kind] = _copy_version(sources[kind], temps[kind], kind,
+                                        number, fields, hook)
+      for kind in RENAME_ORDER:
+        hook('before_rename', kind)
+        _move_into_place(temps[kind], finals[kind], kind)
+        renamed.append(kind)
+        hook('renamed', kind)
+    except BaseException:
+      for kind in push_layout.KINDS:
+        file_system.remove_tree(temps[kind], ignore_errors=True)
+      for kind in renamed:  # A hub version without its serving twin.
+        retention.retire(finals[kind])
+      raise
+  retention.apply_retention(root, keep_versions)
+  return Published(number, finals, manifests)
+
+
+def rollback(root: str, to_version: int,
+             pipeline_run_id: str = '',
+             keep_versions: int = 0,
+             hook: Optional[Hook] = None) -> Published:
+  """Re-publishes complete version `to_version` as a new, highest version.
+
+  TF Serving serves the highest version, so this makes the old model the
+  served one again without touching any existing directory.
+  """
+  root = push_layout.check_root(root)
+  number = push_layout.parse_version(to_version)
+  if not push_layout.is_complete(root, number):
+    raise FileNotFoundError(
+        f'push root {root}: cannot roll back to version {number}: it is not a '
+        f'complete pushed version; complete versions: '
+        f'{push_layout.list_versions(root, "serving") or "none"}')
+  sources = {k: push_layout.version_dir(root, k, number)
+             for k in push_layout.KINDS}
+  old = push_layout.read_manifest(root, 'serving', number)
+  for kind, src in sources.items():
+    bad = manifest_lib.verify(src, push_layout.read_manifest(root, kind,
+                                                             number))
+    if bad:
+      raise PushError(
+          f'push root {root}: version {number} ({kind}) does not match its '
+          f'manifest ({", ".join(bad[:3])}); pick another version')
+  fields = {
+      'source_model': old.get('source_model', ''),
+      'spans': old.get('spans', []),
+      'metrics': old.get('metrics', {}),
+      'pipeline_run_id': pipeline_run_id,
+      'rollback_of': number,
+  }
+  return publish(root, sources, fields, keep_versions=keep_versions, hook=hook)
