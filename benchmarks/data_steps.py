@@ -81,12 +81,13 @@ def pipeline_pass(data_root: str, home: str, beam_args) -> dict:
   from tfx.orchestration import metadata
   from tfx.orchestration import pipeline as tfx_pipeline
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+
   from components.corpus_example_gen.component import corpus_example_gen
-  from components.vocabulary.component import Vocabulary
+  from components.vocabulary.component import VocabularyGen
   from pipelines.local import runner as local_runner
   # pylint: enable=g-import-not-at-top
   example_gen = corpus_example_gen(data_root)
-  vocabulary = Vocabulary(examples=example_gen.outputs['examples'])
+  vocabulary = VocabularyGen(examples=example_gen.outputs['examples'])
   pipeline = tfx_pipeline.Pipeline(
       pipeline_name='data-steps', pipeline_root=os.path.join(home, 'root'),
       components=[example_gen, vocabulary], enable_cache=False,

@@ -52,9 +52,8 @@ import time
 
 from benchmarks import synthetic_model
 from tpu_embeddings.core import huge_pages
-from tests.support import paths
 
-_ROOT = paths.REPO
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _rss() -> int:
@@ -73,7 +72,9 @@ def _report(start: float, base_rss: int, **extra):
 
 def _export(model_uri: str, out: str):
   import logging  # pylint: disable=g-import-not-at-top
+
   from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+
   from components.exporter import executor  # pylint: disable=g-import-not-at-top
   phases = []
 
@@ -96,6 +97,7 @@ def _export(model_uri: str, out: str):
 def _peer_tf2(model_uri: str, out: str):
   """Peer (a): a tf.Module with the table and a `lookup` signature."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.spec.embedding_spec import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
@@ -125,6 +127,7 @@ def _peer_hub(model_uri: str, out: str):
   """Peer (b): TF Hub's text-embedding exporter recipe (placeholder + assign)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+
   from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.spec.embedding_spec import TOKENS_TABLE  # pylint: disable=g-import-not-at-top

@@ -37,13 +37,13 @@ import statistics
 import tempfile
 import time
 
-from gensim.models import KeyedVectors
 import numpy as np
 import tensorflow as tf
+from gensim.models import KeyedVectors
 
 from benchmarks import synthetic_model
-from tpu_embeddings.artifacts import checkpoint_restore
 from components.exporter import serving_export
+from tpu_embeddings.artifacts import checkpoint_restore
 
 _TARGET = 1.5
 

@@ -10,6 +10,7 @@ import os
 def write_model(model_uri: str, rows: int, dim: int,
                 optimizer: str = 'sgd') -> None:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.spec.embedding_spec import skipgram_spec  # pylint: disable=g-import-not-at-top

@@ -72,10 +72,11 @@ def gensim_run(corpus_file, dim, window, negatives, epochs, seed):
 def pipeline_run(corpus, home, dim, window, negatives, epochs, seed):
   """Runs the local pipeline; returns its summary and the trained table."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+
   from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
   from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
   config = config_lib.PipelineConfig.from_dict({
       'table.dim': dim, 'trainer.window': window,
       'trainer.negatives': negatives, 'trainer.epochs': epochs,

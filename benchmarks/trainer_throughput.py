@@ -24,10 +24,12 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tpu_embeddings.models import skipgram
-from tpu_embeddings.spec.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
-                                       TARGET_FEATURE, skipgram_spec)
 from components.trainer.cpu_adapter import CpuAdapter
+from tpu_embeddings.models import skipgram
+from tpu_embeddings.spec.embedding_spec import CONTEXT_FEATURE
+from tpu_embeddings.spec.embedding_spec import NEGATIVES_FEATURE
+from tpu_embeddings.spec.embedding_spec import TARGET_FEATURE
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 
 def make_batches(vocabulary_size: int, batch_size: int, negatives: int,

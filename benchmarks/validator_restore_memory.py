@@ -29,7 +29,7 @@ import tempfile
 
 from benchmarks import synthetic_model
 
-_ROOT = paths.REPO
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _CHILD = r'''
 import json, os, sys
@@ -37,7 +37,6 @@ import tensorflow as tf
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-from tests.support import paths
 
 def rss():
   with open('/proc/self/statm') as f:

@@ -4,14 +4,16 @@ from typing import Any, List, Optional
 
 from tfx.orchestration import pipeline as tfx_pipeline
 
+from components import keys
 from components.corpus_example_gen.component import corpus_example_gen
 from components.exporter.component import EmbeddingExporter
 from components.pusher.component import EmbeddingPusher
 from components.trainer.component import EmbeddingTrainer
 from components.validator.component import CheckpointValidator
-from components.vocabulary.component import Vocabulary
+from components.vocabulary.component import VocabularyGen
 from pipelines.config import PIPELINE_NAME
 from pipelines.config import PipelineConfig
+
 
 def create_components(data_root: str, push_root: str, config: PipelineConfig,
                       warm_start_uri: str = '',
@@ -23,29 +25,31 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
   """
   config.check_local_files()
   example_gen = corpus_example_gen(data_root, config.example_gen)
-  vocabulary = Vocabulary(examples=example_gen.outputs['examples'],
-                          config=config.vocabulary)
+  # Node id `Vocabulary`, as before the component was named VocabularyGen:
+  # homes, ML Metadata contexts and Kubeflow task names keep it.
+  vocabulary = VocabularyGen(examples=example_gen.outputs[keys.EXAMPLES],
+                             config=config.vocabulary).with_id('Vocabulary')
   trainer_config = config.trainer_config()
   if warm_start_uri:
     trainer_config = trainer_config.replace(warm_start_uri=warm_start_uri)
   trainer = EmbeddingTrainer(
-      examples=example_gen.outputs['examples'],
-      vocabulary=vocabulary.outputs['vocabulary'],
+      examples=example_gen.outputs[keys.EXAMPLES],
+      vocabulary=vocabulary.outputs[keys.VOCABULARY],
       push_root=push_root, resume_root=resume_root, config=trainer_config)
   validator = CheckpointValidator(
-      model=trainer.outputs['model'],
-      examples=example_gen.outputs['examples'],
-      vocabulary=vocabulary.outputs['vocabulary'],
+      model=trainer.outputs[keys.MODEL],
+      examples=example_gen.outputs[keys.EXAMPLES],
+      vocabulary=vocabulary.outputs[keys.VOCABULARY],
       push_root=push_root, config=config.validator)
   # Export only what the validator blessed: a refused model may not even
   # be exportable (NaN rows fail the exports' load check).
-  exporter = EmbeddingExporter(model=trainer.outputs['model'],
-                               model_blessing=validator.outputs['blessing'],
+  exporter = EmbeddingExporter(model=trainer.outputs[keys.MODEL],
+                               model_blessing=validator.outputs[keys.BLESSING],
                                config=config.exporter)
   pusher = EmbeddingPusher(
-      serving_model=exporter.outputs['serving_model'],
-      hub_module=exporter.outputs['hub_module'],
-      model_blessing=validator.outputs['blessing'],
+      serving_model=exporter.outputs[keys.SERVING_MODEL],
+      hub_module=exporter.outputs[keys.HUB_MODULE],
+      model_blessing=validator.outputs[keys.BLESSING],
       push_root=push_root, config=config.pusher)
   return [example_gen, vocabulary, trainer, validator, exporter, pusher]
 

@@ -3,6 +3,7 @@
 from typing import Optional
 
 from google.protobuf import struct_pb2
+
 # Import the one component class: `tfx.v1` / `tfx.components` import every
 # TFX component and its cloud extensions (tens of seconds).
 from tfx.components.example_gen.component import FileBasedExampleGen
@@ -10,6 +11,7 @@ from tfx.dsl.components.base import executor_spec
 from tfx.proto import example_gen_pb2
 from tfx.proto import range_config_pb2
 
+from components import keys
 from components.corpus_example_gen import executor
 from components.corpus_example_gen.config import ExampleGenConfig
 
@@ -28,8 +30,8 @@ def corpus_example_gen(input_base: str,
   config = (config or ExampleGenConfig()).replace(**settings_by_name)
   pattern = config.pattern
   struct = struct_pb2.Struct()
-  struct.update({executor.SPAN_WINDOW_KEY: config.span_window,
-                 executor.PATTERN_KEY: pattern})
+  struct.update({keys.SPAN_WINDOW: config.span_window,
+                 keys.PATTERN: pattern})
   custom_config = example_gen_pb2.CustomConfig()
   custom_config.custom_config.Pack(struct)
   range_config = None

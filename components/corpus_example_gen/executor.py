@@ -16,29 +16,30 @@ import itertools
 import re
 from typing import Any, Dict, Iterable, List
 
-from absl import logging
 import apache_beam as beam
-from apache_beam.options import pipeline_options
 import tensorflow as tf
+from absl import logging
+from apache_beam.options import pipeline_options
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.example_gen import write_split
-from tfx.components.example_gen.base_example_gen_executor import BaseExampleGenExecutor
+from tfx.components.example_gen.base_example_gen_executor import (
+  BaseExampleGenExecutor,
+)
 from tfx.components.util import examples_utils
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
-from tpu_embeddings.artifacts import examples_io
-from tpu_embeddings.core import text
+from components import keys
 from components.corpus_example_gen import parallel
 from components.corpus_example_gen import ranges as ranges_lib
 from components.corpus_example_gen import transforms
 from components.corpus_example_gen.encode import EncodingError
 from components.corpus_example_gen.encode import not_utf8_text
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.core import text
 
-SPAN_WINDOW_KEY = 'span_window'
-PATTERN_KEY = 'pattern'
 METRICS_NAMESPACE = transforms.METRICS_NAMESPACE
 # Bytes of each file checked for a byte order mark, NULs and invalid UTF-8
 # before the pipeline starts.
@@ -58,7 +59,8 @@ def parse_custom_config(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
     config = raw
   if not config.HasField('custom_config'):
     return {}
-  from google.protobuf import json_format, struct_pb2  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from google.protobuf import struct_pb2  # pylint: disable=g-import-not-at-top,g-multiple-import
   struct = struct_pb2.Struct()
   config.custom_config.Unpack(struct)
   return json_format.MessageToDict(struct)
@@ -69,7 +71,7 @@ def span_patterns(exec_properties: Dict[str, Any], split_pattern: str,
   """The file patterns to read: the resolved span, plus earlier spans when a
   `span_window` > 1 is configured (spans that do not exist are skipped)."""
   config = parse_custom_config(exec_properties)
-  window = int(config.get(SPAN_WINDOW_KEY, 1))
+  window = int(config.get(keys.SPAN_WINDOW, 1))
   if window < 1:
     raise ValueError(f'corpus ExampleGen: span_window must be >= 1, got '
                      f'{window}')
@@ -77,7 +79,7 @@ def span_patterns(exec_properties: Dict[str, Any], split_pattern: str,
   span = exec_properties.get(example_gen_utils.SPAN_PROPERTY_NAME)
   # The driver replaces {SPAN} in input_config; the template travels in
   # custom_config.
-  template = config.get(PATTERN_KEY, '')
+  template = config.get(keys.PATTERN, '')
   if window > 1 and span is not None and re.search(
       example_gen_utils.SPAN_FULL_REGEX, template):
     for earlier in range(int(span) - 1, max(int(span) - window, -1), -1):

@@ -14,18 +14,17 @@ import os
 import uuid
 from typing import List, Sequence
 
-from absl import logging
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import tensorflow as tf
+from absl import logging
 
-from tpu_embeddings.artifacts import examples_io
-
-from tpu_embeddings.core import text
 from components.corpus_example_gen import encode
 from components.corpus_example_gen import ranges as ranges_lib
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.core import text
 
 METRICS_NAMESPACE = 'corpus_example_gen'
 FILE_PREFIX = 'data_tfrecord'  # TFX's name (write_split.DEFAULT_FILE_NAME)

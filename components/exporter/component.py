@@ -9,9 +9,10 @@ from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
-from tpu_embeddings.core import settings
+from components import keys
 from components.exporter import executor
 from components.exporter.config import ExporterConfig
+from tpu_embeddings.core import settings
 
 
 class EmbeddingExporterSpec(types.ComponentSpec):
@@ -19,14 +20,14 @@ class EmbeddingExporterSpec(types.ComponentSpec):
       settings.CONFIG_KEY: ExecutionParameter(type=str),
   }
   INPUTS = {
-      executor.MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
-      executor.MODEL_BLESSING_KEY: ChannelParameter(
+      keys.MODEL: ChannelParameter(type=standard_artifacts.Model),
+      keys.MODEL_BLESSING: ChannelParameter(
           type=standard_artifacts.ModelBlessing, optional=True),
   }
   OUTPUTS = {
-      executor.SERVING_MODEL_KEY: ChannelParameter(
+      keys.SERVING_MODEL: ChannelParameter(
           type=standard_artifacts.Model),
-      executor.HUB_MODULE_KEY: ChannelParameter(type=standard_artifacts.Model),
+      keys.HUB_MODULE: ChannelParameter(type=standard_artifacts.Model),
   }
 
 

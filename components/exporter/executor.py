@@ -37,26 +37,19 @@ from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
-from tpu_embeddings.artifacts import checkpoint_restore
-from tpu_embeddings.spec import embedding_spec
-from tpu_embeddings.core import file_system
-from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.artifacts import vocabulary_file
+from components import keys
 from components.exporter import canaries
 from components.exporter import fresh_process
 from components.exporter import hub_export
 from components.exporter import serving_export
 from components.exporter import token_ids
 from components.exporter.config import ExporterConfig
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.core import file_system
+from tpu_embeddings.spec import embedding_spec
 
-MODEL_KEY = 'model'
-MODEL_BLESSING_KEY = 'model_blessing'
-SERVING_MODEL_KEY = 'serving_model'
-HUB_MODULE_KEY = 'hub_module'
-SOURCE_MODEL_PROPERTY = 'source_model'
-# 1 on outputs holding an export, 0 when the model was not blessed.
-EXPORTED_PROPERTY = 'exported'
-BLESSED_PROPERTY = 'blessed'
 # Table size from which the Hub module is load-checked in its own process.
 SEPARATE_HUB_CHECK_BYTES = 1 << 30
 
@@ -201,15 +194,15 @@ class Executor(base_executor.BaseExecutor):
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> Optional[Any]:
     self._log_startup(input_dict, output_dict, exec_properties)
-    model = artifact_utils.get_single_instance(input_dict[MODEL_KEY])
+    model = artifact_utils.get_single_instance(input_dict[keys.MODEL])
     serving = artifact_utils.get_single_instance(
-        output_dict[SERVING_MODEL_KEY])
+        output_dict[keys.SERVING_MODEL])
     hub_module = artifact_utils.get_single_instance(
-        output_dict[HUB_MODULE_KEY])
+        output_dict[keys.HUB_MODULE])
     config = ExporterConfig.from_exec_properties(exec_properties)
-    blessings = input_dict.get(MODEL_BLESSING_KEY) or []
+    blessings = input_dict.get(keys.MODEL_BLESSING) or []
     exported = not blessings or all(
-        b.get_int_custom_property(BLESSED_PROPERTY) == 1 for b in blessings)
+        b.get_int_custom_property(keys.BLESSED) == 1 for b in blessings)
     if exported:
       export_model(model.uri, serving.uri, hub_module.uri,
                    num_oov_buckets=config.num_oov_buckets,
@@ -218,5 +211,5 @@ class Executor(base_executor.BaseExecutor):
       logging.info('Model %s is not blessed (%s); nothing exported.',
                    model.uri, ', '.join(b.uri for b in blessings))
     for artifact in (serving, hub_module):
-      artifact.set_string_custom_property(SOURCE_MODEL_PROPERTY, model.uri)
-      artifact.set_int_custom_property(EXPORTED_PROPERTY, int(exported))
+      artifact.set_string_custom_property(keys.SOURCE_MODEL, model.uri)
+      artifact.set_int_custom_property(keys.EXPORTED, int(exported))

@@ -17,9 +17,9 @@ import tempfile
 import time
 from typing import List, Optional
 
-from tpu_embeddings.core import huge_pages
 from components.exporter import load_check
 from components.exporter.canaries import Canary
+from tpu_embeddings.core import huge_pages
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

@@ -40,10 +40,10 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.core import text
-from tpu_embeddings.artifacts import vocabulary_file
 from components.exporter import token_ids
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.core import text
 
 EMBEDDINGS_VARIABLE = 'embeddings'
 OOV_VARIABLE = 'oov_embeddings'

@@ -13,8 +13,8 @@ import os
 
 import numpy as np
 
-from tpu_embeddings.artifacts import serving_contract
 from components.exporter.canaries import Canary
+from tpu_embeddings.artifacts import serving_contract
 
 KINDS = ('serving', 'hub')
 RTOL, ATOL = 1e-5, 1e-6

@@ -44,13 +44,13 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.core import text
-from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.artifacts.checkpoint_restore import RestoredModel
 from components.exporter import token_ids
 from components.exporter import vocabulary_resources
 from components.exporter import warmup
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.artifacts.checkpoint_restore import RestoredModel
+from tpu_embeddings.core import text
 
 # Name of the table variable inside the SavedModel (its checkpoint key is
 # `<TABLE_ATTRIBUTE>/.ATTRIBUTES/VARIABLE_VALUE` in variables/).

@@ -11,8 +11,8 @@ import uuid
 
 import tensorflow as tf
 
-from tpu_embeddings.artifacts import vocabulary_file
 from components.exporter import token_ids
+from tpu_embeddings.artifacts import vocabulary_file
 
 
 def _shared_name(kind: str) -> str:
@@ -112,4 +112,4 @@ class TokenStrings(tf.saved_model.experimental.TrackableResource):
 def _create_now(resource: tf.saved_model.experimental.TrackableResource):
   """Creates the (empty) resource eagerly, so every signature captures it."""
   with tf.init_scope():
-    resource.resource_handle  # pylint: disable=pointless-statement
+    resource.resource_handle  # noqa: B018  pylint: disable=pointless-statement

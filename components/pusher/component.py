@@ -9,28 +9,29 @@ from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
-from tpu_embeddings.push_root import layout as push_layout
-from tpu_embeddings.core import settings
+from components import keys
 from components.pusher import executor
 from components.pusher.config import PusherConfig
+from tpu_embeddings.core import settings
+from tpu_embeddings.push_root import layout as push_layout
 
 
 class EmbeddingPusherSpec(types.ComponentSpec):
   PARAMETERS = {
-      executor.PUSH_ROOT_KEY: ExecutionParameter(type=str),
+      keys.PUSH_ROOT: ExecutionParameter(type=str),
       settings.CONFIG_KEY: ExecutionParameter(type=str),
   }
   INPUTS = {
-      executor.SERVING_MODEL_KEY: ChannelParameter(
+      keys.SERVING_MODEL: ChannelParameter(
           type=standard_artifacts.Model),
-      executor.HUB_MODULE_KEY: ChannelParameter(type=standard_artifacts.Model),
-      executor.MODEL_BLESSING_KEY: ChannelParameter(
+      keys.HUB_MODULE: ChannelParameter(type=standard_artifacts.Model),
+      keys.MODEL_BLESSING: ChannelParameter(
           type=standard_artifacts.ModelBlessing),
   }
   OUTPUTS = {
-      executor.PUSHED_SERVING_KEY: ChannelParameter(
+      keys.PUSHED_SERVING: ChannelParameter(
           type=standard_artifacts.PushedModel),
-      executor.PUSHED_HUB_KEY: ChannelParameter(
+      keys.PUSHED_HUB: ChannelParameter(
           type=standard_artifacts.PushedModel),
   }
 

@@ -8,30 +8,18 @@ from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
+from components import keys
+from components.pusher.config import PusherConfig
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import publish
-from components.pusher.config import PusherConfig
-
-SERVING_MODEL_KEY = 'serving_model'
-HUB_MODULE_KEY = 'hub_module'
-MODEL_BLESSING_KEY = 'model_blessing'
-PUSHED_SERVING_KEY = 'pushed_serving'
-PUSHED_HUB_KEY = 'pushed_hub'
-PUSH_ROOT_KEY = 'push_root'
-
-# The TFX Pusher's output properties.
-PUSHED_PROPERTY = 'pushed'
-PUSHED_DESTINATION_PROPERTY = 'pushed_destination'
-PUSHED_VERSION_PROPERTY = 'pushed_version'
-SOURCE_MODEL_PROPERTY = 'source_model'
 
 
 def _source_model(artifact: types.Artifact) -> str:
-  if artifact.has_custom_property(SOURCE_MODEL_PROPERTY):
-    return artifact.get_string_custom_property(SOURCE_MODEL_PROPERTY)
+  if artifact.has_custom_property(keys.SOURCE_MODEL):
+    return artifact.get_string_custom_property(keys.SOURCE_MODEL)
   return ''
 
 
@@ -66,24 +54,24 @@ class Executor(base_executor.BaseExecutor):
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
-    serving = artifact_utils.get_single_instance(input_dict[SERVING_MODEL_KEY])
-    hub = artifact_utils.get_single_instance(input_dict[HUB_MODULE_KEY])
+    serving = artifact_utils.get_single_instance(input_dict[keys.SERVING_MODEL])
+    hub = artifact_utils.get_single_instance(input_dict[keys.HUB_MODULE])
     blessing = artifact_utils.get_single_instance(
-        input_dict[MODEL_BLESSING_KEY])
+        input_dict[keys.MODEL_BLESSING])
     outputs = {
         'serving': artifact_utils.get_single_instance(
-            output_dict[PUSHED_SERVING_KEY]),
-        'hub': artifact_utils.get_single_instance(output_dict[PUSHED_HUB_KEY]),
+            output_dict[keys.PUSHED_SERVING]),
+        'hub': artifact_utils.get_single_instance(output_dict[keys.PUSHED_HUB]),
     }
-    root = push_layout.check_root(exec_properties.get(PUSH_ROOT_KEY) or '')
+    root = push_layout.check_root(exec_properties.get(keys.PUSH_ROOT) or '')
     keep = PusherConfig.from_exec_properties(
-        exec_properties, wiring=[PUSH_ROOT_KEY]).keep_versions
+        exec_properties, wiring=[keys.PUSH_ROOT]).keep_versions
 
     if blessing.get_int_custom_property('blessed') != 1:
       logging.info('Model blessing %s is not blessed; nothing pushed.',
                    blessing.uri)
       for artifact in outputs.values():
-        artifact.set_int_custom_property(PUSHED_PROPERTY, 0)
+        artifact.set_int_custom_property(keys.PUSHED, 0)
       return
 
     run_id = self._context.pipeline_run_id if self._context else ''
@@ -92,12 +80,12 @@ class Executor(base_executor.BaseExecutor):
                'hub': hub.uri}
     result = publish.publish(root, sources, fields, keep_versions=keep)
     for kind, artifact in outputs.items():
-      artifact.set_int_custom_property(PUSHED_PROPERTY, 1)
-      artifact.set_string_custom_property(PUSHED_DESTINATION_PROPERTY,
+      artifact.set_int_custom_property(keys.PUSHED, 1)
+      artifact.set_string_custom_property(keys.PUSHED_DESTINATION,
                                           result.dirs[kind])
-      artifact.set_string_custom_property(PUSHED_VERSION_PROPERTY,
+      artifact.set_string_custom_property(keys.PUSHED_VERSION,
                                           str(result.version))
-      artifact.set_string_custom_property(SOURCE_MODEL_PROPERTY,
+      artifact.set_string_custom_property(keys.SOURCE_MODEL,
                                           fields['source_model'])
       # A copy of the manifest in the output artifact, for lineage readers.
       import tensorflow as tf  # pylint: disable=g-import-not-at-top

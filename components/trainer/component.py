@@ -20,29 +20,30 @@ from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
 from components import artifact_types
-from tpu_embeddings.core import settings
-from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from components import keys
 from components.trainer import executor
 from components.trainer.config import TrainerConfig
+from tpu_embeddings.core import settings
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 
 class EmbeddingTrainerSpec(types.ComponentSpec):
   """Inputs, parameters and outputs of EmbeddingTrainer."""
   PARAMETERS = {
       settings.CONFIG_KEY: ExecutionParameter(type=str),
-      executor.PUSH_ROOT_KEY: ExecutionParameter(type=str, optional=True),
-      executor.RESUME_ROOT_KEY: ExecutionParameter(type=str, optional=True),
+      keys.PUSH_ROOT: ExecutionParameter(type=str, optional=True),
+      keys.RESUME_ROOT: ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
-      executor.EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
-      executor.VOCABULARY_KEY: ChannelParameter(
+      keys.EXAMPLES: ChannelParameter(type=standard_artifacts.Examples),
+      keys.VOCABULARY: ChannelParameter(
           type=artifact_types.Vocabulary),
-      executor.BASE_MODEL_KEY: ChannelParameter(
+      keys.BASE_MODEL: ChannelParameter(
           type=standard_artifacts.Model, optional=True),
   }
   OUTPUTS = {
-      executor.MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
-      executor.MODEL_RUN_KEY: ChannelParameter(
+      keys.MODEL: ChannelParameter(type=standard_artifacts.Model),
+      keys.MODEL_RUN: ChannelParameter(
           type=standard_artifacts.ModelRun),
   }
 

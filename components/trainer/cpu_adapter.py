@@ -17,11 +17,13 @@ from typing import Dict, List, Optional
 import tensorflow as tf
 
 from components.trainer import embedding_optimizers
-from tpu_embeddings.models import skipgram
-from tpu_embeddings.spec.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
-                                       TARGET_FEATURE, EmbeddingSpec)
 from components.trainer import training_loop
 from components.trainer.learning_rate import LinearDecay
+from tpu_embeddings.models import skipgram
+from tpu_embeddings.spec.embedding_spec import CONTEXT_FEATURE
+from tpu_embeddings.spec.embedding_spec import NEGATIVES_FEATURE
+from tpu_embeddings.spec.embedding_spec import TARGET_FEATURE
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 
 class CpuAdapter:

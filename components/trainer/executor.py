@@ -17,17 +17,13 @@ import os
 import time
 from typing import Any, Dict, List
 
-from absl import logging
 import tensorflow as tf
+from absl import logging
 from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
-from tpu_embeddings.artifacts import examples_io
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.models import skipgram
-from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import EmbeddingSpec, skipgram_tables
+from components import keys
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
 from components.trainer import device
@@ -38,25 +34,16 @@ from components.trainer import tpu_adapter
 from components.trainer import training_loop
 from components.trainer import warm_start
 from components.trainer.config import TrainerConfig
-
-# Input / output keys.
-EXAMPLES_KEY = 'examples'
-VOCABULARY_KEY = 'vocabulary'
-BASE_MODEL_KEY = 'base_model'
-MODEL_KEY = 'model'
-MODEL_RUN_KEY = 'model_run'
-TRAIN_SPLIT = 'train'
-EVAL_SPLIT = 'eval'
-SPAN_PROPERTY = 'span'
-# Execution parameter: the push root whose latest version is the warm start
-# (used when TrainerConfig.warm_start_from_pushed).
-PUSH_ROOT_KEY = 'push_root'
-# Execution parameter: the folder of resume pointers (resume.py); '' = none.
-RESUME_ROOT_KEY = 'resume_root'
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.models import skipgram
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.spec.embedding_spec import skipgram_tables
 
 
 def resolve_spec(spec: EmbeddingSpec,
-                 vocabulary: vocabulary_file.Vocabulary) -> EmbeddingSpec:
+                 vocabulary: vocabulary_file.TokenCounts) -> EmbeddingSpec:
   """The spec with its tables sized from the vocabulary, checked."""
   skipgram_tables(spec)
   for table in spec.tables:
@@ -75,15 +62,15 @@ def resolve_spec(spec: EmbeddingSpec,
 def examples_spans(examples: List[types.Artifact]) -> List[int]:
   spans = set()
   for artifact in examples:
-    if artifact.has_custom_property(SPAN_PROPERTY):
-      spans.add(int(artifact.get_int_custom_property(SPAN_PROPERTY)))
-    elif artifact.has_property(SPAN_PROPERTY):
-      spans.add(int(getattr(artifact, SPAN_PROPERTY)))
+    if artifact.has_custom_property(keys.SPAN):
+      spans.add(int(artifact.get_int_custom_property(keys.SPAN)))
+    elif artifact.has_property(keys.SPAN):
+      spans.add(int(getattr(artifact, keys.SPAN)))
   return sorted(spans)
 
 
 def sequences_of(examples: List[types.Artifact],
-                 split: str = TRAIN_SPLIT) -> tf.data.Dataset:
+                 split: str = keys.TRAIN_SPLIT) -> tf.data.Dataset:
   datasets = [examples_io.token_dataset(a.uri, split) for a in examples]
   ds = datasets[0]
   for other in datasets[1:]:
@@ -95,8 +82,8 @@ def check_pairs(data: skipgram.SkipGramData, examples: List[types.Artifact]):
   """The train split, and the eval split the validator scores on (where
   there is one), must give skip-gram pairs: else training never ends or the
   model is trained only to be refused."""
-  for split in (TRAIN_SPLIT, EVAL_SPLIT):
-    present = [a for a in examples if split == TRAIN_SPLIT or tf.io.gfile.glob(
+  for split in (keys.TRAIN_SPLIT, keys.EVAL_SPLIT):
+    present = [a for a in examples if split == keys.TRAIN_SPLIT or tf.io.gfile.glob(
         f'{a.uri.rstrip("/")}/Split-{split}/*')]
     if present and not data.yields_pairs(sequences_of(present, split)):
       raise ValueError(
@@ -121,7 +108,7 @@ def planned_steps(data: skipgram.SkipGramData, sequences: tf.data.Dataset,
 
 
 def _check_rerun(model_uri: str, spec: EmbeddingSpec,
-                 vocabulary: vocabulary_file.Vocabulary):
+                 vocabulary: vocabulary_file.TokenCounts):
   """A rerun on the same output must train the same spec and vocabulary."""
   path = model_layout.join(model_uri, 'embedding_spec.json')
   if tf.io.gfile.exists(path) and EmbeddingSpec.load(model_uri) != spec:
@@ -147,7 +134,7 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
   spec = resolve_spec(config.spec(), vocabulary)
   data = skipgram.SkipGramData(vocabulary.tokens, vocabulary.counts, config)
   for artifact in examples:
-    examples_io.split_files(artifact.uri, TRAIN_SPLIT)
+    examples_io.split_files(artifact.uri, keys.TRAIN_SPLIT)
   base = base_model_uri or config.warm_start_uri
   if (base_model_uri and config.warm_start_uri and
       base_model_uri.rstrip('/') != config.warm_start_uri.rstrip('/')):
@@ -165,7 +152,7 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
   _check_rerun(model_uri, spec, vocabulary)
   logs = tensorboard_logs.RunLogs.create(model_run_uri, config, spec,
                                          vocabulary, [a.uri for a in examples])
-  key = (resume.resume_key(examples, TRAIN_SPLIT, vocabulary, base, config)
+  key = (resume.resume_key(examples, keys.TRAIN_SPLIT, vocabulary, base, config)
          if resume_root else '')
 
   choice = device.choose(config.tpu)
@@ -236,18 +223,18 @@ class Executor(base_executor.BaseExecutor):
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
     config = TrainerConfig.from_exec_properties(exec_properties,
-                                                wiring=[PUSH_ROOT_KEY,
-                                                        RESUME_ROOT_KEY])
-    vocabulary = artifact_utils.get_single_uri(input_dict[VOCABULARY_KEY])
-    base_models = input_dict.get(BASE_MODEL_KEY) or []
+                                                wiring=[keys.PUSH_ROOT,
+                                                        keys.RESUME_ROOT])
+    vocabulary = artifact_utils.get_single_uri(input_dict[keys.VOCABULARY])
+    base_models = input_dict.get(keys.BASE_MODEL) or []
     if len(base_models) > 1:
       raise ValueError('EmbeddingTrainer: give at most one base_model')
-    model = artifact_utils.get_single_instance(output_dict[MODEL_KEY])
-    model_run = artifact_utils.get_single_instance(output_dict[MODEL_RUN_KEY])
-    metadata = train(input_dict[EXAMPLES_KEY], vocabulary, model.uri,
+    model = artifact_utils.get_single_instance(output_dict[keys.MODEL])
+    model_run = artifact_utils.get_single_instance(output_dict[keys.MODEL_RUN])
+    metadata = train(input_dict[keys.EXAMPLES], vocabulary, model.uri,
                      model_run.uri, config,
                      base_models[0].uri if base_models else '',
-                     exec_properties.get(PUSH_ROOT_KEY) or '',
-                     exec_properties.get(RESUME_ROOT_KEY) or '')
+                     exec_properties.get(keys.PUSH_ROOT) or '',
+                     exec_properties.get(keys.RESUME_ROOT) or '')
     model.set_int_custom_property('steps', metadata['steps'])
     model.set_string_custom_property('device', metadata['device'])

@@ -50,16 +50,16 @@ import socket
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from absl import logging
 import tensorflow as tf
+from absl import logging
 
+from components.trainer import checkpoints
+from components.trainer.config import TrainerConfig
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-from components.trainer import checkpoints
-from components.trainer.config import TrainerConfig
 
 # Settings that do not change what is trained (see the module docstring).
 DEVICE_SETTINGS = ('tpu',)
@@ -96,7 +96,7 @@ def examples_identity(artifact, split: str) -> Dict[str, Any]:
 
 
 def resume_key(examples: Sequence[Any], split: str,
-               vocabulary: vocabulary_file.Vocabulary, base_model_uri: str,
+               vocabulary: vocabulary_file.TokenCounts, base_model_uri: str,
                config: TrainerConfig) -> str:
   """The key of a training: its inputs and settings (module docstring)."""
   settings = {k: v for k, v in json.loads(config.to_json()).items()

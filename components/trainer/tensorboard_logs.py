@@ -21,18 +21,19 @@ import dataclasses
 import time
 from typing import Any, Dict, Optional, Sequence
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 from tensorboard.plugins import projector
 from tensorboard.plugins.hparams import api as hp
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 
-from tpu_embeddings.models import heldout
+from components.trainer.config import TrainerConfig
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import EmbeddingSpec, skipgram_tables
-from components.trainer.config import TrainerConfig
+from tpu_embeddings.models import heldout
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.spec.embedding_spec import skipgram_tables
 
 TRAIN_SUBDIR = 'train'
 EVAL_SUBDIR = 'eval'
@@ -100,7 +101,7 @@ class RunLogs:
   """Writes a run's scalars, hparams and projector files."""
 
   def __init__(self, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
-               vocabulary: vocabulary_file.Vocabulary,
+               vocabulary: vocabulary_file.TokenCounts,
                eval_pairs: Optional[heldout.EvalPairs]):
     self.run_uri = run_uri
     self.config = config
@@ -113,7 +114,7 @@ class RunLogs:
 
   @classmethod
   def create(cls, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
-             vocabulary: vocabulary_file.Vocabulary,
+             vocabulary: vocabulary_file.TokenCounts,
              examples_uris: Sequence[str]) -> 'RunLogs':
     """Reads the held-out sample; without an eval split, no eval scalars."""
     pairs = None

@@ -15,15 +15,15 @@ import math
 import time
 from typing import Optional
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
-from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-from tpu_embeddings.models.skipgram import SkipGramData
 from components.trainer import checkpoints
 from components.trainer.config import LoopConfig
 from components.trainer.tensorboard_logs import RunLogs
+from tpu_embeddings.models.skipgram import SkipGramData
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 
 def run_steps(iterator, steps, step_fn, first_step=0, before_step=None):

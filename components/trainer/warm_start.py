@@ -29,15 +29,15 @@ import dataclasses
 import glob
 from typing import Any, Dict, List, Tuple
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.push_root import layout as push_layout
-from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from components.trainer import checkpoints
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 
 class WarmStartError(ValueError):
@@ -144,7 +144,7 @@ def check_compatible(spec: EmbeddingSpec, base: EmbeddingSpec, base_uri: str):
 
 
 def write_initial_checkpoint(base_uri: str, spec: EmbeddingSpec,
-                             vocabulary: vocabulary_file.Vocabulary,
+                             vocabulary: vocabulary_file.TokenCounts,
                              model_uri: str, seed: int) -> WarmStartReport:
   """Saves checkpoint 0 of `model_uri` with every table's rows (and slots)
   remapped from `base_uri` by token."""

@@ -17,15 +17,14 @@ read); a load that fails anyway is explained by the manifest's checksums.
 import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
 
+import numpy as np
+import tensorflow as tf
 from absl import logging
 from google.protobuf import message
 
-import numpy as np
-import tensorflow as tf
-
+from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
-from tpu_embeddings.artifacts import serving_contract
 
 _BATCH = 8192
 

@@ -16,13 +16,9 @@ import numpy as np
 import tensorflow as tf
 from tfx import types
 
+from components import keys
 from components.validator import report as report_lib
 
-BLESSED_PROPERTY = 'blessed'
-CURRENT_MODEL_PROPERTY = 'current_model'
-CURRENT_MODEL_ID_PROPERTY = 'current_model_id'
-BASELINE_MODEL_PROPERTY = 'baseline_model'
-MESSAGE_PROPERTY = 'blessing_message'
 BLESSED_FILE = 'BLESSED'
 NOT_BLESSED_FILE = 'NOT_BLESSED'
 
@@ -48,12 +44,12 @@ def write(blessing: types.Artifact, report: Dict[str, Any],
       if tf.io.gfile.exists(path):
         tf.io.gfile.remove(path)
     raise
-  blessing.set_int_custom_property(BLESSED_PROPERTY,
+  blessing.set_int_custom_property(keys.BLESSED,
                                    1 if report['blessed'] else 0)
-  blessing.set_string_custom_property(CURRENT_MODEL_PROPERTY,
+  blessing.set_string_custom_property(keys.CURRENT_MODEL,
                                       report['current_model'])
   if model_id:
-    blessing.set_int_custom_property(CURRENT_MODEL_ID_PROPERTY, int(model_id))
-  blessing.set_string_custom_property(BASELINE_MODEL_PROPERTY,
+    blessing.set_int_custom_property(keys.CURRENT_MODEL_ID, int(model_id))
+  blessing.set_string_custom_property(keys.BASELINE_MODEL,
                                       report['baseline_model'])
-  blessing.set_string_custom_property(MESSAGE_PROPERTY, report['summary'])
+  blessing.set_string_custom_property(keys.BLESSING_MESSAGE, report['summary'])

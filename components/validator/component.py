@@ -23,28 +23,29 @@ from tfx.types import component_spec
 from tfx.types import standard_artifacts
 
 from components import artifact_types
-from tpu_embeddings.core import settings
+from components import keys
 from components.validator import executor
 from components.validator.config import ValidatorConfig
+from tpu_embeddings.core import settings
 
 
 class CheckpointValidatorSpec(types.ComponentSpec):
   """Inputs, parameters and output of CheckpointValidator."""
   PARAMETERS = {
       settings.CONFIG_KEY: component_spec.ExecutionParameter(type=str),
-      executor.PUSH_ROOT_KEY: component_spec.ExecutionParameter(
+      keys.PUSH_ROOT: component_spec.ExecutionParameter(
           type=str, optional=True),
   }
   INPUTS = {
-      executor.MODEL_KEY: component_spec.ChannelParameter(
+      keys.MODEL: component_spec.ChannelParameter(
           type=standard_artifacts.Model),
-      executor.EXAMPLES_KEY: component_spec.ChannelParameter(
+      keys.EXAMPLES: component_spec.ChannelParameter(
           type=standard_artifacts.Examples),
-      executor.VOCABULARY_KEY: component_spec.ChannelParameter(
+      keys.VOCABULARY: component_spec.ChannelParameter(
           type=artifact_types.Vocabulary),
   }
   OUTPUTS = {
-      executor.BLESSING_KEY: component_spec.ChannelParameter(
+      keys.BLESSING: component_spec.ChannelParameter(
           type=standard_artifacts.ModelBlessing),
   }
 

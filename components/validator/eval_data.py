@@ -11,13 +11,13 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from tpu_embeddings.models import heldout
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from components.validator import eval_files
 from components.validator import metrics
 from components.validator.config import ValidatorConfig
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.models import heldout
+from tpu_embeddings.models.skipgram_config import SkipGramConfig
 
 EVAL_SPLIT = heldout.EVAL_SPLIT
 

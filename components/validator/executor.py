@@ -7,17 +7,10 @@ from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
+from components import keys
 from components.validator import blessing as blessing_lib
 from components.validator import validation
 from components.validator.config import ValidatorConfig
-
-# Input / output keys.
-MODEL_KEY = 'model'
-EXAMPLES_KEY = 'examples'
-VOCABULARY_KEY = 'vocabulary'
-BLESSING_KEY = 'blessing'
-# Execution parameter: the push root whose latest version is the baseline.
-PUSH_ROOT_KEY = 'push_root'
 
 
 class Executor(base_executor.BaseExecutor):
@@ -28,14 +21,14 @@ class Executor(base_executor.BaseExecutor):
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
     config = ValidatorConfig.from_exec_properties(exec_properties,
-                                                  wiring=[PUSH_ROOT_KEY])
-    model = artifact_utils.get_single_instance(input_dict[MODEL_KEY])
-    examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
-    vocabulary = artifact_utils.get_single_instance(input_dict[VOCABULARY_KEY])
-    blessing = artifact_utils.get_single_instance(output_dict[BLESSING_KEY])
+                                                  wiring=[keys.PUSH_ROOT])
+    model = artifact_utils.get_single_instance(input_dict[keys.MODEL])
+    examples = artifact_utils.get_single_instance(input_dict[keys.EXAMPLES])
+    vocabulary = artifact_utils.get_single_instance(input_dict[keys.VOCABULARY])
+    blessing = artifact_utils.get_single_instance(output_dict[keys.BLESSING])
     report, candidate_norms, baseline_norms = validation.validate(
         model.uri, examples.uri, vocabulary.uri, config,
-        exec_properties.get(PUSH_ROOT_KEY) or '')
+        exec_properties.get(keys.PUSH_ROOT) or '')
     # TFX passes input artifacts with their MLMD ids.
     blessing_lib.write(blessing, report, candidate_norms, baseline_norms,
                        model_id=model.id)

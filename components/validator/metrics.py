@@ -19,11 +19,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-# The held-out pairs and loss live in tpu_embeddings.models.heldout (the trainer logs the
-# same loss); re-exported here with the other metrics.
-from tpu_embeddings.models.heldout import (EvalPairs, eval_pairs,  # pylint: disable=unused-import
-                                negative_probabilities, skipgram_loss)
-
 # A row whose norm is below this counts as a zero row (never trained with a
 # zeros initializer, or an OOV row of an aligned table).
 ZERO_NORM = 1e-12

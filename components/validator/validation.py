@@ -22,19 +22,19 @@ a bad checkpoint is a verdict, not a crash.
 import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
-from tpu_embeddings.artifacts import checkpoint_restore
-from tpu_embeddings.spec import embedding_spec
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
 from components.validator import baseline as baseline_lib
 from components.validator import eval_data
 from components.validator import gates as gates_lib
 from components.validator import metrics
 from components.validator.config import ValidatorConfig
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec import embedding_spec
 
 
 def restored_variables_summary(restored: checkpoint_restore.RestoredModel

@@ -1,4 +1,5 @@
-"""TFX component `Vocabulary`: token counts of the Examples' train split."""
+"""TFX component `VocabularyGen` (node id `Vocabulary`): token counts of the
+Examples' train split, the `Vocabulary` artifact."""
 
 from typing import Optional
 
@@ -9,10 +10,11 @@ from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter
 from tfx.types.component_spec import ExecutionParameter
 
-from tpu_embeddings.core import settings
-from components.artifact_types import Vocabulary as VocabularyArtifact
+from components import keys
+from components.artifact_types import Vocabulary
 from components.vocabulary import executor
 from components.vocabulary.config import VocabularyConfig
+from tpu_embeddings.core import settings
 
 
 class VocabularySpec(types.ComponentSpec):
@@ -20,14 +22,14 @@ class VocabularySpec(types.ComponentSpec):
       settings.CONFIG_KEY: ExecutionParameter(type=str),
   }
   INPUTS = {
-      executor.EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
+      keys.EXAMPLES: ChannelParameter(type=standard_artifacts.Examples),
   }
   OUTPUTS = {
-      executor.VOCABULARY_KEY: ChannelParameter(type=VocabularyArtifact),
+      keys.VOCABULARY: ChannelParameter(type=Vocabulary),
   }
 
 
-class Vocabulary(base_beam_component.BaseBeamComponent):
+class VocabularyGen(base_beam_component.BaseBeamComponent):
   """Counts tokens with Beam; keeps those with count >= `min_count`, at most
   `max_tokens` (0 = no cap), ordered by count desc then token.
 
@@ -43,4 +45,4 @@ class Vocabulary(base_beam_component.BaseBeamComponent):
     config = (config or VocabularyConfig()).replace(**settings_by_name)
     super().__init__(spec=VocabularySpec(
         examples=examples, config=config.to_json(),
-        vocabulary=types.Channel(type=VocabularyArtifact)))
+        vocabulary=types.Channel(type=Vocabulary)))

@@ -8,23 +8,19 @@ per-file counts summed with Arrow.
 
 from typing import Any, Dict, List
 
-from absl import logging
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 import tensorflow as tf
+from absl import logging
 from tfx import types
 from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
-from tfx_bsl.coders import example_coder
 
+from components import keys
+from components.vocabulary.config import VocabularyConfig
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import vocabulary_file
-from components.vocabulary.config import VocabularyConfig
-
-EXAMPLES_KEY = 'examples'
-VOCABULARY_KEY = 'vocabulary'
-
 
 _RECORDS_PER_BATCH = 8192
 # Partial counts held before they are folded into one table.
@@ -130,8 +126,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
-    examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
-    vocab = artifact_utils.get_single_instance(output_dict[VOCABULARY_KEY])
+    examples = artifact_utils.get_single_instance(input_dict[keys.EXAMPLES])
+    vocab = artifact_utils.get_single_instance(output_dict[keys.VOCABULARY])
     config = VocabularyConfig.from_exec_properties(exec_properties)
     files = examples_io.split_files(examples.uri, config.split)
     counted = examples_io.token_count_files(examples.uri, config.split)

@@ -1,29 +1,19 @@
 """`python -m pipelines COMMAND ...`: one entry point for every command.
 
-Each command lives in its own module under `pipelines/cli/commands/` with
-`register(subparsers)` adding a parser whose `func(args) -> int` runs it.
+The commands are grouped by what they act on (`pipeline_commands`,
+`push_commands`, `kubeflow_commands`); each group's `register(subparsers)`
+adds parsers whose `func(args) -> int` runs the command.
 """
 
 import argparse
-import importlib
 import os
 import signal
 import sys
 from typing import List, Optional
 
-COMMAND_MODULES = (
-    'demo_data',
-    'run',
-    'retrain',
-    'lineage',
-    'pushed',
-    'embed',
-    'neighbors',
-    'rollback',
-    'compile',
-    'submit',
-    'schedule',
-)
+from pipelines.cli import kubeflow_commands
+from pipelines.cli import pipeline_commands
+from pipelines.cli import push_commands
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,8 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
       description='TPU embedding pipeline on TFX.')
   sub = parser.add_subparsers(dest='command', metavar='COMMAND')
   sub.required = True
-  for name in COMMAND_MODULES:
-    importlib.import_module(f'pipelines.cli.commands.{name}').register(sub)
+  for commands in (pipeline_commands, push_commands, kubeflow_commands):
+    commands.register(sub)
   return parser
 
 

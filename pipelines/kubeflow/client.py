@@ -20,7 +20,6 @@ import socket
 import warnings
 from typing import Any, Dict, Iterator, Optional
 
-
 from pipelines.kubeflow import cron as cron_lib
 from pipelines.kubeflow import package as kubeflow_package
 

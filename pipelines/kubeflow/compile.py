@@ -35,24 +35,24 @@ import os
 import tempfile
 from typing import Any, Dict, List, Optional
 
+import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx import v1 as tfx
 from tfx.dsl.components.base import executor_spec
 from tfx.orchestration import data_types
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
-import yaml
 
-from tpu_embeddings.core import settings
-from components.trainer.executor import PUSH_ROOT_KEY
+from components import keys
+from pipelines import pipeline as pipeline_lib
 from pipelines.kubeflow import parameters as kubeflow_parameters
 from pipelines.kubeflow import resources as kubeflow_resources
-from pipelines import pipeline as pipeline_lib
 from pipelines.kubeflow.flags import TPU_RESOURCE
 from pipelines.kubeflow.flags import TpuRequest
 from pipelines.kubeflow.flags import check_image
 from pipelines.kubeflow.flags import check_output
 from pipelines.kubeflow.flags import check_uri
+from tpu_embeddings.core import settings
 
 # The container entrypoint of the ExampleGen task (pipelines/
 # kubeflow_example_gen.py): span resolution, then TFX's executor entrypoint.
@@ -118,8 +118,8 @@ def _runtime_parameters(components, data_root: str,
   by_id = {c.id: c for c in components}
   by_id[kubeflow_resources.EXAMPLE_GEN].exec_properties['input_base'] = data
   for c in components:
-    if c.exec_properties.get(PUSH_ROOT_KEY):
-      c.exec_properties[PUSH_ROOT_KEY] = push
+    if c.exec_properties.get(keys.PUSH_ROOT):
+      c.exec_properties[keys.PUSH_ROOT] = push
   for name, (task, _) in kubeflow_parameters.CONFIG_PARAMETERS.items():
     props = by_id[task].exec_properties
     props[settings.CONFIG_KEY] = parameter(name, props[settings.CONFIG_KEY])

@@ -11,11 +11,11 @@ from typing import Any, Dict, List, Optional
 
 from ml_metadata.proto import metadata_store_pb2
 
-from tpu_embeddings.core import file_system
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.push_root import layout as push_layout
-from tpu_embeddings.push_root import consumer
+from pipelines.local import home as home_lib
 from pipelines.local import metadata_queries as mq
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.core import file_system
+from tpu_embeddings.push_root import layout as push_layout
 
 PUSHER_NODE = 'EmbeddingPusher'
 
@@ -85,7 +85,7 @@ def lineage(home: str, version: Optional[int] = None) -> Dict[str, Any]:
   `version` defaults to the newest, recorded or in the push root.
   """
   store = mq.open_store(home)
-  root = consumer.push_root_for_home(home)
+  root = home_lib.push_root(home)
   recorded, on_disk = _recorded(store), _on_disk(root)
   versions = sorted(set(recorded) | set(on_disk))
   if not versions:

@@ -7,6 +7,8 @@ from typing import Dict, List, Optional
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
+from pipelines.local import home as home_lib
+
 OUTPUT_EVENTS = (metadata_store_pb2.Event.OUTPUT,
                  metadata_store_pb2.Event.DECLARED_OUTPUT)
 INPUT_EVENTS = (metadata_store_pb2.Event.INPUT,
@@ -15,12 +17,8 @@ INPUT_EVENTS = (metadata_store_pb2.Event.INPUT,
 PIPELINE_RUN_CONTEXT = 'pipeline_run'
 
 
-def metadata_path(home: str) -> str:
-  return os.path.join(home, 'metadata.sqlite')
-
-
 def open_store(home: str) -> metadata_store.MetadataStore:
-  path = metadata_path(home)
+  path = home_lib.metadata_path(home)
   if not os.path.exists(path):
     raise FileNotFoundError(f'no ML Metadata at {path}: run the pipeline with '
                             f'--home {home} first')

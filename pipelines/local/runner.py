@@ -21,25 +21,15 @@ from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import runtime_parameter_utils
 
-from tpu_embeddings.push_root import consumer
-from pipelines.local import metadata_queries
 from pipelines import pipeline as pipeline_lib
+from pipelines.local import home as home_lib
+from pipelines.local import metadata_queries
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
 # DirectRunner in memory with one worker. Any option makes TFX package its own
 # sources into an sdist for remote workers before each Beam component (1-2 s
 # each, useless in process); `--beam-arg` still passes options when wanted.
 BEAM_ARGS = ()
-
-
-def paths(home: str) -> Dict[str, str]:
-  home = os.path.abspath(home)
-  return {
-      'home': home,
-      'metadata': metadata_queries.metadata_path(home),
-      'pipeline_root': os.path.join(home, 'pipeline'),
-      'push_root': consumer.push_root_for_home(home),
-  }
 
 
 class _Progress:
@@ -113,7 +103,7 @@ def run(data_root: str,
   if not os.path.isdir(data_root):
     raise FileNotFoundError(f'data root {data_root} is not a directory; '
                             'create it with `python -m pipelines demo-data`')
-  p = paths(home)
+  p = home_lib.paths(home)
   config = config or pipeline_lib.PipelineConfig()
   related = os.path.join(data_root, 'related_pairs.tsv')
   if not config.validator.related_pairs_file and os.path.exists(related):
@@ -176,7 +166,7 @@ def summarize(home: str, pipeline_name: str,
     outputs = metadata_queries.pipeline_run_outputs(store, run_id)
   else:
     outputs = metadata_queries.latest_run_outputs(store, pipeline_name)
-  p = paths(home)
+  p = home_lib.paths(home)
   summary: Dict[str, Any] = {'paths': p, 'run_id': run_id}
   cp = metadata_queries.custom_property
   summary['cached'] = sorted(

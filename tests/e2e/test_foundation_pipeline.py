@@ -8,16 +8,16 @@ import sqlite3
 import pytest
 from tfx import v1 as tfx
 
+from components.corpus_example_gen.component import corpus_example_gen
+from components.vocabulary.component import VocabularyGen
+from pipelines import demo_data
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import vocabulary_file
-from components.corpus_example_gen.component import corpus_example_gen
-from components.vocabulary.component import Vocabulary
-from pipelines import demo_data
 
 
 def _run(tmp_path, data_root, name='foundation', **gen_kwargs):
   gen = corpus_example_gen(str(data_root), **gen_kwargs)
-  vocab = Vocabulary(examples=gen.outputs['examples'], min_count=2)
+  vocab = VocabularyGen(examples=gen.outputs['examples'], min_count=2)
   home = tmp_path / 'home'
   pipeline = tfx.dsl.Pipeline(
       pipeline_name=name,

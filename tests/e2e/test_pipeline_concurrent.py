@@ -6,10 +6,10 @@ import re
 import subprocess
 import sys
 
-from tpu_embeddings.push_root import layout as push_layout
 from pipelines import demo_data
-from tests.support.tiny_pipeline import TINY
 from tests.support import paths
+from tests.support.tiny_pipeline import TINY
+from tpu_embeddings.push_root import layout as push_layout
 
 REPO = paths.REPO
 COMMON = ['--set', 'batch_size=256', '--set', 'checkpoint_every=100',

@@ -11,12 +11,13 @@ import os
 
 import pytest
 
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.push_root import layout as push_layout
 from pipelines import demo_data
 from pipelines.cli.main import main
 from tests.support import validator_fixtures
-from tests.support.tiny_pipeline import FAST, TINY
+from tests.support.tiny_pipeline import FAST
+from tests.support.tiny_pipeline import TINY
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.push_root import layout as push_layout
 
 
 @pytest.fixture(scope='module')

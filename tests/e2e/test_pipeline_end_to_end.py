@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from tpu_embeddings.push_root import layout as push_layout
 from pipelines import demo_data
-from pipelines.local import retrain
 from pipelines.cli.main import main
-from tests.support.tiny_pipeline import FAST, TINY
+from pipelines.local import retrain
 from tests.support import paths
-
+from tests.support.tiny_pipeline import FAST
+from tests.support.tiny_pipeline import TINY
+from tpu_embeddings.push_root import layout as push_layout
 
 
 @pytest.fixture(scope='module')
@@ -121,8 +121,9 @@ def test_a_contexts_table_model_is_validated_exported_and_served(tmp_path,
   tokens table only, and a retrain warm starts both tables."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+
   from components.validator import baseline  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
   demo_data.generate(str(tmp_path / 'data'), spans=1, seed=5, shape=TINY)
   args = ['--data', str(tmp_path / 'data'), '--home', str(tmp_path / 'home'),
           '--set', 'context_table=true'] + FAST

@@ -16,12 +16,12 @@ import time
 
 from ml_metadata.proto import metadata_store_pb2
 
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.push_root import layout as push_layout
 from components.trainer import resume
 from pipelines import demo_data
 from pipelines.local import metadata_queries
 from tests.support import paths
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.push_root import layout as push_layout
 
 REPO = paths.REPO
 TINY = demo_data.CorpusShape(topics=4, tokens_per_topic=12, filler_tokens=6,

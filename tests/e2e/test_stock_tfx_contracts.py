@@ -17,11 +17,11 @@ from tfx.orchestration import metadata
 from tfx.types import standard_artifacts
 from tfx.utils import path_utils
 
-from tpu_embeddings.artifacts import serving_contract
 from pipelines import demo_data
-from pipelines.local import metadata_queries as mq
 from pipelines import pipeline as pipeline_lib
 from pipelines.config import PipelineConfig
+from pipelines.local import metadata_queries as mq
+from tpu_embeddings.artifacts import serving_contract
 
 NAME = 'stock-contracts'
 TINY = demo_data.CorpusShape(topics=4, tokens_per_topic=12, filler_tokens=6,

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from components.trainer.config import TableConfig, TrainerConfig
+from components.trainer.config import TableConfig
+from components.trainer.config import TrainerConfig
 from pipelines.config import PipelineConfig
 
 
@@ -21,8 +22,8 @@ def test_unknown_field_is_named():
 
 
 def test_each_component_gets_its_section_of_the_config():
-  from tpu_embeddings.core import settings  # pylint: disable=g-import-not-at-top
   from pipelines import pipeline  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.core import settings  # pylint: disable=g-import-not-at-top
   config = PipelineConfig().replace(**{'trainer.window': 7, 'k': 4,
                                        'keep_versions': 2, 'seed': 3,
                                        'min_count': 2, 'num_oov_buckets': 3})
@@ -59,18 +60,18 @@ def test_settings_are_named_by_section_or_field():
 
 
 def test_cli_config_file_and_overrides(tmp_path):
+  from pipelines.cli import arguments  # pylint: disable=g-import-not-at-top
   from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
-  from pipelines.cli.commands import run  # pylint: disable=g-import-not-at-top
   path = tmp_path / 'config.json'
   path.write_text(json.dumps({'trainer': {'window': 4, 'epochs': 2}}))
   parser = cli.build_parser()
   args = parser.parse_args(['run', '--data', 'd', '--home', 'h', '--config',
                             str(path), '--set', 'trainer.window=6'])
-  config = run.config_from_args(args)
+  config = arguments.config_from_args(args)
   assert (config.trainer.window, config.trainer.epochs) == (6, 2)
   path.write_text('{"trainer": ')
   with pytest.raises(ValueError, match=f'--config {path}: not valid JSON'):
-    run.config_from_args(args)
+    arguments.config_from_args(args)
 
 
 def test_trainer_resume_root_is_one_stable_folder_of_the_pipeline_root():

@@ -9,7 +9,8 @@ import tensorflow as tf
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import EmbeddingSpec, skipgram_spec
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 
 def write_examples(uri: str, splits: Dict[str, Sequence[List[str]]]) -> str:
@@ -25,7 +26,7 @@ def write_examples(uri: str, splits: Dict[str, Sequence[List[str]]]) -> str:
   return uri
 
 
-def write_vocabulary(uri: str, counts: Dict[str, int]) -> vocabulary_file.Vocabulary:
+def write_vocabulary(uri: str, counts: Dict[str, int]) -> vocabulary_file.TokenCounts:
   vocab = vocabulary_file.from_counts(counts)
   vocabulary_file.write(uri, vocab)
   return vocab
@@ -45,7 +46,7 @@ def write_tpu_format_model(uri: str,
       'tokens', len(tokens))
   os.makedirs(uri, exist_ok=True)
   spec.save(uri)
-  vocabulary_file.write(uri, vocabulary_file.Vocabulary(
+  vocabulary_file.write(uri, vocabulary_file.TokenCounts(
       tuple(tokens), tuple(range(len(tokens), 0, -1))))
   tf.random.set_seed(seed)
   embedding = tf.tpu.experimental.embedding.TPUEmbedding(

@@ -12,12 +12,12 @@ from typing import Sequence, Tuple, Union
 
 import tensorflow as tf
 
-from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.artifacts import vocabulary_file
 from components.exporter import fresh_process
 from components.exporter import hub_export
 from components.exporter import load_check
 from components.exporter.canaries import Canary
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import vocabulary_file
 
 
 def run_in_fresh_process(exports: Sequence[Tuple[str, str]], canary: Canary,
@@ -46,7 +46,7 @@ def from_variable(variable: tf.Variable) -> VariableRows:
 
 
 def export_hub_module(rows: Union[VariableRows, hub_export.TableRows],
-                      vocabulary: vocabulary_file.Vocabulary,
+                      vocabulary: vocabulary_file.TokenCounts,
                       export_dir: str, **kwargs):
   """`hub_export.export_hub_module` with the table and tokens in memory."""
   with tempfile.TemporaryDirectory(prefix='hub-export-') as tmp:

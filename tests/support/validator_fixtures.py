@@ -11,12 +11,12 @@ from typing import Dict
 
 import numpy as np
 
-from tpu_embeddings.push_root import layout as push_layout
-from tpu_embeddings.artifacts.checkpoint_restore import restore_for_serving
 from components.exporter import serving_export
 from pipelines import demo_data
 from tests.support import artifact_fixtures
 from tests.support import exporter_fixtures
+from tpu_embeddings.artifacts.checkpoint_restore import restore_for_serving
+from tpu_embeddings.push_root import layout as push_layout
 
 SHAPE = demo_data.CorpusShape(topics=4, tokens_per_topic=20, filler_tokens=5,
                               lines_per_span=300, related_per_topic=5)

@@ -26,7 +26,7 @@ class CheckpointError(ValueError):
 @dataclasses.dataclass
 class RestoredModel:
   spec: EmbeddingSpec
-  vocabulary: Optional[vocabulary_file.Vocabulary]
+  vocabulary: Optional[vocabulary_file.TokenCounts]
   checkpoint_path: str
   embedding: Any  # TPUEmbeddingForServing, built, optimizer=None
 

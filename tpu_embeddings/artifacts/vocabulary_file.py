@@ -30,7 +30,7 @@ class VocabularyError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class Vocabulary:
+class TokenCounts:
   tokens: Tuple[str, ...]
   counts: Tuple[int, ...]
 
@@ -48,13 +48,13 @@ def sort_key(item: Tuple[str, int]):
 
 
 def from_counts(counts: Dict[str, int], min_count: int = 1,
-                max_tokens: int = 0) -> Vocabulary:
+                max_tokens: int = 0) -> TokenCounts:
   """Applies `min_count` and `max_tokens` (0 = no cap) in the canonical order."""
   items = sorted(((t, c) for t, c in counts.items() if c >= min_count),
                  key=sort_key)
   if max_tokens:
     items = items[:max_tokens]
-  return Vocabulary(tuple(t for t, _ in items), tuple(c for _, c in items))
+  return TokenCounts(tuple(t for t, _ in items), tuple(c for _, c in items))
 
 
 def write_counts(directory: str, table, min_count: int = 1,
@@ -92,7 +92,7 @@ def format_lines(items: Sequence[Tuple[str, int]]) -> List[str]:
   return [f'{t}\t{c}' for t, c in items]
 
 
-def write(directory: str, vocab: Vocabulary) -> str:
+def write(directory: str, vocab: TokenCounts) -> str:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.io.gfile.makedirs(directory)
   path = f'{directory.rstrip("/")}/{VOCABULARY_FILENAME}'
@@ -102,7 +102,7 @@ def write(directory: str, vocab: Vocabulary) -> str:
   return path
 
 
-def write_tokens(path: str, vocab: Vocabulary):
+def write_tokens(path: str, vocab: TokenCounts):
   """Writes the one-token-per-line asset used by exports."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tf.io.gfile.GFile(path, 'w') as f:
@@ -216,7 +216,7 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
   return count, found
 
 
-def read(directory_or_file: str) -> Vocabulary:
+def read(directory_or_file: str) -> TokenCounts:
   """Reads `vocabulary.tsv` from an artifact directory or a file path."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   path = _path_of(directory_or_file)
@@ -233,4 +233,4 @@ def read(directory_or_file: str) -> Vocabulary:
       counts.append(int(parts[1]))
   if not tokens:
     raise VocabularyError(f'vocabulary: {path} is empty')
-  return Vocabulary(tuple(tokens), tuple(counts))
+  return TokenCounts(tuple(tokens), tuple(counts))

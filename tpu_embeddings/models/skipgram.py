@@ -25,9 +25,10 @@ from typing import Dict, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from tpu_embeddings.spec.embedding_spec import (CONTEXT_FEATURE, NEGATIVES_FEATURE,
-                                       TARGET_FEATURE)
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
+from tpu_embeddings.spec.embedding_spec import CONTEXT_FEATURE
+from tpu_embeddings.spec.embedding_spec import NEGATIVES_FEATURE
+from tpu_embeddings.spec.embedding_spec import TARGET_FEATURE
 
 NEGATIVE_SAMPLING_POWER = 0.75
 

@@ -10,21 +10,13 @@ pipeline code is needed, so this is what a service or a notebook imports:
 """
 
 import dataclasses
-import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.core import text
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import publish
-from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.core import text
-
-# The local runner's layout: <home>/pushed is the push root.
-PUSHED_DIRNAME = 'pushed'
-
-
-def push_root_for_home(home: str) -> str:
-  return os.path.join(os.path.abspath(home), PUSHED_DIRNAME)
 
 
 @dataclasses.dataclass
@@ -84,8 +76,8 @@ def load_serving(push_root: str, version: Optional[Union[int, str]] = None):
   file sizes are checked against the manifest before loading (no read), and
   when loading fails anyway (flipped bytes) the checksums name the file.
   """
-  from google.protobuf import message  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from google.protobuf import message  # pylint: disable=g-import-not-at-top
   number = resolve_version(push_root, version)
   problems = integrity.version_problems(push_root, number,
                                                  kinds=('serving',))
@@ -151,19 +143,3 @@ def rollback(push_root: str, to_version: Union[int, str],
   return publish.rollback(push_root, to_version,
                           pipeline_run_id=pipeline_run_id,
                           keep_versions=keep_versions)
-
-
-# -- command-line helpers --------------------------------------------------------
-
-
-def add_root_arguments(parser):
-  """`--home DIR` (local runner home) or `--push-root PATH` (any filesystem)."""
-  group = parser.add_mutually_exclusive_group(required=True)
-  group.add_argument('--home', help='local pipeline home; reads DIR/pushed')
-  group.add_argument('--push-root',
-                     help='push root itself, e.g. gs://bucket/embeddings')
-
-
-def root_from_args(args) -> str:
-  root = args.push_root if args.push_root else push_root_for_home(args.home)
-  return push_layout.check_root(root)

@@ -21,8 +21,8 @@ import dataclasses
 import uuid
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
-from tpu_embeddings.push_root import integrity
 from tpu_embeddings.core import file_system
+from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import retention

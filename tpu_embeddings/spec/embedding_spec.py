@@ -11,9 +11,12 @@ import json
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
+from tpu_embeddings.spec.checks import SpecError
+from tpu_embeddings.spec.checks import check_int
+from tpu_embeddings.spec.checks import check_name
+from tpu_embeddings.spec.checks import check_number
+from tpu_embeddings.spec.checks import fail
 from tpu_embeddings.spec.optimizer_spec import OptimizerSpec
-from tpu_embeddings.spec.checks import (SpecError, check_int, check_name,
-                                    check_number, fail)
 
 SPEC_FILENAME = 'embedding_spec.json'
 FORMAT_VERSION = 1

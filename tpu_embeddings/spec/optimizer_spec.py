@@ -3,7 +3,8 @@
 import dataclasses
 from typing import Any, Dict, Tuple
 
-from tpu_embeddings.spec.checks import check_number, fail
+from tpu_embeddings.spec.checks import check_number
+from tpu_embeddings.spec.checks import fail
 
 # Hyper-parameters each optimizer accepts, with defaults (those of TF 2.15).
 OPTIMIZER_PARAMS: Dict[str, Dict[str, Any]] = {

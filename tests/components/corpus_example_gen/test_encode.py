@@ -4,9 +4,9 @@ import random
 
 import pytest
 
+from components.corpus_example_gen import encode
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.core import text
-from components.corpus_example_gen import encode
 
 
 def _per_line(block: bytes):

@@ -4,16 +4,16 @@ import collections
 import json
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricsFilter
 import pytest
 import tensorflow as tf
+from apache_beam.metrics.metric import MetricsFilter
 from tfx.proto import range_config_pb2
 from tfx.utils import proto_utils
 
-from tpu_embeddings.artifacts import examples_io
-from tpu_embeddings.core import text
 from components.corpus_example_gen import component
 from components.corpus_example_gen import executor
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.core import text
 
 
 def _exec_properties(base, span=None, window=1, pattern='span-{SPAN}/*'):
@@ -174,6 +174,7 @@ def test_the_executor_writes_tfx_splits_with_tfx_hashing(tmp_path, monkeypatch):
   from tfx.components.util import examples_utils  # pylint: disable=g-import-not-at-top
   from tfx.proto import example_gen_pb2  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+
   from components.corpus_example_gen import ranges  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(ranges, 'MIN_RANGE_BYTES', 1000)
   d = tmp_path / 'span-1'

@@ -76,7 +76,7 @@ def test_a_bad_file_in_a_worker_is_the_one_line_error(tmp_path, monkeypatch,
   assert not list((tmp_path / 'examples').rglob('.*'))
 
 
-def _twice_or_exit_in_a_worker(element, parent=os.getpid()):
+def _twice_or_exit_in_a_worker(element, parent=os.getpid()):  # noqa: B008
   time.sleep(0.05)  # both processes get some
   if element == 3 and os.getpid() != parent:
     os._exit(1)  # pylint: disable=protected-access

@@ -8,11 +8,11 @@ from tfx import v1 as tfx
 from tfx.orchestration import metadata
 from tfx.types import standard_artifacts
 
-from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
-from components.exporter import executor
+from components import keys
 from components.exporter.component import EmbeddingExporter
 from tests.support import artifact_fixtures
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 TOKENS = ['one', 'two', 'three', 'four']
 
@@ -42,7 +42,7 @@ def test_pipeline_run_records_both_models(tmp_path):
   found = {}
   for m in outputs:
     assert m.custom_properties[
-        executor.SOURCE_MODEL_PROPERTY].string_value == model_uri
+        keys.SOURCE_MODEL].string_value == model_uri
     assert m.state == m.LIVE
     found[os.path.basename(os.path.dirname(m.uri))] = m.uri
   assert sorted(found) == ['hub_module', 'serving_model']

@@ -17,13 +17,14 @@ import tensorflow_hub as hub
 from tfx.types import standard_artifacts
 from tfx.utils import path_utils
 
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from components import keys
 from components.exporter import executor
 from components.exporter import fresh_process
 from components.exporter import load_check
 from tests.support import artifact_fixtures
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 TOKENS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta']
 DIM = 6
@@ -72,9 +73,9 @@ def run(tmp_path_factory):
   os.makedirs(serving.uri)
   os.makedirs(hub_module.uri)
   executor.Executor().Do(
-      {executor.MODEL_KEY: [_model_artifact(model_uri)]},
-      {executor.SERVING_MODEL_KEY: [serving],
-       executor.HUB_MODULE_KEY: [hub_module]},
+      {keys.MODEL: [_model_artifact(model_uri)]},
+      {keys.SERVING_MODEL: [serving],
+       keys.HUB_MODULE: [hub_module]},
       {'config': json.dumps({'num_oov_buckets': 1,
                              'l2_regularization': 1e-4})})
   reader = tf.train.load_checkpoint(model_layout.latest_checkpoint(model_uri))
@@ -110,8 +111,8 @@ def test_outputs_carry_source_model_and_no_staging_is_left(run):
   root, model_uri, serving, hub_module, _ = run
   for artifact in (serving, hub_module):
     assert artifact.get_string_custom_property(
-        executor.SOURCE_MODEL_PROPERTY) == model_uri
-    assert artifact.get_int_custom_property(executor.EXPORTED_PROPERTY) == 1
+        keys.SOURCE_MODEL) == model_uri
+    assert artifact.get_int_custom_property(keys.EXPORTED) == 1
   # TFX's layout: path_utils.serving_model_path(uri) is the SavedModel.
   assert os.listdir(serving.uri) == ['Format-Serving']
   assert os.path.exists(os.path.join(
@@ -210,13 +211,13 @@ def test_an_unblessed_model_is_not_exported(tmp_path):
   os.makedirs(serving.uri)
   os.makedirs(hub_module.uri)
   executor.Executor().Do(
-      {executor.MODEL_KEY: [_model_artifact(model_uri)],
-       executor.MODEL_BLESSING_KEY: [blessing]},
-      {executor.SERVING_MODEL_KEY: [serving],
-       executor.HUB_MODULE_KEY: [hub_module]},
+      {keys.MODEL: [_model_artifact(model_uri)],
+       keys.MODEL_BLESSING: [blessing]},
+      {keys.SERVING_MODEL: [serving],
+       keys.HUB_MODULE: [hub_module]},
       {'config': json.dumps({})})
   for artifact in (serving, hub_module):
     assert os.listdir(artifact.uri) == []
-    assert artifact.get_int_custom_property(executor.EXPORTED_PROPERTY) == 0
+    assert artifact.get_int_custom_property(keys.EXPORTED) == 0
     assert artifact.get_string_custom_property(
-        executor.SOURCE_MODEL_PROPERTY) == model_uri
+        keys.SOURCE_MODEL) == model_uri

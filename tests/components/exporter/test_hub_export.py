@@ -8,12 +8,12 @@ import tensorflow as tf
 import tensorflow_hub as hub
 from tensorflow.core.protobuf import saved_model_pb2
 
-from tpu_embeddings.artifacts import checkpoint_restore
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
 from components.exporter import hub_export
 from tests.support import artifact_fixtures
 from tests.support import exporter_fixtures
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
 
 TOKENS = ['red', 'green', 'blue', 'cyan', 'magenta', 'yellow', 'black']
 DIM = 4
@@ -194,7 +194,7 @@ def test_bad_arguments(module, tmp_path):
         hub_export.TableRows.from_checkpoint(restored.checkpoint_path,
                                              'nope'),
         vocab, str(tmp_path / 'c'))
-  short = vocabulary_file.Vocabulary(tuple(TOKENS[:3]), (1, 1, 1))
+  short = vocabulary_file.TokenCounts(tuple(TOKENS[:3]), (1, 1, 1))
   with pytest.raises(ValueError, match='7 rows but the vocabulary has 3'):
     exporter_fixtures.export_hub_module(rows, short, str(tmp_path / 'd'))
   assert not os.listdir(tmp_path)

@@ -9,14 +9,15 @@ import os
 import numpy as np
 import pytest
 
-from tpu_embeddings.artifacts import checkpoint_restore
-from tpu_embeddings.artifacts import serving_contract
+from components import keys
 from components.exporter import canaries
 from components.exporter import load_check
 from components.exporter import serving_export
 from components.exporter import vocabulary_resources
 from tests.support import artifact_fixtures
 from tests.support import exporter_fixtures
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import serving_contract
 
 TOKENS = ['x', 'y', 'z', 'w']
 
@@ -154,6 +155,7 @@ def test_exports_of_odd_tokens_pass_the_load_check_and_match_the_rows(
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+
   from components.exporter import executor  # pylint: disable=g-import-not-at-top
 
   def artifact(uri):
@@ -170,9 +172,9 @@ def test_exports_of_odd_tokens_pass_the_load_check_and_match_the_rows(
                          artifact(tmp_path / 'hub'))
   # Load-checks both exports in a fresh process, as a pipeline run does.
   executor.Executor().Do(
-      {executor.MODEL_KEY: [artifact(tmp_path / 'model')]},
-      {executor.SERVING_MODEL_KEY: [serving],
-       executor.HUB_MODULE_KEY: [hub_module]}, {})
+      {keys.MODEL: [artifact(tmp_path / 'model')]},
+      {keys.SERVING_MODEL: [serving],
+       keys.HUB_MODULE: [hub_module]}, {})
   served = tf.saved_model.load(serving_contract.serving_model_path(
       serving.uri)).signatures['lookup'](
       tokens=tf.constant(ODD_TOKENS))['embeddings'].numpy()

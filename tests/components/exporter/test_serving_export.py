@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from components.exporter import serving_export
+from components.exporter import token_ids
+from tests.support import artifact_fixtures
+from tests.support import paths
+from tests.support import serving_clients
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.spec.embedding_spec import skipgram_spec
-from components.exporter import serving_export
-from components.exporter import token_ids
-from tests.support import artifact_fixtures
-from tests.support import serving_clients
-from tests.support import paths
 
 TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'é']
 

@@ -7,11 +7,11 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
-from tpu_embeddings.artifacts import checkpoint_restore
-from tpu_embeddings.artifacts import serving_contract
 from components.exporter import serving_export
 from components.exporter import warmup
 from tests.support import artifact_fixtures
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import serving_contract
 
 TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'é']
 

@@ -8,10 +8,11 @@ from tfx import v1 as tfx
 from tfx.orchestration import metadata
 from tfx.types import standard_artifacts
 
-from tpu_embeddings.push_root import layout as push_layout
+from components import keys
 from components.pusher import executor
 from components.pusher.component import EmbeddingPusher
 from tests.support import pusher_exports
+from tpu_embeddings.push_root import layout as push_layout
 
 
 @pytest.fixture(scope='module')
@@ -62,7 +63,7 @@ def _run(tmp_path, inputs, blessed: bool, push_root: str, name: str):
     return {
         key: [a for a in m.store.get_artifacts_by_type('PushedModel')
               if key in a.uri]
-        for key in (executor.PUSHED_SERVING_KEY, executor.PUSHED_HUB_KEY)
+        for key in (keys.PUSHED_SERVING, keys.PUSHED_HUB)
     }
 
 
@@ -75,7 +76,7 @@ def test_blessed_pushes_both_with_equal_versions(tmp_path, inputs):
       props = latest.custom_properties
       assert props['pushed'].int_value == 1
       assert props['pushed_version'].string_value == str(run + 1)
-      kind = 'serving' if key == executor.PUSHED_SERVING_KEY else 'hub'
+      kind = 'serving' if key == keys.PUSHED_SERVING else 'hub'
       assert props['pushed_destination'].string_value == (
           push_layout.version_dir(root, kind, run + 1))
       with open(os.path.join(latest.uri, 'manifest.json')) as f:
@@ -107,12 +108,12 @@ def test_not_blessed_writes_nothing(tmp_path, inputs):
 
 def _do(tmp_path, serving, hub, blessing, **props):
   outputs = {k: [standard_artifacts.PushedModel()]
-             for k in (executor.PUSHED_SERVING_KEY, executor.PUSHED_HUB_KEY)}
+             for k in (keys.PUSHED_SERVING, keys.PUSHED_HUB)}
   for k, (a,) in outputs.items():
     a.uri = str(tmp_path / k)
   executor.Executor().Do(
-      {executor.SERVING_MODEL_KEY: [serving], executor.HUB_MODULE_KEY: [hub],
-       executor.MODEL_BLESSING_KEY: [blessing]}, outputs, props)
+      {keys.SERVING_MODEL: [serving], keys.HUB_MODULE: [hub],
+       keys.MODEL_BLESSING: [blessing]}, outputs, props)
   return {k: v[0] for k, v in outputs.items()}
 
 

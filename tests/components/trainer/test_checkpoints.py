@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
 from components.trainer import executor
 from tests.support import artifact_fixtures as fx
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 LINES = [['a', 'b', 'c', 'd'], ['b', 'c', 'e'], ['a', 'e', 'f', 'b', 'c'],
          ['d', 'f', 'a']] * 20

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
 from components.trainer import device
 from components.trainer import tpu_adapter
 from components.trainer.cpu_adapter import CpuAdapter
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 B, K, D = 8, 3, 4
 

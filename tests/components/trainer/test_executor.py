@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
 from components.trainer import executor
 from components.trainer import warm_start
 from pipelines import demo_data
 from tests.support import artifact_fixtures as fx
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 
 def _unit(table):
@@ -210,8 +210,8 @@ def test_damaged_explicit_base_fails_in_one_line_before_writing(
 
 def test_damaged_pushed_base_is_a_cold_start_with_a_warning(small_inputs,
                                                            tmp_path):
-  from tpu_embeddings.push_root import publish  # pylint: disable=g-import-not-at-top
   from tests.support import pusher_exports  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.push_root import publish  # pylint: disable=g-import-not-at-top
   examples, vocabulary = small_inputs
   base = str(tmp_path / 'base')
   fx.write_tpu_format_model(base, BASE_TOKENS,

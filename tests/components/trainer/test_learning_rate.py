@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
 from components.trainer import executor
 from components.trainer import learning_rate
 from components.trainer.cpu_adapter import CpuAdapter
 from tests.support import artifact_fixtures as fx
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 
 def test_linear_decay_falls_to_the_final_fraction_and_stays():

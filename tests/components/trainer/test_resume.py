@@ -22,15 +22,17 @@ import pytest
 from tfx.types import standard_artifacts
 
 from components import artifact_types
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import EmbeddingSpec, skipgram_spec
+from components import keys
 from components.trainer import executor
 from components.trainer import resume
 from components.trainer.config import TrainerConfig
 from pipelines import demo_data
 from tests.support import artifact_fixtures as fx
 from tests.support import paths
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 REPO = paths.REPO
 TRAIN_STEPS = 3000
@@ -108,7 +110,7 @@ def trainer_props(root, resume_root=None, **changes):
       'checkpoint_every': CHECKPOINT_EVERY, 'log_every': 50,
   }
   values.update(changes)
-  return {'config': json.dumps(values), executor.RESUME_ROOT_KEY:
+  return {'config': json.dumps(values), keys.RESUME_ROOT:
           f'{root}/resume' if resume_root is None else resume_root}
 
 
@@ -214,7 +216,7 @@ def test_key_follows_inputs_and_settings_not_uris_or_the_device(tmp_path):
   assert _key(root, train_steps=TRAIN_STEPS + 1) != key
   assert _key(root, base=f'{root}/base') != key
   vocabulary = vocabulary_file.read(f'{root}/vocabulary')
-  vocabulary_file.write(f'{root}/vocabulary', vocabulary_file.Vocabulary(
+  vocabulary_file.write(f'{root}/vocabulary', vocabulary_file.TokenCounts(
       vocabulary.tokens, (vocabulary.counts[0] + 1,) + vocabulary.counts[1:]))
   assert _key(root) != key
 

@@ -26,9 +26,6 @@ from tensorboard.plugins.projector import projector_plugin
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from werkzeug import test as werkzeug_test
 
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
 from components.trainer import executor
 from components.trainer import tensorboard_logs
 from components.validator import eval_data
@@ -36,6 +33,9 @@ from components.validator.config import ValidatorConfig
 from pipelines import demo_data
 from pipelines.config import PipelineConfig
 from tests.support import artifact_fixtures as fx
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 RUN = 'model_run/7'
 PROJECTOR_TOKENS = 60

@@ -5,10 +5,10 @@ import os
 import numpy as np
 import pytest
 
-from tpu_embeddings.artifacts.checkpoint_restore import restore_for_serving
 from components.validator import baseline
 from tests.support import artifact_fixtures
 from tests.support import validator_fixtures
+from tpu_embeddings.artifacts.checkpoint_restore import restore_for_serving
 
 
 def test_no_push_root_or_nothing_pushed_means_no_baseline(tmp_path):

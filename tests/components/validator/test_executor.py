@@ -10,11 +10,14 @@ import tensorflow as tf
 from tfx.types import standard_artifacts
 
 from components import artifact_types
-from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.spec.embedding_spec import EmbeddingSpec, TableSpec, skipgram_spec
+from components import keys
 from components.validator import executor
 from tests.support import artifact_fixtures
 from tests.support import validator_fixtures as vf
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.spec.embedding_spec import TableSpec
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 
 @pytest.fixture(scope='module')
@@ -37,11 +40,11 @@ def run(corpus, model_uri, out_uri, **props):
   props.setdefault('related_pairs_file', corpus['related'])
   push_root = props.pop('push_root', '')
   executor.Executor().Do(
-      {executor.MODEL_KEY: [_artifact(standard_artifacts.Model, model_uri)],
-       executor.EXAMPLES_KEY: [examples],
-       executor.VOCABULARY_KEY: [_artifact(artifact_types.Vocabulary,
+      {keys.MODEL: [_artifact(standard_artifacts.Model, model_uri)],
+       keys.EXAMPLES: [examples],
+       keys.VOCABULARY: [_artifact(artifact_types.Vocabulary,
                                            corpus['vocabulary'])]},
-      {executor.BLESSING_KEY: [blessing]},
+      {keys.BLESSING: [blessing]},
       {'config': json.dumps(props), 'push_root': push_root})
   with open(os.path.join(out_uri, 'report.json')) as f:
     return blessing, json.load(f)

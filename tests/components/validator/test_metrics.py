@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tpu_embeddings.models import skipgram
 from components.validator import metrics
+from tpu_embeddings.models import heldout
+from tpu_embeddings.models import skipgram
 
 
 def _brute_mean_cosine(table):
@@ -63,7 +64,7 @@ def test_align_table_reorders_and_zeroes_unknown_tokens():
 def test_eval_pairs_drop_oov_before_windows_and_repeat_exactly():
   tokens, counts = ['a', 'b', 'c', 'd'], [4, 3, 2, 1]
   seqs = [['a', 'zzz', 'b', 'c'], ['d']]
-  p = metrics.eval_pairs(seqs, tokens, counts, window=1, num_negatives=3,
+  p = heldout.eval_pairs(seqs, tokens, counts, window=1, num_negatives=3,
                          subsample=0.0, seed=7)
   # Window 1 has no randomness: OOV removed first, so a and b are neighbours.
   assert sorted(zip(p.targets.tolist(), p.contexts.tolist())) == [
@@ -71,16 +72,16 @@ def test_eval_pairs_drop_oov_before_windows_and_repeat_exactly():
   assert p.negatives.shape == (4, 3)
   assert p.negatives.min() >= 0 and p.negatives.max() < 4
   assert p.sequences == 2 and p.oov_tokens == 1
-  again = metrics.eval_pairs(seqs, tokens, counts, 1, 3, 0.0, seed=7)
+  again = heldout.eval_pairs(seqs, tokens, counts, 1, 3, 0.0, seed=7)
   np.testing.assert_array_equal(p.negatives, again.negatives)
   with pytest.raises(ValueError, match='window must be an integer >= 1'):
-    metrics.eval_pairs(seqs, tokens, counts, 0, 3, 0.0)
+    heldout.eval_pairs(seqs, tokens, counts, 0, 3, 0.0)
 
 
 def test_eval_pairs_stay_within_the_window():
   tokens = [f't{i}' for i in range(50)]
   seq = [tokens[i % 50] for i in range(200)]
-  p = metrics.eval_pairs([seq], tokens, [1] * 50, window=3, num_negatives=2,
+  p = heldout.eval_pairs([seq], tokens, [1] * 50, window=3, num_negatives=2,
                          subsample=0.0)
   distance = np.abs(p.targets - p.contexts) % 50
   assert p.targets.size > 200
@@ -99,10 +100,10 @@ def test_skipgram_loss_is_the_per_pair_negative_sampling_loss():
       softplus(-float(table[t[i]] @ table[c[i]])) +
       sum(softplus(float(table[t[i]] @ table[j])) for j in n[i])
       for i in range(40)])
-  assert metrics.skipgram_loss(table, t, c, n) == pytest.approx(expected,
+  assert heldout.skipgram_loss(table, t, c, n) == pytest.approx(expected,
                                                                 rel=1e-5)
   table[t[0], 0] = np.nan
-  assert metrics.skipgram_loss(table, t, c, n) is None
+  assert heldout.skipgram_loss(table, t, c, n) is None
 
 
 def _brute_recall(table, queries, answers, k):
@@ -177,7 +178,7 @@ def test_similarity_and_related_scores_use_covered_pairs_only():
 
 def test_negatives_follow_the_trainer_distribution():
   counts = [1000, 10, 10, 10]
-  p = metrics.eval_pairs([['a', 'b', 'c', 'd'] * 50], ['a', 'b', 'c', 'd'],
+  p = heldout.eval_pairs([['a', 'b', 'c', 'd'] * 50], ['a', 'b', 'c', 'd'],
                          counts, 1, 20, 0.0)
   share = np.mean(p.negatives == 0)
   weights = np.power(counts, skipgram.NEGATIVE_SAMPLING_POWER)

@@ -8,11 +8,12 @@ import pytest
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
-from tpu_embeddings.artifacts import examples_io
-from tpu_embeddings.artifacts import vocabulary_file
+from components import keys
 from components.artifact_types import Vocabulary as VocabularyArtifact
 from components.vocabulary import executor
 from components.vocabulary.config import VocabularyConfig
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.artifacts import vocabulary_file
 
 
 def _write(path, sequences):
@@ -30,7 +31,7 @@ def _run(tmp_path, **config):
   vocab.uri = str(tmp_path / 'vocabulary')
   os.makedirs(vocab.uri, exist_ok=True)
   executor.Executor().Do(
-      {executor.EXAMPLES_KEY: [examples]}, {executor.VOCABULARY_KEY: [vocab]},
+      {keys.EXAMPLES: [examples]}, {keys.VOCABULARY: [vocab]},
       {'config': VocabularyConfig(**config).to_json()})
   return vocabulary_file.read(vocab.uri), vocab
 

@@ -4,17 +4,17 @@ image, runs only the trainer on a TPU and always reads the latest span."""
 import json
 import os
 
-from google.protobuf import json_format
 import kfp.components
-from kfp.pipeline_spec import pipeline_spec_pb2
 import pytest
 import yaml
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
 
+from pipelines import pipeline as pipeline_lib
 from pipelines.cli import main as cli
 from pipelines.kubeflow import compile as kubeflow_compile
 from pipelines.kubeflow import parameters as kubeflow_parameters
 from pipelines.kubeflow import resources as kubeflow_resources
-from pipelines import pipeline as pipeline_lib
 from tests.support import paths
 
 IMAGE = 'us-docker.pkg.dev/my-project/ml/tpu-embeddings:1.2.3'

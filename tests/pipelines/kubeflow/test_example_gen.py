@@ -5,14 +5,14 @@ span (open-source KFP does not run TFX's span driver hook for it)."""
 
 import json
 
+import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
-import yaml
 
-from tpu_embeddings.artifacts import examples_io
 from pipelines.kubeflow import compile as kubeflow_compile
 from pipelines.kubeflow import example_gen as kubeflow_example_gen
+from tpu_embeddings.artifacts import examples_io
 
 
 def _write_span(data_root, span, token, lines=12):

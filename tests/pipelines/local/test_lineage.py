@@ -16,13 +16,13 @@ from tfx import v1 as tfx
 from tfx.orchestration import metadata
 from tfx.types import standard_artifacts
 
-from tpu_embeddings.push_root import layout as push_layout
 from components.pusher.component import EmbeddingPusher
-from tpu_embeddings.push_root import consumer
-from pipelines.local import lineage
 from pipelines.cli.main import main
-from tests.support import pusher_exports
+from pipelines.local import home as home_lib
+from pipelines.local import lineage
 from tests.support import paths
+from tests.support import pusher_exports
+from tpu_embeddings.push_root import layout as push_layout
 
 REPO = paths.REPO
 
@@ -45,7 +45,7 @@ def _run_pusher_pipeline(home: str, inputs: str):
       serving_model=importers[1].outputs['result'],
       hub_module=importers[2].outputs['result'],
       model_blessing=importers[3].outputs['result'],
-      push_root=consumer.push_root_for_home(home))
+      push_root=home_lib.push_root(home))
   tfx.orchestration.LocalDagRunner().run(tfx.dsl.Pipeline(
       pipeline_name='lineage-test',
       pipeline_root=os.path.join(home, 'pipeline'),
@@ -84,7 +84,7 @@ def home(tmp_path_factory):
 
 
 def test_crashed_push_is_served_but_not_recorded(home):
-  root = consumer.push_root_for_home(home)
+  root = home_lib.push_root(home)
   assert push_layout.list_versions(root, 'serving') == [1, 2]
   result = lineage.lineage(home)
   assert result['version'] == 2 and result['recorded'] is False

@@ -3,9 +3,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tpu_embeddings.artifacts import checkpoint_restore
-from tpu_embeddings.spec.embedding_spec import FeatureSpec, TableSpec, skipgram_spec
 from tests.support import artifact_fixtures
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.spec.embedding_spec import FeatureSpec
+from tpu_embeddings.spec.embedding_spec import TableSpec
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 TOKENS = [f't{i}' for i in range(6)]
 

@@ -4,8 +4,8 @@ import os
 import subprocess
 import sys
 
-from tpu_embeddings.core import huge_pages
 from tests.support import paths
+from tpu_embeddings.core import huge_pages
 
 ROOT = paths.REPO
 

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
+from tests.support import artifact_fixtures as fx
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
-from tests.support import artifact_fixtures as fx
+
 
 def test_loss_of_rows_equals_the_loss_on_the_whole_table():
   rng = np.random.default_rng(3)

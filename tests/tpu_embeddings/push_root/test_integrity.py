@@ -5,10 +5,10 @@ import os
 
 import pytest
 
+from tests.support import pusher_exports
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import publish
-from tests.support import pusher_exports
 
 
 @pytest.fixture

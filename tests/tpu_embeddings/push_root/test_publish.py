@@ -10,11 +10,11 @@ import time
 
 import pytest
 
+from tests.support import paths
+from tests.support import pusher_exports
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import publish
-from tests.support import pusher_exports
-from tests.support import paths
 
 REPO = paths.REPO
 

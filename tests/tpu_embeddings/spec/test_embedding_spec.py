@@ -3,9 +3,13 @@ import json
 import pytest
 import tensorflow as tf
 
-from tpu_embeddings.spec.embedding_spec import (EmbeddingSpec, FeatureSpec,
-                                       OptimizerSpec, SpecError, TableSpec,
-                                       skipgram_spec, skipgram_tables)
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.spec.embedding_spec import FeatureSpec
+from tpu_embeddings.spec.embedding_spec import OptimizerSpec
+from tpu_embeddings.spec.embedding_spec import SpecError
+from tpu_embeddings.spec.embedding_spec import TableSpec
+from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.spec.embedding_spec import skipgram_tables
 
 
 @pytest.mark.parametrize('optimizer,params', [

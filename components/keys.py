@@ -1,0 +1,46 @@
+"""Every channel, parameter and property key of the components, once.
+
+Plain strings and no imports, so the pipeline definition, the Kubeflow
+compiler and the executors share them without importing TensorFlow (as TFX's
+`standard_component_specs.py` does for its own components).
+"""
+
+# Channels: the inputs and outputs of the components.
+EXAMPLES = 'examples'
+VOCABULARY = 'vocabulary'
+BASE_MODEL = 'base_model'
+MODEL = 'model'
+MODEL_RUN = 'model_run'
+BLESSING = 'blessing'
+MODEL_BLESSING = 'model_blessing'
+SERVING_MODEL = 'serving_model'
+HUB_MODULE = 'hub_module'
+PUSHED_SERVING = 'pushed_serving'
+PUSHED_HUB = 'pushed_hub'
+
+# Execution parameters besides each component's one `config` JSON
+# (tpu_embeddings.core.settings.CONFIG_KEY).
+PUSH_ROOT = 'push_root'    # the push root: baseline, warm start, destination
+RESUME_ROOT = 'resume_root'  # the trainer's folder of resume pointers
+SPAN_WINDOW = 'span_window'  # corpus ExampleGen: how many spans it reads
+PATTERN = 'pattern'          # corpus ExampleGen: file pattern inside a span
+
+# Example splits.
+TRAIN_SPLIT = 'train'
+EVAL_SPLIT = 'eval'
+
+# Artifact properties, with the names stock TFX components use where they
+# mean the same (Examples' `span`, a blessing's `blessed`, `current_model`,
+# `current_model_id`, a PushedModel's `pushed`, `pushed_destination`,
+# `pushed_version`).
+SPAN = 'span'
+BLESSED = 'blessed'
+CURRENT_MODEL = 'current_model'
+CURRENT_MODEL_ID = 'current_model_id'
+BASELINE_MODEL = 'baseline_model'
+BLESSING_MESSAGE = 'blessing_message'
+SOURCE_MODEL = 'source_model'
+EXPORTED = 'exported'
+PUSHED = 'pushed'
+PUSHED_DESTINATION = 'pushed_destination'
+PUSHED_VERSION = 'pushed_version'

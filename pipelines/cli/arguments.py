@@ -1,0 +1,71 @@
+"""Arguments several commands share: settings, data root, push root."""
+
+import json
+import os
+
+from pipelines.local import home as home_lib
+from tpu_embeddings.push_root import layout as push_layout
+
+
+def add_config_arguments(p):
+  p.add_argument('--config',
+                 help='JSON file of settings, e.g. {"trainer": {"window": 5}}')
+  p.add_argument('--set', action='append', default=[], metavar='NAME=VALUE',
+                 help='override one setting (JSON value), e.g. '
+                 '--set trainer.train_steps=2000 --set trainer.tpu=\'"auto"\'')
+  p.add_argument('--tpu', help='"" = CPU, "auto", or a TPU name')
+  p.add_argument('--beam-arg', action='append', default=[],
+                 help='Beam pipeline argument, e.g. --beam-arg=--runner=...')
+
+
+def config_from_args(args):
+  """PipelineConfig from --config, --set and --tpu."""
+  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
+  values = {}
+  if args.config:
+    if not os.path.exists(args.config):
+      raise FileNotFoundError(f'--config {args.config}: no such file')
+    with open(args.config, 'rb') as f:
+      raw = f.read()
+    try:
+      loaded = json.loads(raw.decode('utf-8'))
+    except UnicodeDecodeError as e:
+      raise ValueError(f'--config {args.config}: not UTF-8 text: {e}') from e
+    except json.JSONDecodeError as e:
+      raise ValueError(f'--config {args.config}: not valid JSON: {e}') from e
+    if not isinstance(loaded, dict):
+      raise ValueError(f'--config {args.config}: expected a JSON object of '
+                       f'settings, got {type(loaded).__name__}')
+    values.update(loaded)
+  for item in args.set:
+    field, sep, raw = item.partition('=')
+    if not sep:
+      raise ValueError(f'--set {item!r}: expected FIELD=VALUE')
+    try:
+      values[field] = json.loads(raw)
+    except json.JSONDecodeError:
+      values[field] = raw
+  if args.tpu is not None:
+    values['trainer.tpu'] = args.tpu
+  return config_lib.PipelineConfig.from_dict(values)
+
+
+def check_data_root(data_root: str):
+  """Before TFX is imported and before anything is created under --home."""
+  if not os.path.isdir(data_root):
+    raise FileNotFoundError(f'data root {data_root} is not a directory; '
+                            'create it with `python -m pipelines demo-data`')
+
+
+def add_root_arguments(parser):
+  """`--home DIR` (local runner home) or `--push-root PATH` (any filesystem)."""
+  group = parser.add_mutually_exclusive_group(required=True)
+  group.add_argument('--home', help='local pipeline home; reads DIR/pushed')
+  group.add_argument('--push-root',
+                     help='push root itself, e.g. gs://bucket/embeddings')
+
+
+def root_from_args(args) -> str:
+  root = (args.push_root if args.push_root else
+          home_lib.push_root(args.home))
+  return push_layout.check_root(root)

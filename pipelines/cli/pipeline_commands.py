@@ -1,0 +1,160 @@
+"""Commands that run the pipeline locally: demo-data, run, retrain, lineage."""
+
+import json
+import os
+import time
+
+from pipelines import demo_data
+from pipelines.cli import arguments
+from pipelines.local import home as home_lib
+from pipelines.local import retrain as retrain_lib
+
+# Process start (this module is imported by the CLI before any TensorFlow).
+STARTED = time.monotonic()
+
+
+def register(sub):
+  _register_demo_data(sub)
+  _register_run(sub)
+  _register_retrain(sub)
+  _register_lineage(sub)
+
+
+# -- demo-data: write the synthetic demo corpus.
+
+def _register_demo_data(sub):
+  p = sub.add_parser('demo-data', help='write a synthetic demo corpus')
+  p.add_argument('--out', required=True, help='output directory')
+  p.add_argument('--spans', type=int, default=2, help='number of spans')
+  p.add_argument('--first-span', type=int, default=1,
+                 help='number of the first span written (to add spans later)')
+  p.add_argument('--seed', type=int, default=0,
+                 help='random seed; the same seed writes the same corpus '
+                 '(default 0)')
+  p.add_argument('--lines-per-span', type=int,
+                 default=demo_data.CorpusShape.lines_per_span,
+                 help='sentences per span (default '
+                 f'{demo_data.CorpusShape.lines_per_span})')
+  p.set_defaults(func=run_demo_data)
+
+
+def run_demo_data(args) -> int:
+  shape = demo_data.CorpusShape(lines_per_span=args.lines_per_span)
+  demo_data.generate(args.out, spans=args.spans, seed=args.seed,
+                     first_span=args.first_span, shape=shape)
+  spans = range(args.first_span, args.first_span + args.spans)
+  print(f'wrote spans {", ".join(map(str, spans))} '
+        f'({shape.lines_per_span} lines each) and '
+        f'{os.path.join(args.out, demo_data.RELATED_PAIRS_FILENAME)}')
+  return 0
+
+
+# -- run: the whole pipeline locally (the main job).
+
+def _register_run(sub):
+  p = sub.add_parser('run', help='run the pipeline locally')
+  p.add_argument('--data', required=True, help='data root with span-N/ folders')
+  p.add_argument('--home', required=True,
+                 help='metadata.sqlite, pipeline/ and pushed/ go here')
+  p.add_argument('--neighbors', type=int, default=3, metavar='N',
+                 help='print nearest neighbours of N tokens from the pushed '
+                 'model (0: none)')
+  p.add_argument('--verbose', action='store_true', help='full TFX logs')
+  arguments.add_config_arguments(p)
+  p.set_defaults(func=run_run)
+
+
+def run_run(args) -> int:
+  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
+  config = arguments.config_from_args(args)
+  arguments.check_data_root(args.data)
+  if args.neighbors < 0:
+    raise ValueError(f'--neighbors must be >= 0, got {args.neighbors}')
+  print(f'running pipeline {config_lib.PIPELINE_NAME} on {args.data} '
+        f'(home {os.path.abspath(args.home)})', flush=True)
+  from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
+  summary = local_runner.run(args.data, args.home, config,
+                             beam_pipeline_args=args.beam_arg or None,
+                             verbose=args.verbose)
+  summary['timing']['total_seconds'] = round(time.monotonic() - STARTED, 1)
+  print(local_runner.format_summary(summary))
+  if args.neighbors and summary.get('pushed_version') is not None:
+    print_neighbors(home_lib.push_root(args.home), args.neighbors,
+                    version=summary['pushed_version'])
+  return 0
+
+
+def print_neighbors(push_root: str, n: int, k: int = 5, version=None):
+  """Nearest neighbours of `n` tokens spread over the pushed vocabulary of
+  `version` (this run's push; the latest version without it)."""
+  from components.validator import baseline  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.push_root import consumer  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.push_root import layout as push_layout  # pylint: disable=g-import-not-at-top
+  version, model = consumer.load_serving(push_root, version)
+  tokens = baseline.read_tokens(
+      push_layout.version_dir(push_root, 'serving', version))
+  print(f'nearest neighbours (pushed version {version}):')
+  for token in tokens[::max(1, len(tokens) // n)][:n]:
+    # The `neighbors` signature leaves out the query token itself.
+    _, found = consumer.neighbors(push_root, token, k=k, version=version,
+                                  loaded=model)
+    print(f'  {token:<16} ' + '  '.join(f'{t} {s:.2f}' for t, s in found))
+
+
+# -- retrain: run the pipeline only when a newer span has landed.
+
+def _register_retrain(sub):
+  p = sub.add_parser('retrain', help='run the pipeline if the data root has a '
+                     'span newer than the pushed model (exit 0 otherwise)')
+  p.add_argument('--data', required=True, help='data root with span-N/ folders')
+  p.add_argument('--home', required=True,
+                 help='pipeline home of `run`: metadata.sqlite, pipeline/ and '
+                 'pushed/ (the pushed model\'s span is compared)')
+  p.add_argument('--verbose', action='store_true', help='full TFX logs')
+  arguments.add_config_arguments(p)
+  p.set_defaults(func=run_retrain)
+
+
+def run_retrain(args) -> int:
+  config = arguments.config_from_args(args)
+  arguments.check_data_root(args.data)
+  push_root = home_lib.push_root(args.home)
+  try:
+    with retrain_lib.RetrainLock(args.home):
+      decision = retrain_lib.decide(args.data, push_root, config.example_gen.pattern)
+      print(f'retrain: {decision.reason}', flush=True)
+      if not decision.run:
+        return 0
+      # TFX is imported only when there is something to run.
+      from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
+      summary = local_runner.run(args.data, args.home, config,
+                                 warm_start_uri=decision.warm_start_uri,
+                                 beam_pipeline_args=args.beam_arg or None,
+                                 verbose=args.verbose)
+      summary['timing']['total_seconds'] = round(
+          time.monotonic() - STARTED, 1)
+      print(local_runner.format_summary(summary))
+      return 0
+  except retrain_lib.LockHeld as e:
+    print(f'retrain: {e}')
+    return 0
+
+
+# -- lineage: which model, examples and span a pushed version came from.
+
+def _register_lineage(sub):
+  p = sub.add_parser('lineage', help='pushed version -> model -> examples -> '
+                     'span, from ML Metadata')
+  p.add_argument('--home', required=True,
+                 help='pipeline home of `run` (reads its metadata.sqlite)')
+  p.add_argument('--version', type=int, help='pushed version (default latest)')
+  p.add_argument('--json', action='store_true', help='print JSON')
+  p.set_defaults(func=run_lineage)
+
+
+def run_lineage(args) -> int:
+  from pipelines.local import lineage  # pylint: disable=g-import-not-at-top
+  result = lineage.lineage(args.home, args.version)
+  print(json.dumps(result, indent=2) if args.json else
+        lineage.format_lineage(result))
+  return 0
