@@ -100,7 +100,7 @@ def _peer_tf2(model_uri: str, out: str):
 
   from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.spec.embedding_spec import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram_features import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
   tf.constant(0)  # runtime up before the clock (ours starts it inside)
   base_rss = _rss()
   start = time.perf_counter()
@@ -130,7 +130,7 @@ def _peer_hub(model_uri: str, out: str):
 
   from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.spec.embedding_spec import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram_features import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
   tf.constant(0)
   base_rss = _rss()
   start = time.perf_counter()

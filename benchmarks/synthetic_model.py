@@ -13,7 +13,7 @@ def write_model(model_uri: str, rows: int, dim: int,
 
   from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.spec.embedding_spec import skipgram_spec  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram_features import skipgram_spec  # pylint: disable=g-import-not-at-top
   spec = skipgram_spec(dim=dim, optimizer=optimizer, vocabulary_size=rows)
   os.makedirs(model_uri, exist_ok=True)
   spec.save(model_uri)

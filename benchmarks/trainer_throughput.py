@@ -26,10 +26,10 @@ import tensorflow as tf
 
 from components.trainer.cpu_adapter import CpuAdapter
 from tpu_embeddings.models import skipgram
-from tpu_embeddings.spec.embedding_spec import CONTEXT_FEATURE
-from tpu_embeddings.spec.embedding_spec import NEGATIVES_FEATURE
-from tpu_embeddings.spec.embedding_spec import TARGET_FEATURE
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
+from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
+from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 
 def make_batches(vocabulary_size: int, batch_size: int, negatives: int,

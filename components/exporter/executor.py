@@ -48,6 +48,7 @@ from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.core import file_system
+from tpu_embeddings.models import skipgram_features
 from tpu_embeddings.spec import embedding_spec
 
 # Table size from which the Hub module is load-checked in its own process.
@@ -92,6 +93,77 @@ def _write_token_file(model_uri: str, tokens_path: str, rows: int):
     return count, known, token_ids.fingerprints_collide(tokens_path)
 
 
+def _restore_table(model_uri: str, serving_stage: str, table_name: str,
+                   rows: int):
+  """(restored, canary, keyed_by_string): the table restored while a second
+  thread writes and checks the token asset (TensorFlow and file I/O release
+  the GIL)."""
+  tokens_path = os.path.join(serving_stage,
+                             vocabulary_file.TOKENS_ASSET_FILENAME)
+  with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    token_file = pool.submit(_write_token_file, model_uri, tokens_path, rows)
+    with _phase('restore'):
+      restored = checkpoint_restore.restore_for_serving(
+          model_uri, read_vocabulary=False, tables=[table_name])
+    count, known, keyed_by_string = token_file.result()
+  if count != rows:
+    raise checkpoint_restore.CheckpointError(
+        f'model {model_uri}: vocabulary has {count} tokens but table '
+        f'{table_name!r} has {rows} rows')
+  table = restored.table(table_name)
+  canary = canaries.make_canary(
+      canaries.TokenFile(tokens_path, count, known),
+      lambda start, stop: table[start:stop].numpy())
+  logging.info('Exporting table %r %s from %s', table_name, table.shape,
+               restored.checkpoint_path)
+  return restored, canary, keyed_by_string
+
+
+def _hub_check_in_own_process(spec: embedding_spec.EmbeddingSpec,
+                              table_name: str) -> bool:
+  table = spec.table(table_name)
+  return table.vocabulary_size * table.dim * 4 >= SEPARATE_HUB_CHECK_BYTES
+
+
+def _build_exports(model_uri: str, serving_stage: str, serving_dir: str,
+                   hub_dir: str, checkers: List[fresh_process.FreshProcess],
+                   num_oov_buckets: int, l2_regularization: float,
+                   separate_hub_check: Optional[bool]):
+  """Writes both exports and hands each to a load check (`checkers[0]` runs
+  already; a second one is started for the Hub module when it is checked in
+  its own process)."""
+  spec = embedding_spec.EmbeddingSpec.load(model_uri)
+  # The input table; a contexts table only scored pairs in training.
+  table_name = skipgram_features.skipgram_tables(spec)[0]
+  restored, canary, keyed_by_string = _restore_table(
+      model_uri, serving_stage, table_name,
+      spec.table(table_name).vocabulary_size)
+  tokens_path = os.path.join(serving_stage,
+                             vocabulary_file.TOKENS_ASSET_FILENAME)
+  with _phase('serving export'):
+    serving_export.export_serving_model(restored, serving_dir, table_name,
+                                        tokens_path=tokens_path,
+                                        keyed_by_string=keyed_by_string)
+  del restored
+  gc.collect()
+  checkers[0].submit('serving', serving_dir, canary)
+  if (_hub_check_in_own_process(spec, table_name)
+      if separate_hub_check is None else separate_hub_check):
+    # Started now, so that it imports TensorFlow while the module is
+    # written. It loads the module once this process has released the
+    # module's table, while the serving check may still be running.
+    checkers.append(fresh_process.FreshProcess(checkers[0].timeout))
+  with _phase('hub export'):
+    # The module's table is read back from the serving export's variables.
+    hub_export.export_hub_module(
+        hub_export.TableRows.from_checkpoint(
+            os.path.join(serving_dir, 'variables', 'variables'),
+            serving_export.table_checkpoint_key()), tokens_path, hub_dir,
+        num_oov_buckets=num_oov_buckets, l2_regularization=l2_regularization,
+        keyed_by_string=keyed_by_string)
+  checkers[-1].submit('hub', hub_dir, canary)
+
+
 def export_model(model_uri: str,
                  serving_uri: str,
                  hub_uri: str,
@@ -115,64 +187,14 @@ def export_model(model_uri: str,
   staging: List[str] = []
   checkers: List[fresh_process.FreshProcess] = []
   try:
-    serving_stage = file_system.staging_dir(serving_uri, 'exporting')
-    staging.append(serving_stage)
-    hub_stage = file_system.staging_dir(hub_uri, 'exporting')
-    staging.append(hub_stage)
-    serving_dir = os.path.join(serving_stage, 'export')
-    hub_dir = os.path.join(hub_stage, 'export')
+    staging += [file_system.staging_dir(uri, 'exporting')
+                for uri in (serving_uri, hub_uri)]
+    serving_dir, hub_dir = (os.path.join(stage, 'export')
+                            for stage in staging)
     # Imports TensorFlow while this process restores and exports.
     checkers.append(fresh_process.FreshProcess(load_check_timeout_seconds))
-
-    spec = embedding_spec.EmbeddingSpec.load(model_uri)
-    # The input table; a contexts table only scored pairs in training.
-    table_name = embedding_spec.skipgram_tables(spec)[0]
-    rows = spec.table(table_name).vocabulary_size
-    if separate_hub_check is None:
-      separate_hub_check = (rows * spec.table(table_name).dim * 4 >=
-                            SEPARATE_HUB_CHECK_BYTES)
-    tokens_path = os.path.join(serving_stage,
-                               vocabulary_file.TOKENS_ASSET_FILENAME)
-    # The token file is written and checked on a second thread while this one
-    # restores the table (TensorFlow and file I/O release the GIL).
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-      token_file = pool.submit(_write_token_file, model_uri, tokens_path, rows)
-      with _phase('restore'):
-        restored = checkpoint_restore.restore_for_serving(
-            model_uri, read_vocabulary=False, tables=[table_name])
-      count, known, keyed_by_string = token_file.result()
-    if count != rows:
-      raise checkpoint_restore.CheckpointError(
-          f'model {model_uri}: vocabulary has {count} tokens but table '
-          f'{table_name!r} has {rows} rows')
-    table = restored.table(table_name)
-    canary = canaries.make_canary(
-        canaries.TokenFile(tokens_path, count, known),
-        lambda start, stop: table[start:stop].numpy())
-    logging.info('Exporting table %r %s from %s', table_name, table.shape,
-                 restored.checkpoint_path)
-    with _phase('serving export'):
-      serving_export.export_serving_model(restored, serving_dir, table_name,
-                                          tokens_path=tokens_path,
-                                          keyed_by_string=keyed_by_string)
-    del restored, table
-    gc.collect()
-    checkers[0].submit('serving', serving_dir, canary)
-    if separate_hub_check:
-      # Started now, so that it imports TensorFlow while the module is
-      # written. It loads the module once this process has released the
-      # module's table, while the serving check may still be running.
-      checkers.append(fresh_process.FreshProcess(load_check_timeout_seconds))
-
-    with _phase('hub export'):
-      hub_export.export_hub_module(
-          hub_export.TableRows.from_checkpoint(
-              os.path.join(serving_dir, 'variables', 'variables'),
-              serving_export.table_checkpoint_key()), tokens_path, hub_dir,
-          num_oov_buckets=num_oov_buckets,
-          l2_regularization=l2_regularization,
-          keyed_by_string=keyed_by_string)
-    checkers[-1].submit('hub', hub_dir, canary)
+    _build_exports(model_uri, staging[0], serving_dir, hub_dir, checkers,
+                   num_oov_buckets, l2_regularization, separate_hub_check)
     with _phase('load check (rest)'):
       for checker in checkers:
         checker.wait()

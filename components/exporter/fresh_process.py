@@ -40,7 +40,7 @@ class FreshProcess:
   """
 
   def __init__(self, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
-    self._timeout = timeout_seconds
+    self.timeout = timeout_seconds
     self._tmp = tempfile.TemporaryDirectory(prefix='load-check-')
     self._pending: List[str] = []
     self._buffer = b''
@@ -86,12 +86,12 @@ class FreshProcess:
     """Blocks until every submitted check is answered; raises on a failure."""
     while self._pending:
       name = self._pending[0]
-      line = self._read_line(time.monotonic() + self._timeout)
+      line = self._read_line(time.monotonic() + self.timeout)
       if line is None:
         self.close()
         raise load_check.LoadCheckError(
             f'{name}: fresh-process load check timed out after '
-            f'{self._timeout} s')
+            f'{self.timeout} s')
       if not line:
         self._proc.wait()
         self._stderr.seek(0)

@@ -160,6 +160,37 @@ def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
                      (set(TRAIN_TAGS), {'is_training': True})])
 
 
+def _check_arguments(num_oov_buckets: int, l2_regularization: float,
+                     export_dir: str):
+  if isinstance(num_oov_buckets, bool) or not isinstance(
+      num_oov_buckets, int) or num_oov_buckets < 1:
+    raise ValueError(
+        f'hub export: num_oov_buckets must be an integer >= 1, got '
+        f'{num_oov_buckets!r}')
+  if not np.isfinite(l2_regularization) or l2_regularization < 0:
+    raise ValueError(
+        f'hub export: l2_regularization must be a finite number >= 0, got '
+        f'{l2_regularization!r}')
+  if tf.io.gfile.exists(export_dir):
+    raise FileExistsError(
+        f'hub export: {export_dir} already exists; export into a new path')
+
+
+def _table_shape(rows: TableRows, tokens_path: str):
+  """(vocabulary size, dim) of the table, checked against the token file."""
+  shapes = dict(tf.train.list_variables(rows.checkpoint_prefix))
+  if rows.key not in shapes or len(shapes[rows.key]) != 2:
+    raise ValueError(f'hub export: checkpoint {rows.checkpoint_prefix} has no '
+                     f'2-D tensor {rows.key!r}')
+  vocabulary_size, dim = (int(d) for d in shapes[rows.key])
+  tokens = vocabulary_file.count_lines(tokens_path)
+  if vocabulary_size != tokens:
+    raise ValueError(
+        f'hub export: table has {vocabulary_size} rows but the vocabulary has '
+        f'{tokens} tokens')
+  return vocabulary_size, dim
+
+
 def export_hub_module(rows: TableRows,
                       tokens_path: str,
                       export_dir: str,
@@ -183,30 +214,9 @@ def export_hub_module(rows: TableRows,
       already known; computed when None.
   """
   import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
-  if isinstance(num_oov_buckets, bool) or not isinstance(
-      num_oov_buckets, int) or num_oov_buckets < 1:
-    raise ValueError(
-        f'hub export: num_oov_buckets must be an integer >= 1, got '
-        f'{num_oov_buckets!r}')
-  if not np.isfinite(l2_regularization) or l2_regularization < 0:
-    raise ValueError(
-        f'hub export: l2_regularization must be a finite number >= 0, got '
-        f'{l2_regularization!r}')
-  if tf.io.gfile.exists(export_dir):
-    raise FileExistsError(
-        f'hub export: {export_dir} already exists; export into a new path')
+  _check_arguments(num_oov_buckets, l2_regularization, export_dir)
   checkpoint_prefix, table_key = rows.checkpoint_prefix, rows.key
-  shapes = dict(tf.train.list_variables(checkpoint_prefix))
-  if table_key not in shapes or len(shapes[table_key]) != 2:
-    raise ValueError(f'hub export: checkpoint {checkpoint_prefix} has no 2-D '
-                     f'tensor {table_key!r}')
-  vocabulary_size, dim = (int(d) for d in shapes[table_key])
-  tokens = vocabulary_file.count_lines(tokens_path)
-  if vocabulary_size != tokens:
-    raise ValueError(
-        f'hub export: table has {vocabulary_size} rows but the vocabulary has '
-        f'{tokens} tokens')
-
+  vocabulary_size, dim = _table_shape(rows, tokens_path)
   if keyed_by_string is None:
     keyed_by_string = token_ids.fingerprints_collide(tokens_path)
   spec = make_module_spec(tokens_path, vocabulary_size, dim, num_oov_buckets,

@@ -8,8 +8,8 @@ import dataclasses
 
 from tpu_embeddings.core import settings
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 
 @dataclasses.dataclass(frozen=True)

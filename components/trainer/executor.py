@@ -15,7 +15,7 @@
 import dataclasses
 import os
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -38,8 +38,8 @@ from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.models.skipgram_features import skipgram_tables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-from tpu_embeddings.spec.embedding_spec import skipgram_tables
 
 
 def resolve_spec(spec: EmbeddingSpec,
@@ -123,38 +123,58 @@ def _check_rerun(model_uri: str, spec: EmbeddingSpec,
           'new output or the same vocabulary')
 
 
-def train(examples: List[types.Artifact], vocabulary_uri: str,
-          model_uri: str, model_run_uri: str, config: TrainerConfig,
-          base_model_uri: str = '', push_root: str = '',
-          resume_root: str = '') -> Dict[str, Any]:
-  """Everything the executor does; returns the metadata written."""
-  if not examples:
-    raise ValueError('EmbeddingTrainer: no Examples artifact given')
-  vocabulary = vocabulary_file.read(vocabulary_uri)
-  spec = resolve_spec(config.spec(), vocabulary)
-  data = skipgram.SkipGramData(vocabulary.tokens, vocabulary.counts, config)
-  for artifact in examples:
-    examples_io.split_files(artifact.uri, keys.TRAIN_SPLIT)
-  base = base_model_uri or config.warm_start_uri
-  if (base_model_uri and config.warm_start_uri and
-      base_model_uri.rstrip('/') != config.warm_start_uri.rstrip('/')):
-    raise ValueError(
-        f'EmbeddingTrainer: base_model ({base_model_uri}) and warm_start_uri '
-        f'({config.warm_start_uri}) disagree; give one of them')
-  warm_start_skipped = []
-  if not base and config.warm_start_from_pushed and push_root:
-    # Checked there: compatible and readable, else passed over.
-    base, warm_start_skipped = warm_start.pushed_base(push_root, spec)
-  elif base:
-    base_spec = EmbeddingSpec.load(base)
-    warm_start.check_compatible(spec, base_spec, base)
-    warm_start.check_readable(base, spec)
-  _check_rerun(model_uri, spec, vocabulary)
-  logs = tensorboard_logs.RunLogs.create(model_run_uri, config, spec,
-                                         vocabulary, [a.uri for a in examples])
-  key = (resume.resume_key(examples, keys.TRAIN_SPLIT, vocabulary, base, config)
-         if resume_root else '')
+@dataclasses.dataclass(frozen=True)
+class TrainerArgs:
+  """What one EmbeddingTrainer execution reads and writes, as TFX's FnArgs
+  is for its Trainer: the artifacts' URIs and the wiring parameters."""
+  examples: Sequence[types.Artifact]
+  vocabulary_uri: str
+  model_uri: str
+  model_run_uri: str
+  base_model_uri: str = ''
+  push_root: str = ''
+  resume_root: str = ''
 
+  @classmethod
+  def from_tfx(cls, input_dict: Dict[str, List[types.Artifact]],
+               output_dict: Dict[str, List[types.Artifact]],
+               exec_properties: Dict[str, Any]) -> 'TrainerArgs':
+    base_models = input_dict.get(keys.BASE_MODEL) or []
+    if len(base_models) > 1:
+      raise ValueError('EmbeddingTrainer: give at most one base_model')
+    return cls(
+        examples=input_dict[keys.EXAMPLES],
+        vocabulary_uri=artifact_utils.get_single_uri(
+            input_dict[keys.VOCABULARY]),
+        model_uri=artifact_utils.get_single_uri(output_dict[keys.MODEL]),
+        model_run_uri=artifact_utils.get_single_uri(
+            output_dict[keys.MODEL_RUN]),
+        base_model_uri=base_models[0].uri if base_models else '',
+        push_root=exec_properties.get(keys.PUSH_ROOT) or '',
+        resume_root=exec_properties.get(keys.RESUME_ROOT) or '')
+
+
+def _base_model(args: TrainerArgs, config: TrainerConfig,
+                spec: EmbeddingSpec) -> Tuple[str, List[Dict[str, Any]]]:
+  """(the model to warm-start from or '', the pushed versions passed over)."""
+  base = args.base_model_uri or config.warm_start_uri
+  if (args.base_model_uri and config.warm_start_uri and
+      args.base_model_uri.rstrip('/') != config.warm_start_uri.rstrip('/')):
+    raise ValueError(
+        f'EmbeddingTrainer: base_model ({args.base_model_uri}) and '
+        f'warm_start_uri ({config.warm_start_uri}) disagree; give one of them')
+  if not base and config.warm_start_from_pushed and args.push_root:
+    # Checked there: compatible and readable, else passed over.
+    return warm_start.pushed_base(args.push_root, spec)
+  if base:
+    warm_start.check_compatible(spec, EmbeddingSpec.load(base), base)
+    warm_start.check_readable(base, spec)
+  return base, []
+
+
+def _adapter(config: TrainerConfig, spec: EmbeddingSpec,
+             data: skipgram.SkipGramData, examples: Sequence[types.Artifact]):
+  """(the CPU or TPU adapter, its learning-rate decay), inputs checked."""
   choice = device.choose(config.tpu)
   check_pairs(data, examples)
   decay = learning_rate.LinearDecay(
@@ -164,33 +184,59 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
                  decay.total_steps)
   tf.random.set_seed(config.seed)  # initial table values
   if choice.kind == 'tpu':
-    strategy = device.connect(choice)
-    adapter = tpu_adapter.TpuAdapter(spec, config.batch_size,
-                                     config.negatives, strategy, decay)
-  else:
-    adapter = cpu_adapter.CpuAdapter(spec, config.batch_size, decay)
+    return tpu_adapter.TpuAdapter(spec, config.batch_size, config.negatives,
+                                  device.connect(choice), decay), decay
+  return cpu_adapter.CpuAdapter(spec, config.batch_size, decay), decay
 
-  # Inputs are good: from here on the output is written.
-  spec.save(model_uri)
-  vocabulary_file.write(model_uri, vocabulary)
-  resumed = resume.adopt(resume_root, key, model_uri, spec)
+
+def _start_output(args: TrainerArgs, config: TrainerConfig,
+                  spec: EmbeddingSpec,
+                  vocabulary: vocabulary_file.TokenCounts, base: str,
+                  key: str):
+  """Writes the spec and vocabulary, adopts an interrupted run's checkpoint
+  or warm-starts; (the adopted run or None, the warm-start report)."""
+  spec.save(args.model_uri)
+  vocabulary_file.write(args.model_uri, vocabulary)
+  resumed = resume.adopt(args.resume_root, key, args.model_uri, spec)
   warm = resumed.warm_start if resumed else None
-  if base and checkpoints.latest(model_uri) is None:
+  if base and checkpoints.latest(args.model_uri) is None:
     report = warm_start.write_initial_checkpoint(
-        base, spec, vocabulary, model_uri, config.seed)
+        base, spec, vocabulary, args.model_uri, config.seed)
     logging.info('Warm start from %s: %d tokens kept, %d new, %d dropped',
                  base, report.kept_tokens, report.new_tokens,
                  report.dropped_tokens)
     warm = report.to_dict()
-  if resume_root:
-    resume.claim(resume_root, key, model_uri, warm)
-  result = training_loop.run(
-      adapter, spec, data, sequences_of(examples), model_uri, logs, config)
+  if args.resume_root:
+    resume.claim(args.resume_root, key, args.model_uri, warm)
+  return resumed, warm
+
+
+def train(args: TrainerArgs, config: TrainerConfig) -> Dict[str, Any]:
+  """Everything the executor does; returns the metadata written."""
+  if not args.examples:
+    raise ValueError('EmbeddingTrainer: no Examples artifact given')
+  vocabulary = vocabulary_file.read(args.vocabulary_uri)
+  spec = resolve_spec(config.spec(), vocabulary)
+  data = skipgram.SkipGramData(vocabulary.tokens, vocabulary.counts, config)
+  for artifact in args.examples:
+    examples_io.split_files(artifact.uri, keys.TRAIN_SPLIT)
+  base, warm_start_skipped = _base_model(args, config, spec)
+  _check_rerun(args.model_uri, spec, vocabulary)
+  logs = tensorboard_logs.RunLogs.create(
+      args.model_run_uri, config, spec, vocabulary,
+      [a.uri for a in args.examples])
+  key = (resume.resume_key(args.examples, keys.TRAIN_SPLIT, vocabulary, base,
+                           config) if args.resume_root else '')
+  adapter, decay = _adapter(config, spec, data, args.examples)
+  # Inputs are good: from here on the output is written.
+  resumed, warm = _start_output(args, config, spec, vocabulary, base, key)
+  result = training_loop.run(adapter, spec, data, sequences_of(args.examples),
+                             args.model_uri, logs, config)
   metadata = {
       'steps': result.steps,
       'examples_seen': result.examples_seen,
       'final_loss': result.final_loss,
-      'spans': examples_spans(examples),
+      'spans': examples_spans(args.examples),
       'device': adapter.device,
       'optimizer': spec.optimizer.kind,
       'dim': spec.table(skipgram_tables(spec)[0]).dim,
@@ -207,9 +253,9 @@ def train(examples: List[types.Artifact], vocabulary_uri: str,
       'trained_at': int(time.time()),
       model_layout.TRAINER_CONFIG_KEY: dataclasses.asdict(config),
   }
-  model_layout.write_metadata(model_uri, metadata)
-  if resume_root:
-    resume.release(resume_root, key, model_uri)
+  model_layout.write_metadata(args.model_uri, metadata)
+  if args.resume_root:
+    resume.release(args.resume_root, key, args.model_uri)
   logging.info('EmbeddingTrainer done: %d steps on %s, final loss %s',
                result.steps, adapter.device, result.final_loss)
   return metadata
@@ -225,16 +271,8 @@ class Executor(base_executor.BaseExecutor):
     config = TrainerConfig.from_exec_properties(exec_properties,
                                                 wiring=[keys.PUSH_ROOT,
                                                         keys.RESUME_ROOT])
-    vocabulary = artifact_utils.get_single_uri(input_dict[keys.VOCABULARY])
-    base_models = input_dict.get(keys.BASE_MODEL) or []
-    if len(base_models) > 1:
-      raise ValueError('EmbeddingTrainer: give at most one base_model')
     model = artifact_utils.get_single_instance(output_dict[keys.MODEL])
-    model_run = artifact_utils.get_single_instance(output_dict[keys.MODEL_RUN])
-    metadata = train(input_dict[keys.EXAMPLES], vocabulary, model.uri,
-                     model_run.uri, config,
-                     base_models[0].uri if base_models else '',
-                     exec_properties.get(keys.PUSH_ROOT) or '',
-                     exec_properties.get(keys.RESUME_ROOT) or '')
+    metadata = train(TrainerArgs.from_tfx(input_dict, output_dict,
+                                          exec_properties), config)
     model.set_int_custom_property('steps', metadata['steps'])
     model.set_string_custom_property('device', metadata['device'])

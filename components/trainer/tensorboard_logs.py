@@ -32,8 +32,8 @@ from components.trainer.config import TrainerConfig
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models import heldout
+from tpu_embeddings.models.skipgram_features import skipgram_tables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-from tpu_embeddings.spec.embedding_spec import skipgram_tables
 
 TRAIN_SUBDIR = 'train'
 EVAL_SUBDIR = 'eval'

@@ -18,9 +18,9 @@ import tensorflow as tf
 from components.trainer import training_loop
 from components.trainer.learning_rate import LinearDecay
 from tpu_embeddings.models import skipgram
-from tpu_embeddings.spec.embedding_spec import CONTEXT_FEATURE
-from tpu_embeddings.spec.embedding_spec import NEGATIVES_FEATURE
-from tpu_embeddings.spec.embedding_spec import TARGET_FEATURE
+from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
+from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
+from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 

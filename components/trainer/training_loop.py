@@ -82,21 +82,45 @@ class LoopResult:
   checkpoint: str
 
 
-def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
-        sequences: tf.data.Dataset, model_uri: str, logs: RunLogs,
-        config: LoopConfig) -> LoopResult:
-  """Trains from the latest checkpoint of `model_uri` (or from scratch)."""
-  batch_size = data.config.batch_size
+def _steps_in_next_call(step: int, config: LoopConfig) -> int:
+  """Steps up to the next progress line, checkpoint or end, whichever is
+  first."""
+  n = config.log_every - step % config.log_every
+  if config.checkpoint_every:
+    n = min(n, config.checkpoint_every - step % config.checkpoint_every)
+  if config.train_steps:
+    n = min(n, config.train_steps - step)
+  return n
+
+
+def _log_progress(step: int, config: LoopConfig, loss: float, rate: float):
+  total = f'/{config.train_steps}' if config.train_steps else ''
+  logging.info('step %d%s  loss %.4f  %.0f examples/s', step, total, loss,
+               rate)
+
+
+def _restore_latest(adapter, spec: EmbeddingSpec, model_uri: str,
+                    config: LoopConfig):
+  """(the checkpoint state, its latest checkpoint or None), restored."""
   adapter.build()
   state = checkpoints.create(adapter.embedding, model_uri)
   latest = state.manager.latest_checkpoint
   if latest:
     checkpoints.restore(state, spec, latest)
     logging.info('Resuming from %s (step %d)', latest, int(state.step))
-  start_step = int(state.step)
-  if config.train_steps and start_step >= config.train_steps:
+  if config.train_steps and int(state.step) >= config.train_steps:
     logging.info('Checkpoint step %d already reaches train_steps=%d; nothing '
-                 'to train', start_step, config.train_steps)
+                 'to train', int(state.step), config.train_steps)
+  return state, latest
+
+
+def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
+        sequences: tf.data.Dataset, model_uri: str, logs: RunLogs,
+        config: LoopConfig) -> LoopResult:
+  """Trains from the latest checkpoint of `model_uri` (or from scratch)."""
+  batch_size = data.config.batch_size
+  state, latest = _restore_latest(adapter, spec, model_uri, config)
+  start_step = int(state.step)
   iterator = adapter.iterator(
       data.batches(sequences, epochs=config.epochs, skip=start_step))
   logs.start(start_step, adapter.embedding)
@@ -105,11 +129,7 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
   saved_at = began
   step = start_step
   while not config.train_steps or step < config.train_steps:
-    n = config.log_every - step % config.log_every
-    if config.checkpoint_every:
-      n = min(n, config.checkpoint_every - step % config.checkpoint_every)
-    if config.train_steps:
-      n = min(n, config.train_steps - step)
+    n = _steps_in_next_call(step, config)
     tick = time.perf_counter()
     losses = adapter.train(iterator, n, step)
     seconds = time.perf_counter() - tick
@@ -123,9 +143,7 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
       state.examples_seen.assign_add(done * batch_size)
       state.loss.assign(loss)
       if step % config.log_every == 0 or done < n:
-        total = f'/{config.train_steps}' if config.train_steps else ''
-        logging.info('step %d%s  loss %.4f  %.0f examples/s', step, total,
-                     loss, rate)
+        _log_progress(step, config, loss, rate)
       due = (config.checkpoint_every and step % config.checkpoint_every == 0
              or config.checkpoint_seconds and
              time.perf_counter() - saved_at >= config.checkpoint_seconds)

@@ -26,11 +26,11 @@ class Executor(base_executor.BaseExecutor):
     examples = artifact_utils.get_single_instance(input_dict[keys.EXAMPLES])
     vocabulary = artifact_utils.get_single_instance(input_dict[keys.VOCABULARY])
     blessing = artifact_utils.get_single_instance(output_dict[keys.BLESSING])
-    report, candidate_norms, baseline_norms = validation.validate(
+    result = validation.validate(
         model.uri, examples.uri, vocabulary.uri, config,
         exec_properties.get(keys.PUSH_ROOT) or '')
     # TFX passes input artifacts with their MLMD ids.
-    blessing_lib.write(blessing, report, candidate_norms, baseline_norms,
-                       model_id=model.id)
-    logging.info('CheckpointValidator: %s (%s)', report['summary'],
+    blessing_lib.write(blessing, result.report, result.candidate_norms,
+                       result.baseline_norms, model_id=model.id)
+    logging.info('CheckpointValidator: %s (%s)', result.report['summary'],
                  blessing.uri)

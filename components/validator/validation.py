@@ -34,6 +34,8 @@ from components.validator.config import ValidatorConfig
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.models import skipgram_features
+from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.spec import embedding_spec
 
 
@@ -65,16 +67,21 @@ def restored_variables_summary(restored: checkpoint_restore.RestoredModel
   }
 
 
-def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
-             config: ValidatorConfig, push_root: str = ''
-             ) -> Tuple[Dict[str, Any], Optional[np.ndarray],
-                        Optional[np.ndarray]]:
-  """Runs every check; returns (report, candidate norms, baseline norms)."""
-  skipgram = eval_data.trained_skipgram(model_uri)
-  data = eval_data.load(examples_uri, vocabulary_uri, config, skipgram)
-  baseline, unreadable = baseline_lib.find_baseline(push_root)
-  thresholds = config.thresholds()
-  report: Dict[str, Any] = {
+@dataclasses.dataclass(frozen=True)
+class Validation:
+  """A validation's report, and the row norms its report page plots."""
+  report: Dict[str, Any]
+  candidate_norms: Optional[np.ndarray] = None
+  baseline_norms: Optional[np.ndarray] = None
+
+
+def _new_report(model_uri: str, examples_uri: str, vocabulary_uri: str,
+                config: ValidatorConfig, push_root: str,
+                skipgram: SkipGramConfig, data: eval_data.EvalData,
+                baseline: Optional[baseline_lib.Baseline],
+                unreadable: List[baseline_lib.Unreadable]) -> Dict[str, Any]:
+  """The report before any check: inputs, parameters, reference metrics."""
+  return {
       'current_model': model_uri,
       'baseline_model': baseline.path if baseline else '',
       'baseline_version': baseline.version if baseline else None,
@@ -90,7 +97,7 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
           'related_pairs_file': config.related_pairs_file,
           'push_root': push_root,
           'sparsecore_restore_info': config.sparsecore_restore_info,
-          'thresholds': dataclasses.asdict(thresholds),
+          'thresholds': dataclasses.asdict(config.thresholds()),
       },
       'eval_data': {
           'examples': examples_uri, 'split': eval_data.EVAL_SPLIT,
@@ -106,31 +113,22 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
       'health': {},
       'warnings': [],
   }
-  base_norms = None
-  if baseline is not None:
-    report['metrics']['baseline'] = eval_data.quality(baseline.tokens, baseline.table,
-                                            data, config.k)
-    report['health']['baseline'] = metrics.table_health(baseline.table)
-    base_norms = metrics.row_norms(baseline.table)
 
-  try:
-    restored = checkpoint_restore.restore_for_serving(
-        model_uri, sparsecore_restore_info=config.sparsecore_restore_info)
-  except (checkpoint_restore.CheckpointError, embedding_spec.SpecError,
-          vocabulary_file.VocabularyError, FileNotFoundError) as e:
-    logging.error('CheckpointValidator: %s', e)
-    gates = [gates_lib.restore_gate(f'{type(e).__name__}: {e}')]
-    return _finish(report, gates), None, base_norms
 
-  report['restore'] = restored_variables_summary(restored)
+def _candidate_gates(restored: checkpoint_restore.RestoredModel,
+                     data: eval_data.EvalData, config: ValidatorConfig,
+                     report: Dict[str, Any]
+                     ) -> Tuple[List[gates_lib.Gate], np.ndarray]:
+  """Health, quality and gates of a restored candidate (into `report`);
+  (its gates, its input table)."""
+  thresholds = config.thresholds()
   gates = [gates_lib.restore_gate(None)]
-  candidate_health = {}
+  report['health']['candidate'] = {}
   for t in restored.spec.tables:
-    candidate_health[t.name] = metrics.table_health(restored.table_numpy(t.name))
-    gates += gates_lib.health_gates(t.name, candidate_health[t.name],
-                                    thresholds)
-  report['health']['candidate'] = candidate_health
-  table_name, output_name = embedding_spec.skipgram_tables(restored.spec)
+    health = metrics.table_health(restored.table_numpy(t.name))
+    report['health']['candidate'][t.name] = health
+    gates += gates_lib.health_gates(t.name, health, thresholds)
+  table_name, output_name = skipgram_features.skipgram_tables(restored.spec)
   table = restored.table_numpy(table_name)
   candidate = eval_data.quality(
       list(restored.vocabulary.tokens), table, data, config.k,
@@ -146,10 +144,38 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
         report['metrics']['popularity']['recall_at_k']))
   gates += gates_lib.absolute_gates(candidate, thresholds)
   report['warnings'] += _warnings(report, thresholds)
-  if baseline is not None:
+  if report['metrics']['baseline'] is not None:
     gates += gates_lib.baseline_gates(candidate, report['metrics']['baseline'],
                                       thresholds.regression_margin)
-  return _finish(report, gates), metrics.row_norms(table), base_norms
+  return gates, table
+
+
+def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
+             config: ValidatorConfig, push_root: str = '') -> Validation:
+  """Runs every check of the Model at `model_uri`."""
+  skipgram = eval_data.trained_skipgram(model_uri)
+  data = eval_data.load(examples_uri, vocabulary_uri, config, skipgram)
+  baseline, unreadable = baseline_lib.find_baseline(push_root)
+  report = _new_report(model_uri, examples_uri, vocabulary_uri, config,
+                       push_root, skipgram, data, baseline, unreadable)
+  base_norms = None
+  if baseline is not None:
+    report['metrics']['baseline'] = eval_data.quality(
+        baseline.tokens, baseline.table, data, config.k)
+    report['health']['baseline'] = metrics.table_health(baseline.table)
+    base_norms = metrics.row_norms(baseline.table)
+  try:
+    restored = checkpoint_restore.restore_for_serving(
+        model_uri, sparsecore_restore_info=config.sparsecore_restore_info)
+  except (checkpoint_restore.CheckpointError, embedding_spec.SpecError,
+          vocabulary_file.VocabularyError, FileNotFoundError) as e:
+    logging.error('CheckpointValidator: %s', e)
+    gates = [gates_lib.restore_gate(f'{type(e).__name__}: {e}')]
+    return Validation(_finish(report, gates), None, base_norms)
+  report['restore'] = restored_variables_summary(restored)
+  gates, table = _candidate_gates(restored, data, config, report)
+  return Validation(_finish(report, gates), metrics.row_norms(table),
+                    base_norms)
 
 
 def _warnings(report: Dict[str, Any],

@@ -47,6 +47,7 @@ from components import keys
 from pipelines import pipeline as pipeline_lib
 from pipelines.kubeflow import parameters as kubeflow_parameters
 from pipelines.kubeflow import resources as kubeflow_resources
+from pipelines.kubeflow import spec_edits
 from pipelines.kubeflow.flags import TPU_RESOURCE
 from pipelines.kubeflow.flags import TpuRequest
 from pipelines.kubeflow.flags import check_image
@@ -54,11 +55,7 @@ from pipelines.kubeflow.flags import check_output
 from pipelines.kubeflow.flags import check_uri
 from tpu_embeddings.core import settings
 
-# The container entrypoint of the ExampleGen task (pipelines/
-# kubeflow_example_gen.py): span resolution, then TFX's executor entrypoint.
-EXAMPLE_GEN_COMMAND = ('python', '-m', 'pipelines.kubeflow.example_gen')
 TRAINER_TPU_PARAMETER = 'auto'
-TRAINER_TPU_ENV = {'TPU_NAME': 'local'}
 
 _ResourceSpec = (
     pipeline_spec_pb2.PipelineDeploymentConfig.PipelineContainerSpec
@@ -161,70 +158,6 @@ def build_pipeline(pipeline_root: str, data_root: str, push_root: str,
   return pipeline, trainer, defaults
 
 
-def _executor_label(spec: Dict[str, Any], task: str) -> str:
-  component = spec['root']['dag']['tasks'][task]['componentRef']['name']
-  return spec['components'][component]['executorLabel']
-
-
-def _resolve_span_in_container(spec: Dict[str, Any]) -> List[str]:
-  """ExampleGen: run the span driver in the task's own container, no cache.
-
-  TFX compiles FileBasedExampleGen with a `lifecycle.preCacheCheck` driver
-  that only Vertex AI Pipelines runs; without it the executor would read the
-  literal `{SPAN}` pattern. The task's command becomes
-  pipelines.kubeflow.example_gen, which runs that driver and then TFX's
-  executor entrypoint with the same arguments.
-  """
-  tasks = []
-  for name in spec['root']['dag']['tasks']:
-    label = _executor_label(spec, name)
-    container = spec['deploymentSpec']['executors'][label].get('container', {})
-    if 'lifecycle' not in container:
-      continue
-    del container['lifecycle']
-    container['command'] = list(EXAMPLE_GEN_COMMAND)
-    spec['root']['dag']['tasks'][name]['cachingOptions'] = {}
-    tasks.append(name)
-  if not tasks:
-    raise RuntimeError('the compiled pipeline has no ExampleGen task with a '
-                       'span driver; is the corpus ExampleGen still a '
-                       'FileBasedExampleGen?')
-  return tasks
-
-
-def _post_process(spec: Dict[str, Any], components,
-                  defaults: Dict[str, str]):
-  """What TFX 1.15's Kubeflow V2 compiler leaves out.
-
-  Every task's `resources` (it drops the platform config of a
-  FileBasedExampleGen), and the run-time parameters' defaults and
-  optionality (it declares only their types).
-  """
-  for c in components:
-    container = spec['deploymentSpec']['executors'][_executor_label(
-        spec, c.id)]['container']
-    container.setdefault('resources', {}).update(json_format.MessageToDict(
-        c.platform_config))
-  declared = spec['root']['inputDefinitions']['parameters']
-  if sorted(declared) != sorted(defaults):
-    raise RuntimeError(f'compiled parameters {sorted(declared)} are not '
-                       f'{sorted(defaults)}')
-  for name, default in defaults.items():
-    declared[name].update(defaultValue=default, isOptional=True)
-
-
-def _platform_spec(spec: Dict[str, Any], trainer_task: str,
-                   tpu: Optional[TpuRequest]) -> Dict[str, Any]:
-  if not tpu:
-    return {}
-  label = _executor_label(spec, trainer_task)
-  container = spec['deploymentSpec']['executors'][label]['container']
-  container['env'] = [{'name': k, 'value': v}
-                      for k, v in sorted(TRAINER_TPU_ENV.items())]
-  return {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
-      label: tpu.kubernetes_executor()}}}}}
-
-
 def _header(spec: Dict[str, Any], image: str, tpu: Optional[TpuRequest],
             trainer_task: str,
             task_resources: Dict[str, kubeflow_resources.TaskResources]) -> str:
@@ -278,9 +211,9 @@ def compile_pipeline(output: str,
   job = runner.run(pipeline, write_out=False)
   spec = job['pipelineSpec']
   spec['defaultPipelineRoot'] = pipeline_root
-  _resolve_span_in_container(spec)
-  _post_process(spec, pipeline.components, defaults)
-  platform = _platform_spec(spec, trainer.id, tpu)
+  spec_edits.resolve_span_in_container(spec)
+  spec_edits.post_process(spec, pipeline.components, defaults)
+  platform = spec_edits.platform_spec(spec, trainer.id, tpu)
 
   # What kfp.Client will parse; fail here rather than at submit time.
   json_format.ParseDict(spec, pipeline_spec_pb2.PipelineSpec())

@@ -5,6 +5,7 @@
     <home>/pushed/           push root (serving/<v>/, hub/<v>/)
 """
 
+import contextlib
 import datetime
 import json
 import logging as py_logging
@@ -91,6 +92,25 @@ def compile_run(pipeline, run_id: str):
   return ir
 
 
+@contextlib.contextmanager
+def _quiet_logs(verbose: bool):
+  """Without --verbose, the existing handlers show errors only (_Progress
+  prints one line per component)."""
+  quieted = []
+  if not verbose:
+    for h in py_logging.getLogger().handlers + [logging.get_absl_handler()]:
+      quieted.append((h, h.level))
+      h.setLevel(max(h.level, py_logging.ERROR))
+    tf_logger = py_logging.getLogger('tensorflow')
+    quieted.append((tf_logger, tf_logger.level))
+    tf_logger.setLevel(py_logging.ERROR)
+  try:
+    yield
+  finally:
+    for h, level in quieted:
+      h.setLevel(level)
+
+
 def run(data_root: str,
         home: str,
         config: Optional[pipeline_lib.PipelineConfig] = None,
@@ -120,27 +140,13 @@ def run(data_root: str,
       beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
       warm_start_uri=warm_start_uri)
   os.makedirs(p['home'], exist_ok=True)
-  # Without --verbose, the existing handlers show errors only; _Progress
-  # prints one line per component.
-  quieted = []
-  if not verbose:
-    for h in py_logging.getLogger().handlers + [logging.get_absl_handler()]:
-      quieted.append((h, h.level))
-      h.setLevel(max(h.level, py_logging.ERROR))
-    tf_logger = py_logging.getLogger('tensorflow')
-    quieted.append((tf_logger, tf_logger.level))
-    tf_logger.setLevel(py_logging.ERROR)
   start = time.monotonic()
   progress = _Progress(out)
   # The run id is fixed here, so the summary reads this run's executions
   # even while another run writes to the same ML Metadata.
   run_id = new_run_id()
-  try:
-    with progress:
-      LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
-  finally:
-    for h, level in quieted:
-      h.setLevel(level)
+  with _quiet_logs(verbose), progress:
+    LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
   wall = time.monotonic() - start
   summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME, run_id)
   resumed_from = (summary.get('training') or {}).get('resumed_from')

@@ -9,8 +9,8 @@ import tensorflow as tf
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 
 def write_examples(uri: str, splits: Dict[str, Sequence[List[str]]]) -> str:

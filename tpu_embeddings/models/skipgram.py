@@ -26,9 +26,9 @@ import numpy as np
 import tensorflow as tf
 
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
-from tpu_embeddings.spec.embedding_spec import CONTEXT_FEATURE
-from tpu_embeddings.spec.embedding_spec import NEGATIVES_FEATURE
-from tpu_embeddings.spec.embedding_spec import TARGET_FEATURE
+from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
+from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
+from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
 
 NEGATIVE_SAMPLING_POWER = 0.75
 

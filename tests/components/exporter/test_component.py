@@ -12,7 +12,7 @@ from components import keys
 from components.exporter.component import EmbeddingExporter
 from tests.support import artifact_fixtures
 from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 TOKENS = ['one', 'two', 'three', 'four']
 

@@ -24,7 +24,7 @@ from components.exporter import load_check
 from tests.support import artifact_fixtures
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 TOKENS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta']
 DIM = 6

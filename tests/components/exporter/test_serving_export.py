@@ -16,7 +16,7 @@ from tests.support import serving_clients
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'é']
 

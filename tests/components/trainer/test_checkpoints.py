@@ -12,7 +12,7 @@ from components.trainer import executor
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 LINES = [['a', 'b', 'c', 'd'], ['b', 'c', 'e'], ['a', 'e', 'f', 'b', 'c'],
          ['d', 'f', 'a']] * 20
@@ -66,9 +66,7 @@ def test_cpu_checkpoint_keys_and_shapes_equal_tpu_ones(inputs, tmp_path,
   examples, vocabulary = inputs
   spec = skipgram_spec(dim=4, optimizer=optimizer, **params)
   model = str(tmp_path / 'model')
-  executor.train([_Examples(examples)], vocabulary, model,
-                 str(tmp_path / 'run'),
-                 executor.TrainerConfig(embedding_spec=spec.to_json(),
+  executor.train(executor.TrainerArgs([_Examples(examples)], vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(embedding_spec=spec.to_json(),
                                         batch_size=16, train_steps=6,
                                         epochs=0, checkpoint_every=3,
                                         subsample=0.0))
@@ -122,9 +120,7 @@ def test_tpu_checkpoint_restores_into_cpu_trainer_and_training_continues(
                                   value)
 
   # ...and the trainer, rerun on that output, continues from step 7.
-  meta = executor.train([_Examples(examples)], model, model,
-                        str(tmp_path / 'run'),
-                        executor.TrainerConfig(embedding_spec=spec.to_json(),
+  meta = executor.train(executor.TrainerArgs([_Examples(examples)], model, model, str(tmp_path / 'run')), executor.TrainerConfig(embedding_spec=spec.to_json(),
                                                batch_size=16, train_steps=12,
                                                epochs=0, subsample=0.0))
   assert meta['resumed_from_step'] == 7 and meta['steps'] == 12
@@ -156,8 +152,6 @@ def test_checkpoint_without_slots_is_a_clear_error(inputs, tmp_path):
       tf.train.Checkpoint(**{model_layout.EMBEDDING_KEY: serving}),
       model_layout.checkpoint_dir(model), max_to_keep=1).save()
   with pytest.raises(ValueError, match="slot 'accumulators' of table 'tokens'"):
-    executor.train([_Examples(examples)], vocabulary, model,
-                   str(tmp_path / 'run'),
-                   executor.TrainerConfig(embedding_spec=spec.to_json(),
+    executor.train(executor.TrainerArgs([_Examples(examples)], vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(embedding_spec=spec.to_json(),
                                           batch_size=16, train_steps=2,
                                           epochs=0))

@@ -12,7 +12,7 @@ from components import artifact_types
 from components.trainer.component import EmbeddingTrainer
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 
 def test_component_trains_in_a_local_pipeline(tmp_path):

@@ -15,7 +15,7 @@ import tensorflow as tf
 from components.trainer import device
 from components.trainer import tpu_adapter
 from components.trainer.cpu_adapter import CpuAdapter
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 B, K, D = 8, 3, 4
 

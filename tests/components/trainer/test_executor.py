@@ -14,7 +14,7 @@ from pipelines import demo_data
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 
 def _unit(table):
@@ -32,10 +32,7 @@ def test_related_pairs_end_up_closer_than_random_pairs(tmp_path):
   model = str(tmp_path / 'model')
   spec = skipgram_spec(dim=16, optimizer='adagrad', learning_rate=0.5,
                        initial_accumulator_value=1e-3)
-  meta = executor.train(
-      [fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'),
-      model, str(tmp_path / 'run'),
-      executor.TrainerConfig(embedding_spec=spec.to_json(), batch_size=256,
+  meta = executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'), model, str(tmp_path / 'run')), executor.TrainerConfig(embedding_spec=spec.to_json(), batch_size=256,
                              train_steps=600, epochs=0, log_every=200))
   assert meta['steps'] == 600 and meta['examples_seen'] == 600 * 256
   assert meta['spans'] == []
@@ -70,9 +67,7 @@ def test_warm_start_keeps_surviving_rows_bit_exact_at_step_zero(tmp_path):
   # Give the base non-initial slots: one CPU training run on it.
   lines = [['a', 'b', 'c'], ['d', 'e', 'a']] * 30
   fx.write_examples(str(tmp_path / 'old_examples'), {'train': lines})
-  executor.train([fx.SpanlessExamples(str(tmp_path / 'old_examples'))], base, base,
-                 str(tmp_path / 'base_run'),
-                 executor.TrainerConfig(embedding_spec=base_spec.to_json(),
+  executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'old_examples'))], base, base, str(tmp_path / 'base_run')), executor.TrainerConfig(embedding_spec=base_spec.to_json(),
                                         batch_size=8, train_steps=3, epochs=0,
                                         subsample=0.0))
   base_reader = tf.train.load_checkpoint(model_layout.latest_checkpoint(base))
@@ -83,10 +78,7 @@ def test_warm_start_keeps_surviving_rows_bit_exact_at_step_zero(tmp_path):
   counts = collections.Counter(t for line in new_lines for t in line)
   new_vocab = fx.write_vocabulary(str(tmp_path / 'vocabulary'), counts)
   model = str(tmp_path / 'model')
-  meta = executor.train(
-      [fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'),
-      model, str(tmp_path / 'run'),
-      executor.TrainerConfig(embedding_spec=spec.to_json(), batch_size=8,
+  meta = executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'), model, str(tmp_path / 'run')), executor.TrainerConfig(embedding_spec=spec.to_json(), batch_size=8,
                              train_steps=2, epochs=0, warm_start_uri=base))
   assert meta['warm_start']['kept_tokens'] == 4
   assert meta['warm_start']['new_tokens'] == 2
@@ -153,8 +145,7 @@ def test_bad_inputs_fail_before_anything_is_written(small_inputs, tmp_path,
   config.setdefault('embedding_spec', skipgram_spec(dim=4).to_json())
   config.setdefault('train_steps', 2)
   with pytest.raises((ValueError, RuntimeError, FileNotFoundError)) as e:
-    executor.train(examples, vocabulary, model, str(tmp_path / 'run'),
-                   executor.TrainerConfig(**config))
+    executor.train(executor.TrainerArgs(examples, vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(**config))
   assert message in str(e.value)
   assert not os.path.exists(model)
 
@@ -164,9 +155,7 @@ def test_unknown_parameter_and_missing_split_are_named(small_inputs, tmp_path):
   with pytest.raises(ValueError, match="unknown parameter 'windows'"):
     executor.TrainerConfig.from_exec_properties({'windows': 3})
   with pytest.raises(FileNotFoundError, match="split 'train'"):
-    executor.train([fx.SpanlessExamples(str(tmp_path))], vocabulary,
-                   str(tmp_path / 'model'), str(tmp_path / 'run'),
-                   executor.TrainerConfig(train_steps=1))
+    executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path))], vocabulary, str(tmp_path / 'model'), str(tmp_path / 'run')), executor.TrainerConfig(train_steps=1))
 
 
 # Shares the small inputs' tokens, so a warm start reads the damaged rows.
@@ -195,8 +184,7 @@ def test_damaged_explicit_base_fails_in_one_line_before_writing(
   checkpoint = _flip_checkpoint(base)
   model = str(tmp_path / 'model')
   with pytest.raises(warm_start.WarmStartError) as e:
-    executor.train(examples, vocabulary, model, str(tmp_path / 'run'),
-                   executor.TrainerConfig(
+    executor.train(executor.TrainerArgs(examples, vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(
                        embedding_spec=skipgram_spec(dim=4).to_json(),
                        train_steps=2, epochs=0, warm_start_uri=base))
   message = str(e.value)
@@ -222,11 +210,9 @@ def test_damaged_pushed_base_is_a_cold_start_with_a_warning(small_inputs,
       'hub': pusher_exports.write_hub_module(str(tmp_path / 'h'), 1.0)},
                   {'source_model': base})
   _flip_checkpoint(base)
-  meta = executor.train(examples, vocabulary, str(tmp_path / 'model'),
-                        str(tmp_path / 'run'), executor.TrainerConfig(
+  meta = executor.train(executor.TrainerArgs(examples, vocabulary, str(tmp_path / 'model'), str(tmp_path / 'run'), push_root=root), executor.TrainerConfig(
                             embedding_spec=skipgram_spec(dim=4).to_json(),
-                            train_steps=2, epochs=0),
-                        push_root=root)
+                            train_steps=2, epochs=0))
   assert meta['warm_start'] is None and meta['steps'] == 2
   skipped = meta['warm_start_skipped']
   assert len(skipped) == 2 and skipped[0].startswith(
@@ -254,8 +240,7 @@ def test_a_split_without_skipgram_pairs_fails_before_training(
   start = time.monotonic()
   with pytest.raises(ValueError,
                      match=f"split '{split}' gives no skip-gram pairs"):
-    executor.train(examples, vocabulary, model, str(tmp_path / 'run'),
-                   executor.TrainerConfig(
+    executor.train(executor.TrainerArgs(examples, vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(
                        embedding_spec=skipgram_spec(dim=4).to_json(),
                        batch_size=64, train_steps=300))
   assert time.monotonic() - start < 30

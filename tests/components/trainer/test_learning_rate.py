@@ -11,7 +11,7 @@ from components.trainer import learning_rate
 from components.trainer.cpu_adapter import CpuAdapter
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 
 def test_linear_decay_falls_to_the_final_fraction_and_stays():
@@ -55,16 +55,10 @@ def test_epochs_decay_over_the_expected_steps(tmp_path):
   config = executor.TrainerConfig(
       embedding_spec=skipgram_spec(dim=4).to_json(), batch_size=16,
       window=2, subsample=0.0, train_steps=0, epochs=3, log_every=10)
-  meta = executor.train([fx.SpanlessExamples(str(tmp_path / 'examples'))],
-                        str(tmp_path / 'vocabulary'), str(tmp_path / 'model'),
-                        str(tmp_path / 'run'), config)
+  meta = executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'), str(tmp_path / 'model'), str(tmp_path / 'run')), config)
   # The estimate is within a step or two of the steps the epochs gave.
   assert abs(meta['learning_rate_decay_steps'] - meta['steps']) <= 2, meta
-  no_decay = executor.train(
-      [fx.SpanlessExamples(str(tmp_path / 'examples'))],
-      str(tmp_path / 'vocabulary'), str(tmp_path / 'model-constant'),
-      str(tmp_path / 'run-constant'),
-      config.replace(learning_rate_decay=False))
+  no_decay = executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'), str(tmp_path / 'model-constant'), str(tmp_path / 'run-constant')), config.replace(learning_rate_decay=False))
   assert no_decay['learning_rate_decay_steps'] == 0
   # The decayed run moved its rows less late in training: the tables differ.
   def table(name):

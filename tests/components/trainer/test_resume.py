@@ -31,8 +31,8 @@ from tests.support import artifact_fixtures as fx
 from tests.support import paths
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 REPO = paths.REPO
 TRAIN_STEPS = 3000

@@ -35,7 +35,7 @@ from pipelines.config import PipelineConfig
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 RUN = 'model_run/7'
 PROJECTOR_TOKENS = 60
@@ -48,9 +48,7 @@ def _train(root, splits, config, counts=None):
   fx.write_vocabulary(os.path.join(root, 'vocabulary'), counts)
   logdir = os.path.join(root, 'EmbeddingTrainer')
   model = os.path.join(logdir, 'model', '7')
-  executor.train([fx.SpanlessExamples(os.path.join(root, 'examples'))],
-                 os.path.join(root, 'vocabulary'), model,
-                 os.path.join(logdir, RUN), config)
+  executor.train(executor.TrainerArgs([fx.SpanlessExamples(os.path.join(root, 'examples'))], os.path.join(root, 'vocabulary'), model, os.path.join(logdir, RUN)), config)
   return logdir, model
 
 

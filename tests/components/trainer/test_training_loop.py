@@ -9,7 +9,7 @@ import tensorflow as tf
 from components.trainer import executor
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 LINES = [['a', 'b', 'c', 'd'], ['b', 'c', 'e'], ['a', 'e', 'f', 'b', 'c'],
          ['d', 'f', 'a']] * 20
@@ -27,8 +27,7 @@ def inputs(tmp_path_factory):
 def saved_steps(inputs, tmp_path, **config):
   examples, vocabulary = inputs
   model = str(tmp_path / 'model')
-  executor.train(examples, vocabulary, model, str(tmp_path / 'run'),
-                 executor.TrainerConfig(
+  executor.train(executor.TrainerArgs(examples, vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(
                      embedding_spec=skipgram_spec(dim=4).to_json(),
                      batch_size=8, train_steps=6, epochs=0, log_every=2,
                      **config))

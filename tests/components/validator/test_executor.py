@@ -15,9 +15,9 @@ from components.validator import executor
 from tests.support import artifact_fixtures
 from tests.support import validator_fixtures as vf
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.spec.embedding_spec import TableSpec
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 
 @pytest.fixture(scope='module')
@@ -324,8 +324,7 @@ def test_cpu_trainer_checkpoint_validates(tmp_path, corpus):
   config = trainer.TrainerConfig(
       embedding_spec=skipgram_spec(dim=8, learning_rate=1.0).to_json(),
       batch_size=256, epochs=3, window=3, negatives=4, subsample=0.0)
-  meta = trainer.train([examples], corpus['vocabulary'], model,
-                       str(tmp_path / 'run'), config)
+  meta = trainer.train(trainer.TrainerArgs([examples], corpus['vocabulary'], model, str(tmp_path / 'run')), config)
   assert meta['device'] == 'cpu'
   blessing, report = run(corpus, model, str(tmp_path / 'b'))
   assert report['blessed'], report['summary']

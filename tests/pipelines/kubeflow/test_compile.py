@@ -15,6 +15,7 @@ from pipelines.cli import main as cli
 from pipelines.kubeflow import compile as kubeflow_compile
 from pipelines.kubeflow import parameters as kubeflow_parameters
 from pipelines.kubeflow import resources as kubeflow_resources
+from pipelines.kubeflow import spec_edits
 from tests.support import paths
 
 IMAGE = 'us-docker.pkg.dev/my-project/ml/tpu-embeddings:1.2.3'
@@ -128,7 +129,7 @@ def test_example_gen_resolves_the_latest_span_in_its_container(cpu_yaml):
   _, example_gen = _executor(spec, 'FileBasedExampleGen')
   container = example_gen['container']
   assert 'lifecycle' not in container  # open-source KFP would skip it
-  assert container['command'] == list(kubeflow_compile.EXAMPLE_GEN_COMMAND)
+  assert container['command'] == list(spec_edits.EXAMPLE_GEN_COMMAND)
   assert container['args'][:2] == [
       '--executor_class_path',
       'components.corpus_example_gen.executor.Executor']

@@ -12,6 +12,7 @@ from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
 
 from pipelines.kubeflow import compile as kubeflow_compile
 from pipelines.kubeflow import example_gen as kubeflow_example_gen
+from pipelines.kubeflow import spec_edits
 from tpu_embeddings.artifacts import examples_io
 
 
@@ -31,7 +32,7 @@ def _run_task(spec, task, out_dir, run_parameters=None):
   component = spec['components'][tasks[task]['componentRef']['name']]
   container = spec['deploymentSpec']['executors'][
       component['executorLabel']]['container']
-  assert container['command'] == list(kubeflow_compile.EXAMPLE_GEN_COMMAND)
+  assert container['command'] == list(spec_edits.EXAMPLE_GEN_COMMAND)
   declared = spec['root']['inputDefinitions']['parameters']
   run_parameters = run_parameters or {}
   parameters = {}

@@ -5,9 +5,9 @@ import pytest
 
 from tests.support import artifact_fixtures
 from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.spec.embedding_spec import FeatureSpec
 from tpu_embeddings.spec.embedding_spec import TableSpec
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
 
 TOKENS = [f't{i}' for i in range(6)]
 

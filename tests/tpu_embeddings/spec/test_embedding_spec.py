@@ -3,13 +3,13 @@ import json
 import pytest
 import tensorflow as tf
 
+from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_tables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.spec.embedding_spec import FeatureSpec
 from tpu_embeddings.spec.embedding_spec import OptimizerSpec
 from tpu_embeddings.spec.embedding_spec import SpecError
 from tpu_embeddings.spec.embedding_spec import TableSpec
-from tpu_embeddings.spec.embedding_spec import skipgram_spec
-from tpu_embeddings.spec.embedding_spec import skipgram_tables
 
 
 @pytest.mark.parametrize('optimizer,params', [

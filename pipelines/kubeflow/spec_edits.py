@@ -1,0 +1,82 @@
+"""Edits of TFX's compiled KFP v2 spec that open-source Kubeflow needs.
+
+TFX 1.15's Kubeflow V2 compiler leaves out every task's resources for a
+FileBasedExampleGen, the run-time parameters' defaults, and a span driver
+that open-source KFP runs; these functions add them to the spec's dict.
+"""
+
+from typing import Any, Dict, List, Optional
+
+from google.protobuf import json_format
+
+from pipelines.kubeflow.flags import TpuRequest
+
+# The container entrypoint of the ExampleGen task (pipelines/kubeflow/
+# example_gen.py): span resolution, then TFX's executor entrypoint.
+EXAMPLE_GEN_COMMAND = ('python', '-m', 'pipelines.kubeflow.example_gen')
+# The trainer's TPU is on its own VM.
+TRAINER_TPU_ENV = {'TPU_NAME': 'local'}
+
+
+def executor_label(spec: Dict[str, Any], task: str) -> str:
+  component = spec['root']['dag']['tasks'][task]['componentRef']['name']
+  return spec['components'][component]['executorLabel']
+
+
+def resolve_span_in_container(spec: Dict[str, Any]) -> List[str]:
+  """ExampleGen: run the span driver in the task's own container, no cache.
+
+  TFX compiles FileBasedExampleGen with a `lifecycle.preCacheCheck` driver
+  that only Vertex AI Pipelines runs; without it the executor would read the
+  literal `{SPAN}` pattern. The task's command becomes
+  pipelines.kubeflow.example_gen, which runs that driver and then TFX's
+  executor entrypoint with the same arguments.
+  """
+  tasks = []
+  for name in spec['root']['dag']['tasks']:
+    label = executor_label(spec, name)
+    container = spec['deploymentSpec']['executors'][label].get('container', {})
+    if 'lifecycle' not in container:
+      continue
+    del container['lifecycle']
+    container['command'] = list(EXAMPLE_GEN_COMMAND)
+    spec['root']['dag']['tasks'][name]['cachingOptions'] = {}
+    tasks.append(name)
+  if not tasks:
+    raise RuntimeError('the compiled pipeline has no ExampleGen task with a '
+                       'span driver; is the corpus ExampleGen still a '
+                       'FileBasedExampleGen?')
+  return tasks
+
+
+def post_process(spec: Dict[str, Any], components,
+                  defaults: Dict[str, str]):
+  """What TFX 1.15's Kubeflow V2 compiler leaves out.
+
+  Every task's `resources` (it drops the platform config of a
+  FileBasedExampleGen), and the run-time parameters' defaults and
+  optionality (it declares only their types).
+  """
+  for c in components:
+    container = spec['deploymentSpec']['executors'][executor_label(
+        spec, c.id)]['container']
+    container.setdefault('resources', {}).update(json_format.MessageToDict(
+        c.platform_config))
+  declared = spec['root']['inputDefinitions']['parameters']
+  if sorted(declared) != sorted(defaults):
+    raise RuntimeError(f'compiled parameters {sorted(declared)} are not '
+                       f'{sorted(defaults)}')
+  for name, default in defaults.items():
+    declared[name].update(defaultValue=default, isOptional=True)
+
+
+def platform_spec(spec: Dict[str, Any], trainer_task: str,
+                   tpu: Optional[TpuRequest]) -> Dict[str, Any]:
+  if not tpu:
+    return {}
+  label = executor_label(spec, trainer_task)
+  container = spec['deploymentSpec']['executors'][label]['container']
+  container['env'] = [{'name': k, 'value': v}
+                      for k, v in sorted(TRAINER_TPU_ENV.items())]
+  return {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
+      label: tpu.kubernetes_executor()}}}}}
