@@ -1,8 +1,9 @@
 """Using what the pusher published: list versions, embed, neighbours, rollback.
 
 Everything here reads only the push root (local or any `tf.io.gfile` path) and
-only complete versions (see tpu_embeddings/push_root/layout.py); no ML Metadata and no
-pipeline code is needed, so this is what a service or a notebook imports:
+only complete versions (see tpu_embeddings/push_root/layout.py); no ML Metadata
+and no pipeline code is needed, so this is what a service or a notebook
+imports:
 
     from tpu_embeddings.push_root import consumer
     version, vectors = consumer.embed('/tmp/home/pushed', ['the cat sat'])
@@ -47,6 +48,20 @@ def list_pushed(push_root: str) -> List[PushedVersion]:
         push_layout.read_manifest(push_root, 'serving', v),
         push_layout.read_manifest(push_root, 'hub', v)))
   return out
+
+
+def latest_version(push_root: str) -> Optional[int]:
+  """The newest complete version (the one TF Serving serves), or None."""
+  versions = push_layout.list_versions(push_root, 'serving')
+  return versions[-1] if versions else None
+
+
+def version_dirs(push_root: str, version: Optional[Union[int, str]] = None
+                 ) -> Dict[str, str]:
+  """{'serving': dir, 'hub': dir} of the latest or given complete version."""
+  number = resolve_version(push_root, version)
+  return {kind: push_layout.version_dir(push_root, kind, number)
+          for kind in push_layout.KINDS}
 
 
 def resolve_version(push_root: str,
