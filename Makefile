@@ -1,7 +1,8 @@
 # Two commands on a fresh machine:
 #   make run    generate the demo corpus and run the whole pipeline locally
-#   make test   run the test suite
+#   make test   lint, check the import layers, run the whole test suite (CI)
 # Both create .venv with Python 3.10 and install the lock first.
+#   make unit   the fast inner loop: lint, layers and the tests not marked slow
 
 SHELL := /bin/bash
 VENV := .venv
@@ -15,7 +16,7 @@ PYTHON310 := $(shell \
   if python3.10 -c 'import sys' >/dev/null 2>&1; then command -v python3.10; \
   else ls -d $$HOME/.pyenv/versions/3.10.*/bin/python3.10 2>/dev/null | sort -V | tail -1; fi)
 
-.PHONY: run test venv bench compile clean
+.PHONY: run test unit lint venv bench compile clean
 
 $(PY):
 	@if [ -z "$(PYTHON310)" ]; then \
@@ -37,9 +38,20 @@ run: $(STAMP)
 	@if [ ! -d $(DEMO)/data ]; then $(PY) -m pipelines demo-data --out $(DEMO)/data --spans 2; fi
 	$(PY) -m pipelines run --data $(DEMO)/data --home $(DEMO)/home
 
-test: $(STAMP)
-	@$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+# The code's style (ruff) and its layers (import-linter), as pyproject.toml
+# configures them.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+
+# Two workers, a test module each at a time: most tests wait on subprocesses
+# and files as much as they compute.
+test: lint
+	@$(PY) -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; exit $$rc
+
+unit: lint
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for b in benchmarks/[a-z]*.py; do m=$$(basename $$b .py); echo "== $$m"; \

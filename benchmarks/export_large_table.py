@@ -124,7 +124,8 @@ def _peer_tf2(model_uri: str, out: str):
 
 
 def _peer_hub(model_uri: str, out: str):
-  """Peer (b): TF Hub's text-embedding exporter recipe (placeholder + assign)."""
+  """Peer (b): TF Hub's text-embedding exporter recipe (placeholder + assign).
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
 
@@ -211,7 +212,8 @@ def main():
   try:
     model_uri = os.path.join(work, 'model')
     if os.path.exists(os.path.join(model_uri, 'metadata.json')):
-      print(f'reusing the model in {model_uri}')  # from an earlier --workdir run
+      # from an earlier --workdir run
+      print(f'reusing the model in {model_uri}')
     else:
       start = time.perf_counter()
       _run_child('--rows', str(args.rows), '--dim', str(args.dim),

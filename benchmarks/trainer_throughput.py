@@ -134,7 +134,8 @@ def main(argv=None):
         f'{keras_fused:>12,.0f} {keras_fused / keras:>7.2f}')
   print(f'{"EmbeddingTrainer CPU adapter (TPU Adagrad)":<44} {trainer:>12,.0f} '
         f'{trainer / keras:>7.2f}')
-  print(f'target ratio >= 1.5: {"met" if trainer / keras >= 1.5 else "NOT met"}')
+  print('target ratio >= 1.5: '
+        f'{"met" if trainer / keras >= 1.5 else "NOT met"}')
 
 
 if __name__ == '__main__':

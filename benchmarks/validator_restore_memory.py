@@ -9,7 +9,8 @@ fresh processes:
 
 * baseline `with_slots`: `TPUEmbeddingForServing(feature_config, optimizer)`,
   which creates and restores every slot variable;
-* `validator`: `tpu_embeddings.artifacts.checkpoint_restore.restore_for_serving`, i.e.
+* `validator`:
+  `tpu_embeddings.artifacts.checkpoint_restore.restore_for_serving`, i.e.
   `TPUEmbeddingForServing(feature_config, optimizer=None)`, what the
   CheckpointValidator runs.
 

@@ -1,4 +1,5 @@
-"""`python -m pipelines COMMAND ...` (the same as `tpu-embeddings COMMAND ...`)."""
+"""`python -m pipelines COMMAND ...` (the same as `tpu-embeddings COMMAND ...`).
+"""
 
 import sys
 

@@ -69,7 +69,8 @@ class PipelineConfig:
 
   @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> 'PipelineConfig':
-    """From {"trainer": {"window": 5}}, {"trainer.window": 5} or {"window": 5}."""
+    """From {"trainer": {"window": 5}}, {"trainer.window": 5} or {"window": 5}.
+    """
     flat = {}
     for name, value in values.items():
       if name in cls.sections() and isinstance(value, dict):

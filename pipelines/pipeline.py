@@ -1,4 +1,5 @@
-"""create_pipeline(): corpus -> vocabulary -> train -> validate -> export -> push."""
+"""create_pipeline(): corpus -> vocabulary -> train -> validate -> export ->
+push."""
 
 from typing import Any, List, Optional
 

@@ -1,4 +1,5 @@
-"""ExampleGenConfig: which corpus files the ExampleGen reads and how it splits."""
+"""ExampleGenConfig: which corpus files the ExampleGen reads and how it splits.
+"""
 
 import dataclasses
 

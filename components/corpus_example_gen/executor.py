@@ -1,9 +1,9 @@
 """Corpus ExampleGen executor: text lines -> tf.Example with a `tokens` feature.
 
 One sequence per line, UTF-8, tokens split on ASCII whitespace
-(tpu_embeddings/core/text.py). A file that is not UTF-8 text (UTF-16/32, binary, an
-invalid UTF-8 byte) fails the run with an error naming the file: its first
-chunk is checked before the pipeline starts, every line while it is read.
+(tpu_embeddings/core/text.py). A file that is not UTF-8 text (UTF-16/32,
+binary, an invalid UTF-8 byte) fails the run with an error naming the file: its
+first chunk is checked before the pipeline starts, every line while it is read.
 Files are read in byte ranges, each encoded in blocks of lines (encode.py)
 and written as whole split files (transforms.py): by Beam, or, when Beam would
 run in this process, by forked processes (parallel.py).

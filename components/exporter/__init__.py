@@ -1,1 +1,2 @@
-"""EmbeddingExporter: a serving SavedModel and a TF1 Hub module from one checkpoint."""
+"""EmbeddingExporter: a serving SavedModel and a TF1 Hub module from one
+checkpoint."""

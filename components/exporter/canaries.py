@@ -68,7 +68,8 @@ def make_canary(tokens: Sequence[str],
                 read_rows: Callable[[int, int], np.ndarray]) -> Canary:
   """Canary inputs and expected outputs for a table whose row i is tokens[i].
 
-  `read_rows(start, stop)` returns table rows; only the few canary rows are read.
+  `read_rows(start, stop)` returns table rows; only the few canary rows are
+  read.
   """
   size = len(tokens)
   picks = sorted({0, size // 2, size - 1})

@@ -1,4 +1,5 @@
-"""TFX component `EmbeddingExporter`: a serving SavedModel and a TF1 Hub module."""
+"""TFX component `EmbeddingExporter`: a serving SavedModel and a TF1 Hub module.
+"""
 
 from typing import Optional
 

@@ -1,9 +1,10 @@
-"""Executor of `EmbeddingExporter`: checkpoint -> serving SavedModel + Hub module.
+"""Executor of `EmbeddingExporter`: checkpoint -> serving SavedModel + Hub
+module.
 
 1. restore the trainer's checkpoint with `TPUEmbeddingForServing(...,
-   optimizer=None)` (tpu_embeddings.artifacts.checkpoint_restore), so no slot is ever read;
-   meanwhile, on a second thread, stream vocabulary.tsv into the token asset
-   (no Python string per token) and check its fingerprints;
+   optimizer=None)` (tpu_embeddings.artifacts.checkpoint_restore), so no slot
+   is ever read; meanwhile, on a second thread, stream vocabulary.tsv into the
+   token asset (no Python string per token) and check its fingerprints;
 2. write the serving SavedModel from the restored table (no copy of it);
 3. release the restored table and write the Hub module, its table restored
    from the serving export's variables: the process holds one copy of a
@@ -56,7 +57,8 @@ SEPARATE_HUB_CHECK_BYTES = 1 << 30
 
 
 def _move_into_output(built_dir: str, output_uri: str, subdir: str = ''):
-  """Moves a complete export to `output_uri[/subdir]`; the URI may exist, empty."""
+  """Moves a complete export to `output_uri[/subdir]`; the URI may exist, empty.
+  """
   if file_system.exists(output_uri):
     if file_system.listdir(output_uri):
       raise FileExistsError(

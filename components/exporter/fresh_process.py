@@ -71,7 +71,8 @@ class FreshProcess:
   def submit(self, kind: str, export_dir: str, canary: Canary):
     """Queues the check of one export (returns at once)."""
     load_check.check_kind(kind)
-    canary_path = os.path.join(self._tmp.name, f'canary{len(self._pending)}.npz')
+    canary_path = os.path.join(self._tmp.name,
+                               f'canary{len(self._pending)}.npz')
     canary.save(canary_path)
     name = f'{kind} export {export_dir}'
     try:

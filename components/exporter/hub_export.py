@@ -1,18 +1,22 @@
-"""The TF1 Hub module: `hub.create_module_spec` + `hub.add_signature` + `export`.
+"""The TF1 Hub module: `hub.create_module_spec` + `hub.add_signature` +
+`export`.
 
     <export_dir>/tfhub_module.pb
-    <export_dir>/saved_model.pb            one meta graph per tag set: {} and {"train"}
-    <export_dir>/variables/                `embeddings` [V, dim], `oov_embeddings` [B, dim]
-    <export_dir>/assets/vocabulary.txt     one token per line, line i = table row i
+    <export_dir>/saved_model.pb          one meta graph per tag set: {} and
+                                         {"train"}
+    <export_dir>/variables/              `embeddings` [V, dim],
+                                         `oov_embeddings` [B, dim]
+    <export_dir>/assets/vocabulary.txt   one token per line, line i = table
+                                         row i
 
 Signatures (the common text-embedding signature, as in the TF1 Hub text
 modules):
 
 * `default`: `sentences` [None] string -> `default` [None, dim] float32, tokens
-  split with `tpu_embeddings.core.text.tf_tokenize`, combined with sqrtn; OOV tokens map
-  to `num_oov_buckets` bucket rows that are zeros (they add nothing to the sum
-  but count in sqrt(n), exactly as in the serving SavedModel); a sentence
-  without tokens gives zeros.
+  split with `tpu_embeddings.core.text.tf_tokenize`, combined with sqrtn; OOV
+  tokens map to `num_oov_buckets` bucket rows that are zeros (they add nothing
+  to the sum but count in sqrt(n), exactly as in the serving SavedModel); a
+  sentence without tokens gives zeros.
 * `tokens`: `tokens` [None] string -> `default` [None, dim].
 
 Ids 0..V-1 are the vocabulary rows (`embeddings`), ids V..V+B-1 the OOV bucket
@@ -103,7 +107,8 @@ def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
                      num_oov_buckets: int = DEFAULT_NUM_OOV_BUCKETS,
                      l2_regularization: float = DEFAULT_L2_REGULARIZATION,
                      keyed_by_string: bool = False):
-  """The `hub.ModuleSpec`: tag sets {} (inference) and {"train"} (fine-tuning)."""
+  """The `hub.ModuleSpec`: tag sets {} (inference) and {"train"} (fine-tuning).
+  """
   import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
 
   def module_fn(is_training):

@@ -36,7 +36,8 @@ def _compare(what: str, got, want):
     raise LoadCheckError(f'{what}: shape {got.shape}, expected {want.shape}')
   if not np.allclose(got, want, rtol=RTOL, atol=ATOL):
     worst = float(np.max(np.abs(got - want)))
-    raise LoadCheckError(f'{what}: differs from the checkpoint by up to {worst}')
+    raise LoadCheckError(
+        f'{what}: differs from the checkpoint by up to {worst}')
 
 
 def check_serving(export_dir: str, canary: Canary):

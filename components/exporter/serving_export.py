@@ -1,18 +1,20 @@
 """The serving SavedModel: a TF2 SavedModel in TF Serving layout.
 
     <export_dir>/saved_model.pb
-    <export_dir>/variables/               the table and its row norms, nothing else
-    <export_dir>/assets/vocabulary.txt    one token per line, line i = table row i
+    <export_dir>/variables/              the table and its row norms, nothing
+                                         else
+    <export_dir>/assets/vocabulary.txt   one token per line, line i = table
+                                         row i
 
-Signatures (names and keys from `tpu_embeddings.artifacts.serving_contract`; all lookups
-go through the vocabulary asset; an OOV token, including "", maps to id -1 and
-to a zero vector):
+Signatures (names and keys from `tpu_embeddings.artifacts.serving_contract`;
+all lookups go through the vocabulary asset; an OOV token, including "", maps
+to id -1 and to a zero vector):
 
 * `serving_default`: `sentences` [batch] string -> `embeddings` [batch, dim],
-  tokens split with `tpu_embeddings.core.text.tf_tokenize` and combined with sqrtn:
-  sum of the token vectors / sqrt(number of tokens). OOV tokens add zero to the
-  sum but count in the denominator, as in the Hub module (whose OOV bucket rows
-  are zeros); a sentence without tokens gives zeros.
+  tokens split with `tpu_embeddings.core.text.tf_tokenize` and combined with
+  sqrtn: sum of the token vectors / sqrt(number of tokens). OOV tokens add zero
+  to the sum but count in the denominator, as in the Hub module (whose OOV
+  bucket rows are zeros); a sentence without tokens gives zeros.
 * `lookup`: `tokens` [n] string -> `embeddings` [n, dim].
 * `neighbors`: `tokens` [n] string, `k` scalar int32 -> `tokens` [n, k'] string
   and `scores` [n, k'] float32, the k' = min(k, vocabulary size - 1) rows with
@@ -205,7 +207,8 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
   """Writes the serving SavedModel for one table of `restored` to `export_dir`.
 
   Args:
-    restored: from `tpu_embeddings.artifacts.checkpoint_restore.restore_for_serving`
+    restored: from
+      `tpu_embeddings.artifacts.checkpoint_restore.restore_for_serving`
       (optimizer=None, so no slot variable exists to be exported).
     export_dir: must not exist yet, or be an empty directory.
     table: table to export; default the spec's first (and, for skip-gram, only)

@@ -1,14 +1,14 @@
 """Token -> table row, shared by the serving SavedModel and the Hub module.
 
 Both exports build an int64-keyed hash table from their vocabulary asset when
-they are loaded: keys are 63-bit fingerprints (`tf.strings.to_hash_bucket_fast`),
-as an int64 table is cheaper to build and probe than a string-keyed one. Each
-value packs the row id (low `ID_BITS`) with a second, independent 31-bit hash
-of the token (`tf.strings.to_hash_bucket`), which `decode` compares against the
-query's: an OOV token whose fingerprint equals a vocabulary token's is still
-OOV (chance about vocabulary size / 2**94 per token). A vocabulary in which
-two tokens share a fingerprint (`fingerprints_collide`) is served from a plain
-string-keyed table instead.
+they are loaded: keys are 63-bit fingerprints
+(`tf.strings.to_hash_bucket_fast`), as an int64 table is cheaper to build and
+probe than a string-keyed one. Each value packs the row id (low `ID_BITS`) with
+a second, independent 31-bit hash of the token (`tf.strings.to_hash_bucket`),
+which `decode` compares against the query's: an OOV token whose fingerprint
+equals a vocabulary token's is still OOV (chance about vocabulary size / 2**94
+per token). A vocabulary in which two tokens share a fingerprint
+(`fingerprints_collide`) is served from a plain string-keyed table instead.
 """
 
 from typing import Tuple

@@ -1,4 +1,5 @@
-"""TFX component `EmbeddingPusher`: versioned push of both exports if blessed."""
+"""TFX component `EmbeddingPusher`: versioned push of both exports if blessed.
+"""
 
 from typing import Optional
 

@@ -1,4 +1,5 @@
-"""EmbeddingPusher executor: publishes both exports as one version if blessed."""
+"""EmbeddingPusher executor: publishes both exports as one version if blessed.
+"""
 
 import json
 from typing import Any, Dict, List

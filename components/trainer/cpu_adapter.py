@@ -1,4 +1,5 @@
-"""CPU adapter: `TPUEmbeddingForServing` lookups + the embedding optimizer's rule.
+"""CPU adapter: `TPUEmbeddingForServing` lookups + the embedding optimizer's
+rule.
 
 The embedding object is built from the spec with the spec's optimizer, so the
 mid-level API creates the slot variables itself (same names, same initial

@@ -23,7 +23,8 @@ reference kernels are the `ResourceSparseApply*` ops of training_ops.cc):
                        w = (clip(l, -l1, l1) - l) / ((a'^p + beta) / lr + 2 l2)
             multiply_linear_by_learning_rate (l stores linear * lr):
                        l += g lr - (a'^p - a^p) * w
-                       w = (clip(l, -l1 lr, l1 lr) - l) / (a'^p + beta + 2 l2 lr)
+                       w = (clip(l, -l1 lr, l1 lr) - l)
+                           / (a'^p + beta + 2 l2 lr)
             a = a'.  beta / (2 lr) acts as extra l2 (proto). With
             allow_zero_accumulator a zero denominator gives w = 0.
 """
@@ -42,7 +43,8 @@ _UNSUPPORTED = ('clip_weight_min', 'clip_weight_max', 'weight_decay_factor',
 
 def sum_duplicates(ids: tf.Tensor, row_gradients: tf.Tensor
                   ) -> Tuple[tf.Tensor, tf.Tensor]:
-  """(distinct ids, summed gradient per distinct id), like the TPU's accumulation."""
+  """(distinct ids, summed gradient per distinct id), like the TPU's
+  accumulation."""
   unique_ids, position = tf.unique(tf.reshape(ids, [-1]))
   summed = tf.math.unsorted_segment_sum(
       tf.reshape(row_gradients, [-1, tf.shape(row_gradients)[-1]]), position,

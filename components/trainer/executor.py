@@ -83,8 +83,9 @@ def check_pairs(data: skipgram.SkipGramData, examples: List[types.Artifact]):
   there is one), must give skip-gram pairs: else training never ends or the
   model is trained only to be refused."""
   for split in (keys.TRAIN_SPLIT, keys.EVAL_SPLIT):
-    present = [a for a in examples if split == keys.TRAIN_SPLIT or tf.io.gfile.glob(
-        f'{a.uri.rstrip("/")}/Split-{split}/*')]
+    present = [a for a in examples
+               if split == keys.TRAIN_SPLIT or tf.io.gfile.glob(
+                   f'{a.uri.rstrip("/")}/Split-{split}/*')]
     if present and not data.yields_pairs(sequences_of(present, split)):
       raise ValueError(
           f'examples {", ".join(a.uri for a in present)}: split {split!r} '

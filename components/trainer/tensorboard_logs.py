@@ -7,8 +7,9 @@
       metadata.tsv             token<TAB>count of its `projector_tokens` most
                                frequent tokens (the first rows),
       checkpoint, projector-*  a checkpoint of just those rows
-    <model_run>/eval/          loss: held-out skip-gram loss (tpu_embeddings.models.heldout)
-                               at the start and at every checkpoint
+    <model_run>/eval/          loss: held-out skip-gram loss
+                               (tpu_embeddings.models.heldout) at the start
+                               and at every checkpoint
 
     tensorboard --logdir <pipeline root>/EmbeddingTrainer
 
@@ -46,7 +47,8 @@ METRICS = (('train', 'loss'), ('eval', 'loss'), ('train', 'examples_per_sec'))
 
 
 def hparams(config: TrainerConfig, spec: EmbeddingSpec) -> Dict[str, Any]:
-  """The run's settings as hparams: the config, the spec's table and optimizer."""
+  """The run's settings as hparams: the config, the spec's table and optimizer.
+  """
   values = {k: v for k, v in dataclasses.asdict(config).items()
             if k != 'embedding_spec'}
   table = spec.table(skipgram_tables(spec)[0])

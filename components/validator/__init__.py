@@ -1,1 +1,2 @@
-"""CheckpointValidator: restores a trained table on CPU, checks it, blesses it."""
+"""CheckpointValidator: restores a trained table on CPU, checks it, blesses it.
+"""

@@ -2,8 +2,8 @@
 
 No ML Metadata resolver (open-source Kubeflow Pipelines cannot run resolver
 nodes): the baseline is the latest complete version under
-`<push_root>/serving/`, listed by `tpu_embeddings.push_root.layout`. Its table is read
-through the SavedModel's own `lookup` signature over the tokens of its
+`<push_root>/serving/`, listed by `tpu_embeddings.push_root.layout`. Its table
+is read through the SavedModel's own `lookup` signature over the tokens of its
 `assets/vocabulary.txt`, i.e. exactly what serving returns, so it is scored
 by the same metric code as the candidate.
 
@@ -82,7 +82,8 @@ def read_serving_table(export_dir: str) -> np.ndarray:
   except (OSError, ValueError, IndexError, tf.errors.OpError,
           message.DecodeError) as e:
     raise BaselineError(f'baseline {export_dir} cannot be loaded '
-                        f'({type(e).__name__}: {(str(e).splitlines() or [""])[0]})'
+                        f'({type(e).__name__}: '
+                        f'{(str(e).splitlines() or [""])[0]})'
                         ) from e
   parts = []
   for start in range(0, len(tokens), _BATCH):

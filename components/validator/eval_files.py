@@ -22,7 +22,8 @@ def _fields(line: str) -> List[str]:
 
 
 def read_similarity_file(path: str) -> List[Tuple[str, str, float]]:
-  """WordSim-353 style "word1<TAB>word2<TAB>score" lines; a header is allowed."""
+  """WordSim-353 style "word1<TAB>word2<TAB>score" lines; a header is allowed.
+  """
   triples = []
   for n, line in _lines(path):
     parts = _fields(line)
@@ -50,7 +51,8 @@ def read_related_pairs(path: str) -> List[Tuple[str, str]]:
   pairs = []
   for n, line in _lines(path):
     parts = line.split('\t')
-    if len(parts) < 2 or not parts[0].strip(_SPACE) or not parts[1].strip(_SPACE):
+    if (len(parts) < 2 or not parts[0].strip(_SPACE)
+        or not parts[1].strip(_SPACE)):
       raise ValueError(f'related-pairs file {path} line {n}: expected '
                        f'"tokenA<TAB>tokenB", got {line[:80]!r}')
     pairs.append((parts[0].strip(_SPACE), parts[1].strip(_SPACE)))

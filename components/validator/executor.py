@@ -1,4 +1,5 @@
-"""CheckpointValidator executor: validate the trainer's Model, write a blessing."""
+"""CheckpointValidator executor: validate the trainer's Model, write a blessing.
+"""
 
 from typing import Any, Dict, List
 

@@ -88,7 +88,7 @@ def align_table(model_tokens: Sequence[str], table: np.ndarray,
   return out
 
 
-# -- nearest neighbours -----------------------------------------------------------
+# -- nearest neighbours --------------------------------------------------------
 def _unit_rows(table: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
   t = np.nan_to_num(table.astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
   norms = np.linalg.norm(t, axis=1)

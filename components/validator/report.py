@@ -146,7 +146,8 @@ def render_html(report: Dict[str, Any], hist: Dict[str, Any]) -> str:
   note = (f'<p class="unreadable-baseline" style="color: #b22222">'
           f'{html.escape(note)}</p>' if note else '')
   return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Checkpoint validation: {verdict}</title>
+<html><head><meta charset="utf-8">\
+<title>Checkpoint validation: {verdict}</title>
 <style>
 body {{ font-family: sans-serif; margin: 2em; }}
 table {{ border-collapse: collapse; margin-bottom: 1.5em; }}
@@ -173,7 +174,8 @@ Baseline: <code>{html.escape(baseline)}</code></p>
 def write(directory: str, report: Dict[str, Any],
           candidate_norms: Optional[np.ndarray] = None,
           baseline_norms: Optional[np.ndarray] = None) -> Sequence[str]:
-  """Writes report.json and report.html into `directory`; returns their paths."""
+  """Writes report.json and report.html into `directory`; returns their paths.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   hist = norm_histogram({'candidate': candidate_norms,
                          'baseline': baseline_norms})

@@ -1,9 +1,9 @@
 """One validation: restore on CPU, measure, gate; returns the report.
 
 1. Restore the candidate's tables with `TPUEmbeddingForServing(optimizer=None)`
-   outside any TPU strategy (`tpu_embeddings.artifacts.checkpoint_restore`): every spec
-   table must be in the checkpoint with its spec shape. A checkpoint that
-   fails this is not blessed; the report gives the error.
+   outside any TPU strategy (`tpu_embeddings.artifacts.checkpoint_restore`):
+   every spec table must be in the checkpoint with its spec shape. A checkpoint
+   that fails this is not blessed; the report gives the error.
 2. Health of every table: no NaN/Inf, no collapse, no exploded norms.
 3. Quality of the `tokens` table on the eval split (and optional similarity
    and related-pairs files), candidate and pushed baseline scored alike.

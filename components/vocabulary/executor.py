@@ -139,6 +139,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
       with self._make_beam_pipeline() as pipeline:
         count_and_write(pipeline, files, vocab.uri, config.min_count,
                         config.max_tokens)
-    span = examples.get_int_custom_property('span') if examples.has_custom_property('span') else None
+    span = (examples.get_int_custom_property('span')
+            if examples.has_custom_property('span') else None)
     if span is not None:
       vocab.set_int_custom_property('span', span)

@@ -4,7 +4,6 @@ Every flag and setting is checked before TFX is imported.
 """
 
 from pipelines.cli import arguments
-from pipelines.kubeflow import client as kubeflow_client
 from pipelines.kubeflow import cron
 from pipelines.kubeflow import flags as kubeflow_flags
 from pipelines.kubeflow import resources as kubeflow_resources
@@ -45,9 +44,11 @@ def _register_compile(sub):
   p.add_argument('--tpu-count', type=int, metavar='N',
                  help='google.com/tpu chips requested (default: chips in '
                  'the topology)')
-  p.add_argument('--config', help='JSON file of settings, e.g. {"trainer": {"window": 5}}')
+  p.add_argument('--config', help='JSON file of settings, e.g. '
+                 '{"trainer": {"window": 5}}')
   p.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
-                 help='override one setting (JSON value), e.g. --set trainer.train_steps=2000')
+                 help='override one setting (JSON value), e.g. '
+                 '--set trainer.train_steps=2000')
   p.add_argument('--beam-arg', action='append', default=[],
                  help='Beam pipeline argument for the Beam components')
   p.add_argument('--cpu', action='append', default=[], metavar='TASK=N',
@@ -109,7 +110,7 @@ def add_client_arguments(p):
   p.add_argument('--pipeline-root',
                  help='root of the run\'s artifacts, e.g. gs://bucket/tfx '
                  '(default: the root the package was compiled with)')
-  p.add_argument('--experiment', default=kubeflow_client.DEFAULT_EXPERIMENT,
+  p.add_argument('--experiment', default=kubeflow_flags.DEFAULT_EXPERIMENT,
                  help='experiment name (created when missing)')
   p.add_argument('--namespace',
                  help='Kubernetes namespace (multi-user deployments)')
@@ -122,7 +123,7 @@ def add_client_arguments(p):
                  'one, or one field), e.g. trainer_config.train_steps=20000; '
                  'see kubeflow/README.md')
   p.add_argument('--timeout', type=float,
-                 default=kubeflow_client.DEFAULT_TIMEOUT_SECONDS,
+                 default=kubeflow_flags.DEFAULT_TIMEOUT_SECONDS,
                  help='seconds to wait for each API request')
 
 
@@ -146,6 +147,7 @@ def _register_submit(sub):
 
 
 def run_submit(args) -> int:
+  from pipelines.kubeflow import client as kubeflow_client  # pylint: disable=g-import-not-at-top
   submitted = kubeflow_client.submit(
       args.host, args.package, pipeline_root=args.pipeline_root,
       arguments=parse_params(args.param), run_name=args.run_name,
@@ -178,6 +180,7 @@ def _register_schedule(sub):
 
 def run_schedule(args) -> int:
   cron.validate_cron(args.cron)
+  from pipelines.kubeflow import client as kubeflow_client  # pylint: disable=g-import-not-at-top
   scheduled = kubeflow_client.schedule(
       args.host, args.package, args.cron, pipeline_root=args.pipeline_root,
       arguments=parse_params(args.param), name=args.name,

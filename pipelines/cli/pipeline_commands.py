@@ -53,15 +53,20 @@ def run_demo_data(args) -> int:
 
 def _register_run(sub):
   p = sub.add_parser('run', help='run the pipeline locally')
-  p.add_argument('--data', required=True, help='data root with span-N/ folders')
-  p.add_argument('--home', required=True,
-                 help='metadata.sqlite, pipeline/ and pushed/ go here')
+  _add_pipeline_arguments(
+      p, home_help='metadata.sqlite, pipeline/ and pushed/ go here')
   p.add_argument('--neighbors', type=int, default=3, metavar='N',
                  help='print nearest neighbours of N tokens from the pushed '
                  'model (0: none)')
+  p.set_defaults(func=run_run)
+
+
+def _add_pipeline_arguments(p, home_help: str):
+  """What `run` and `retrain` share: data root, home, logs, settings."""
+  p.add_argument('--data', required=True, help='data root with span-N/ folders')
+  p.add_argument('--home', required=True, help=home_help)
   p.add_argument('--verbose', action='store_true', help='full TFX logs')
   arguments.add_config_arguments(p)
-  p.set_defaults(func=run_run)
 
 
 def run_run(args) -> int:
@@ -106,12 +111,9 @@ def print_neighbors(push_root: str, n: int, k: int = 5, version=None):
 def _register_retrain(sub):
   p = sub.add_parser('retrain', help='run the pipeline if the data root has a '
                      'span newer than the pushed model (exit 0 otherwise)')
-  p.add_argument('--data', required=True, help='data root with span-N/ folders')
-  p.add_argument('--home', required=True,
-                 help='pipeline home of `run`: metadata.sqlite, pipeline/ and '
-                 'pushed/ (the pushed model\'s span is compared)')
-  p.add_argument('--verbose', action='store_true', help='full TFX logs')
-  arguments.add_config_arguments(p)
+  _add_pipeline_arguments(
+      p, home_help='pipeline home of `run`: metadata.sqlite, pipeline/ and '
+      'pushed/ (the pushed model\'s span is compared)')
   p.set_defaults(func=run_retrain)
 
 
@@ -121,7 +123,8 @@ def run_retrain(args) -> int:
   push_root = home_lib.push_root(args.home)
   try:
     with retrain_lib.RetrainLock(args.home):
-      decision = retrain_lib.decide(args.data, push_root, config.example_gen.pattern)
+      decision = retrain_lib.decide(args.data, push_root,
+                                    config.example_gen.pattern)
       print(f'retrain: {decision.reason}', flush=True)
       if not decision.run:
         return 0

@@ -1,4 +1,5 @@
-"""Submit and schedule a compiled pipeline on Kubeflow Pipelines with kfp.Client.
+"""Submit and schedule a compiled pipeline on Kubeflow Pipelines with
+kfp.Client.
 
     run = submit('http://localhost:8080', 'kubeflow/pipeline.yaml',
                  pipeline_root='gs://bucket/tfx')
@@ -21,10 +22,11 @@ import warnings
 from typing import Any, Dict, Iterator, Optional
 
 from pipelines.kubeflow import cron as cron_lib
+from pipelines.kubeflow import flags as kubeflow_flags
 from pipelines.kubeflow import package as kubeflow_package
 
-DEFAULT_EXPERIMENT = 'tpu-embeddings'
-DEFAULT_TIMEOUT_SECONDS = 10.0
+DEFAULT_EXPERIMENT = kubeflow_flags.DEFAULT_EXPERIMENT
+DEFAULT_TIMEOUT_SECONDS = kubeflow_flags.DEFAULT_TIMEOUT_SECONDS
 
 @dataclasses.dataclass
 class Submitted:

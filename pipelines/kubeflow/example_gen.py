@@ -1,4 +1,5 @@
-"""Container entrypoint of the ExampleGen task on open-source Kubeflow Pipelines.
+"""Container entrypoint of the ExampleGen task on open-source Kubeflow
+Pipelines.
 
     python -m pipelines.kubeflow.example_gen --executor_class_path ... \
         --json_serialized_invocation_args '{{$}}' [beam args]
@@ -25,7 +26,8 @@ from tfx.orchestration.kubeflow.v2.file_based_example_gen import driver
 
 
 def _parse(argv: List[str]):
-  parser = argparse.ArgumentParser(prog='python -m pipelines.kubeflow.example_gen')
+  parser = argparse.ArgumentParser(
+      prog='python -m pipelines.kubeflow.example_gen')
   parser.add_argument('--executor_class_path', required=True)
   parser.add_argument('--json_serialized_invocation_args', required=True)
   parser.add_argument('--json_serialized_inputs_spec_args', default=None)

@@ -10,6 +10,9 @@ import re
 from typing import Any, Dict, Optional
 
 TPU_RESOURCE = 'google.com/tpu'
+# Defaults of `submit` and `schedule`.
+DEFAULT_EXPERIMENT = 'tpu-embeddings'
+DEFAULT_TIMEOUT_SECONDS = 10.0
 GKE_TPU_ACCELERATOR_LABEL = 'cloud.google.com/gke-tpu-accelerator'
 GKE_TPU_TOPOLOGY_LABEL = 'cloud.google.com/gke-tpu-topology'
 
@@ -18,7 +21,8 @@ GKE_TPU_TOPOLOGY_LABEL = 'cloud.google.com/gke-tpu-topology'
 class TpuRequest:
   """A GKE TPU slice for the trainer's pod.
 
-  accelerator: GKE accelerator label, e.g. tpu-v5-lite-podslice, tpu-v4-podslice.
+  accelerator: GKE accelerator label, e.g. tpu-v5-lite-podslice,
+    tpu-v4-podslice.
   topology: chip topology of the slice, e.g. 2x2 or 2x2x1.
   count: `google.com/tpu` chips requested (default: chips in the topology).
   """

@@ -111,7 +111,8 @@ def _task_value(flag: str, item: str):
   task, sep, raw = item.partition('=')
   if not sep or not raw:
     raise ValueError(f'{flag} {item!r}: expected TASK=VALUE, e.g. '
-                     f'{flag} {EXPORTER}=' + ('4' if flag == '--cpu' else '32G'))
+                     f'{flag} {EXPORTER}='
+                     + ('4' if flag == '--cpu' else '32G'))
   if task not in TASKS:
     raise ValueError(f'{flag} {item!r}: unknown task {task!r}; tasks are '
                      f'{", ".join(TASKS)}')

@@ -1,4 +1,5 @@
-"""Lineage of a pushed version from ML Metadata: version -> model -> examples -> span.
+"""Lineage of a pushed version from ML Metadata: version -> model -> examples
+-> span.
 
 A version in the push root whose push ML Metadata does not hold (the pusher
 died after the rename, before its execution was published; or a `rollback`,

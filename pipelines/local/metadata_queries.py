@@ -53,7 +53,8 @@ def _event_key(event) -> str:
   return event.path.steps[0].key if event.path.steps else ''
 
 
-def latest_run_outputs(store, pipeline_name: str) -> Dict[str, Dict[str, Output]]:
+def latest_run_outputs(store,
+                       pipeline_name: str) -> Dict[str, Dict[str, Output]]:
   """`{node id: {output key: Output}}` of the newest run of the pipeline."""
   runs = [c for c in store.get_contexts_by_type(PIPELINE_RUN_CONTEXT)
           if _run_of_pipeline(store, c, pipeline_name)]

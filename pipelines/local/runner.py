@@ -1,4 +1,5 @@
-"""The embedded default: LocalDagRunner + SQLite ML Metadata + Beam DirectRunner.
+"""The embedded default: LocalDagRunner + SQLite ML Metadata + Beam
+DirectRunner.
 
     <home>/metadata.sqlite   ML Metadata
     <home>/pipeline/         pipeline root (artifacts)

@@ -29,7 +29,7 @@ def _run(tmp_path, data_root, name='foundation', **gen_kwargs):
       beam_pipeline_args=['--direct_num_workers=1'])
   tfx.orchestration.LocalDagRunner().run(pipeline)
   examples_uri = _latest(home, 'FileBasedExampleGen', 'examples')
-  vocab_uri = _latest(home, 'Vocabulary', 'vocabulary')
+  vocab_uri = _latest(home, 'VocabularyGen', 'vocabulary')
   return home, examples_uri, vocab_uri
 
 

@@ -9,10 +9,12 @@ from pipelines.config import PipelineConfig
 
 
 def test_spec_follows_the_config():
-  spec = PipelineConfig(table=TableConfig(dim=8, optimizer='adam', learning_rate=0.01)).embedding_spec()
+  spec = PipelineConfig(table=TableConfig(
+      dim=8, optimizer='adam', learning_rate=0.01)).embedding_spec()
   assert spec.tables[0].dim == 8 and spec.optimizer.kind == 'adam'
   assert 'initial_accumulator_value' not in spec.optimizer.hyperparameters
-  adagrad = PipelineConfig(table=TableConfig(initial_accumulator_value=0.5)).embedding_spec()
+  adagrad = PipelineConfig(
+      table=TableConfig(initial_accumulator_value=0.5)).embedding_spec()
   assert adagrad.optimizer.hyperparameters['initial_accumulator_value'] == 0.5
 
 

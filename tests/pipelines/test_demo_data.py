@@ -58,7 +58,8 @@ def test_existing_span_is_refused_and_nothing_is_written(tmp_path, capsys):
   assert not (tmp_path / 'span-2').exists()
 
 
-@pytest.mark.parametrize('kwargs', [dict(spans=0), dict(shape=demo_data.CorpusShape(topics=99))])
+@pytest.mark.parametrize('kwargs', [
+    dict(spans=0), dict(shape=demo_data.CorpusShape(topics=99))])
 def test_bad_arguments(tmp_path, kwargs):
   with pytest.raises(ValueError, match='demo-data'):
     demo_data.generate(str(tmp_path / 'x'), **kwargs)

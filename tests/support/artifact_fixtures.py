@@ -19,14 +19,15 @@ def write_examples(uri: str, splits: Dict[str, Sequence[List[str]]]) -> str:
     d = os.path.join(uri, f'Split-{split}')
     os.makedirs(d, exist_ok=True)
     opts = tf.io.TFRecordOptions(compression_type='GZIP')
-    with tf.io.TFRecordWriter(os.path.join(d, 'data_tfrecord-00000-of-00001.gz'),
-                              opts) as w:
+    with tf.io.TFRecordWriter(
+        os.path.join(d, 'data_tfrecord-00000-of-00001.gz'), opts) as w:
       for seq in sequences:
         w.write(examples_io.make_example(list(seq)).SerializeToString())
   return uri
 
 
-def write_vocabulary(uri: str, counts: Dict[str, int]) -> vocabulary_file.TokenCounts:
+def write_vocabulary(uri: str,
+                     counts: Dict[str, int]) -> vocabulary_file.TokenCounts:
   vocab = vocabulary_file.from_counts(counts)
   vocabulary_file.write(uri, vocab)
   return vocab

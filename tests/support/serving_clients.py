@@ -1,6 +1,7 @@
 """Loads a serving export the way one of its clients does, in this process.
 
-    python -m tests.support.serving_clients {saved_model,session} EXPORT_DIR OUT.npz
+    python -m tests.support.serving_clients {saved_model,session} \
+        EXPORT_DIR OUT.npz
 
 `saved_model` is `tf.saved_model.load` and its signatures; `session` is
 `tf.compat.v1.saved_model.load` in a `tf.compat.v1.Session` (TF Serving's and

@@ -71,7 +71,8 @@ def push_baseline(push_root: str, model_uri: str, version: int = 1) -> str:
 
 
 def publish_baseline(push_root: str, model_uri: str, staging: str) -> int:
-  """Exports `model_uri` and publishes it with the pusher; returns the version."""
+  """Exports `model_uri` and publishes it with the pusher; returns the version.
+  """
   from tpu_embeddings.push_root import publish  # pylint: disable=g-import-not-at-top
   restored = restore_for_serving(model_uri)
   dirs = {kind: os.path.join(staging, kind) for kind in push_layout.KINDS}

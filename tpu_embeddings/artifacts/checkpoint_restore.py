@@ -49,7 +49,8 @@ def checkpoint_shapes(checkpoint_path: str) -> Dict[str, Any]:
 
 def check_tables(spec: EmbeddingSpec, checkpoint_path: str,
                  sparsecore: bool = False):
-  """Raises CheckpointError naming the table for any missing/extra/mis-shaped one."""
+  """Raises CheckpointError naming the table for any missing/extra/mis-shaped
+  one."""
   shapes = checkpoint_shapes(checkpoint_path)
   found = {m.group(1): shapes[k] for k in shapes
            if (m := _TABLE_KEY.match(k))}

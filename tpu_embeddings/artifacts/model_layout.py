@@ -2,14 +2,15 @@
 
     <model uri>/embedding_spec.json   the resolved spec (vocabulary sizes set)
     <model uri>/vocabulary.tsv        table row i = line i
-    <model uri>/metadata.json         steps, examples seen, final loss, spans, device
+    <model uri>/metadata.json         steps, examples seen, final loss, spans,
+                                      device
     <model uri>/checkpoint/           tf.train.CheckpointManager directory
 
 The checkpoint is `tf.train.Checkpoint(embedding=<TPUEmbedding or
 TPUEmbeddingForServing>, step=<int64>, examples_seen=<int64>)`: the tables are
 `embedding/<table>/.ATTRIBUTES/VARIABLE_VALUE`, their optimizer slots
-`embedding/<table>.S<slot>/.ATTRIBUTES/VARIABLE_VALUE`, exactly as the TPU writes
-them.
+`embedding/<table>.S<slot>/.ATTRIBUTES/VARIABLE_VALUE`, exactly as the TPU
+writes them.
 """
 
 import json
@@ -39,7 +40,8 @@ def checkpoint_dir(model_uri: str) -> str:
 
 
 def latest_checkpoint(model_uri: str) -> str:
-  """Path prefix of the newest checkpoint in a Model artifact; clear error if none."""
+  """Path prefix of the newest checkpoint in a Model artifact; clear error if
+  none."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   directory = checkpoint_dir(model_uri)
   path = tf.train.latest_checkpoint(directory)

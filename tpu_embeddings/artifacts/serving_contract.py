@@ -2,8 +2,8 @@
 
 `components.exporter` writes the serving SavedModel and the TF1 Hub module
 under these names; the load check, the validator's baseline and
-`tpu_embeddings.push_root.consumer` call them by these names. Plain strings: importing this
-module imports no TensorFlow.
+`tpu_embeddings.push_root.consumer` call them by these names. Plain strings:
+importing this module imports no TensorFlow.
 
 Serving SavedModel (`components.exporter.serving_export`):
   SERVING_DEFAULT  SENTENCES -> EMBEDDINGS

@@ -49,7 +49,8 @@ def sort_key(item: Tuple[str, int]):
 
 def from_counts(counts: Dict[str, int], min_count: int = 1,
                 max_tokens: int = 0) -> TokenCounts:
-  """Applies `min_count` and `max_tokens` (0 = no cap) in the canonical order."""
+  """Applies `min_count` and `max_tokens` (0 = no cap) in the canonical order.
+  """
   items = sorted(((t, c) for t, c in counts.items() if c >= min_count),
                  key=sort_key)
   if max_tokens:
@@ -175,7 +176,8 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
                        lines: Sequence[int] = (),
                        block_bytes: int = _BLOCK_BYTES
                        ) -> Tuple[int, Dict[int, str]]:
-  """Streams `vocabulary.tsv` into the one-token-per-line asset at `tokens_path`.
+  """Streams `vocabulary.tsv` into the one-token-per-line asset at
+  `tokens_path`.
 
   Checks every line as `read` does, but in blocks of whole lines and without
   building Python strings per token, so a multi-million-token vocabulary costs

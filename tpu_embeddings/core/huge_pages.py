@@ -4,8 +4,8 @@ TensorFlow allocates a multi-GB table as one fresh mmap'd chunk. With the
 kernel's THP mode `madvise` (Debian's default) each 4 KiB page of it then
 faults on its own, and restoring, exporting or loading a 10M x 64 table spends
 more time in those faults than in copying. glibc >= 2.35 advises huge pages
-for its chunks when a process starts with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`;
-an older glibc ignores the tunable.
+for its chunks when a process starts with
+`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`; an older glibc ignores the tunable.
 """
 
 import os

@@ -48,10 +48,11 @@ def eval_pairs(sequences: Iterable[Sequence[str]], tokens: Sequence[str],
                subsample: float, seed: int = 0) -> EvalPairs:
   """Held-out pairs and negatives by the trainer's own definition.
 
-  `tpu_embeddings.models.skipgram.skipgram_pairs` makes the pairs (OOV and subsampled
-  tokens dropped before windows, word2vec reduced window); negatives follow
-  the trainer's unigram^0.75 distribution. Everything is drawn once from
-  `seed`, so every model is scored on the same pairs and negatives.
+  `tpu_embeddings.models.skipgram.skipgram_pairs` makes the pairs (OOV and
+  subsampled tokens dropped before windows, word2vec reduced window);
+  negatives follow the trainer's unigram^0.75 distribution. Everything is
+  drawn once from `seed`, so every model is scored on the same pairs and
+  negatives.
   """
   skipgram.SkipGramConfig(window=window, negatives=num_negatives,
                           subsample=subsample).validate()

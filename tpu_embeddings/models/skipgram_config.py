@@ -39,8 +39,8 @@ class SkipGramConfig(settings.Settings):
       self.check_int(name, 1)
     self.check_int('seed', 0)
     if not 0 <= self.subsample < 1:
-      raise ValueError(f'{self.WHAT} parameter subsample must be in [0, 1), got '
-                       f'{self.subsample!r}')
+      raise ValueError(f'{self.WHAT} parameter subsample must be in [0, 1), '
+                       f'got {self.subsample!r}')
 
   def untrained_loss(self) -> float:
     """Skip-gram loss of a table that learned nothing (every logit 0)."""

@@ -1,7 +1,7 @@
 """Is a pushed version intact? A cheap size check and a full checksum check.
 
-The push manifest (tpu_embeddings/push_root/manifest.py) records each file's sha256
-and its size in bytes. Two checks use them:
+The push manifest (tpu_embeddings/push_root/manifest.py) records each file's
+sha256 and its size in bytes. Two checks use them:
 
 * `size_problems`: one stat per file, no byte read, so it costs the same for
   a 10 GB table as for a 1 KB one (and one request per file on gs://). It
@@ -48,7 +48,8 @@ def file_sizes(directory: str, files: List[str]) -> Dict[str, int]:
 
 
 def size_problems(directory: str, manifest: Dict[str, Any]) -> List[str]:
-  """'<file>: why' for each manifest file that is missing or has another size."""
+  """'<file>: why' for each manifest file that is missing or has another size.
+  """
   sizes = manifest.get(SIZES_KEY) or {}
   problems = []
   for rel in sorted(set(manifest.get('files', {})) | set(sizes)):

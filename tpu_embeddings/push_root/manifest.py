@@ -75,7 +75,8 @@ def dumps(manifest: Dict[str, Any]) -> str:
 
 
 def verify(directory: str, manifest: Dict[str, Any]) -> List[str]:
-  """Relative paths whose sha256 differs from the manifest or that are missing."""
+  """Relative paths whose sha256 differs from the manifest or that are missing.
+  """
   bad = []
   for rel, digest in manifest.get('files', {}).items():
     path = f'{directory.rstrip("/")}/{rel}'

@@ -13,8 +13,8 @@ One push:
 
 A push killed at any point leaves only hidden `.tmp-*` directories, a hub
 version without its serving twin, or on an object store a version without its
-marker file; readers never list these (tpu_embeddings/push_root/layout.py), and the
-next push removes the first two.
+marker file; readers never list these (tpu_embeddings/push_root/layout.py), and
+the next push removes the first two.
 """
 
 import dataclasses
@@ -80,7 +80,8 @@ def _copy_version(src: str, dst: str, kind: str, number: int,
           sizes=integrity.file_sizes(src, files), **fields)
       file_system.write_text(join(dst, rel), manifest_lib.dumps(manifest))
     elif rel in after:
-      if file_system.copy_file(join(src, rel), join(dst, rel)) != checksums[rel]:
+      if (file_system.copy_file(join(src, rel), join(dst, rel))
+          != checksums[rel]):
         raise PushError(f'{join(src, rel)} changed while it was being pushed')
     else:
       checksums[rel] = file_system.copy_file(join(src, rel), join(dst, rel))

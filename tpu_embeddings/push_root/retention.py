@@ -64,7 +64,8 @@ def clean_stale(root: str) -> List[str]:
 
 
 def apply_retention(root: str, keep_versions: int) -> List[int]:
-  """Deletes all but the newest `keep_versions` complete versions (0 = keep all).
+  """Deletes all but the newest `keep_versions` complete versions (0 = keep
+  all).
 
   Returns the deleted version numbers.
   """

@@ -27,7 +27,8 @@ COMBINERS = ('mean', 'sum', 'sqrtn')
 
 @dataclasses.dataclass(frozen=True)
 class TableSpec:
-  """One embedding table. `vocabulary_size` 0 means "set from the vocabulary"."""
+  """One embedding table. `vocabulary_size` 0 means "set from the vocabulary".
+  """
   name: str
   dim: int
   vocabulary_size: int = 0

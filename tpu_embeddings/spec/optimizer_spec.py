@@ -29,7 +29,8 @@ OPTIMIZER_PARAMS: Dict[str, Dict[str, Any]] = {
         'allow_zero_accumulator': False,
     },
 }
-# Slot variable names per optimizer, in the order the mid-level API creates them.
+# Slot variable names per optimizer, in the order the mid-level API creates
+# them.
 OPTIMIZER_SLOTS: Dict[str, Tuple[str, ...]] = {
     'sgd': (),
     'adagrad': ('accumulators',),

@@ -47,6 +47,7 @@ def _random_block(rng: random.Random, lines: int) -> bytes:
   return '\n'.join(out).encode('utf-8')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('seed', range(5))
 @pytest.mark.parametrize('newline_at_end', [True, False])
 def test_blocks_encode_like_one_line_at_a_time(seed, newline_at_end):

@@ -164,7 +164,8 @@ def test_fixed_span_uses_a_static_range():
   rc = gen.exec_properties['range_config']
   if isinstance(rc, str):
     rc = proto_utils.json_to_proto(rc, range_config_pb2.RangeConfig())
-  assert rc.static_range.start_span_number == 5 == rc.static_range.end_span_number
+  assert (rc.static_range.start_span_number == 5
+          == rc.static_range.end_span_number)
 
 
 def test_the_executor_writes_tfx_splits_with_tfx_hashing(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
-"""Ranges written by forked processes: the files Beam writes, errors as Beam's."""
+"""Ranges written by forked processes: the files Beam writes, errors as Beam's.
+"""
 
 import os
 import time

@@ -7,6 +7,7 @@ import pytest
 from components.corpus_example_gen import ranges
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('range_bytes', [1, 2, 7, 64, 1000, 10**6])
 @pytest.mark.parametrize('block_bytes', [1, 5, 300])
 @pytest.mark.parametrize('newline_at_end', [True, False])

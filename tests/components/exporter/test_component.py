@@ -17,6 +17,7 @@ from tpu_embeddings.models.skipgram_features import skipgram_spec
 TOKENS = ['one', 'two', 'three', 'four']
 
 
+@pytest.mark.slow
 def test_pipeline_run_records_both_models(tmp_path):
   model_uri = str(tmp_path / 'trained')
   artifact_fixtures.write_tpu_format_model(

@@ -1,4 +1,5 @@
-"""Tests for components/exporter/executor.py: one real export, checked end to end.
+"""Tests for components/exporter/executor.py: one real export, checked end to
+end.
 
 The trainer-side checkpoint is written by `TPUEmbedding` in CPU mode (TPU
 checkpoint format, with Adagrad accumulator slots).
@@ -37,7 +38,8 @@ _FRESH_PROCESS_SCRIPT = textwrap.dedent('''
     import tensorflow as tf
     import tensorflow_hub as hub
     serving_dir, hub_dir, sentences, tokens = (
-        sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4]))
+        sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), \
+json.loads(sys.argv[4]))
     served = tf.saved_model.load(serving_dir)
     module = hub.load(hub_dir)
     out = {
@@ -96,9 +98,11 @@ def _expected(table):
           np.stack([v.get(t, zero) for t in QUERY_TOKENS]))
 
 
+@pytest.mark.slow
 def test_checkpoint_has_slots_that_exports_do_not(run):
   _, model_uri, serving, hub_module, _ = run
-  keys = dict(tf.train.list_variables(model_layout.latest_checkpoint(model_uri)))
+  keys = dict(tf.train.list_variables(
+      model_layout.latest_checkpoint(model_uri)))
   assert model_layout.slot_key('tokens', 'accumulators') in keys
   for uri in (serving_contract.serving_model_path(serving.uri),
               hub_module.uri):
@@ -122,6 +126,7 @@ def test_outputs_carry_source_model_and_no_staging_is_left(run):
     assert os.listdir(root / 'exporter' / kind) == ['9']
 
 
+@pytest.mark.slow
 def test_all_formats_agree_with_checkpoint_rows(run):
   _, _, serving, hub_module, table = run
   want_sentences, want_tokens = _expected(table)
@@ -153,6 +158,7 @@ def test_all_formats_agree_with_checkpoint_rows(run):
   np.testing.assert_array_equal(got_tokens[1], 0)
 
 
+@pytest.mark.slow
 def test_hub_check_in_its_own_process(run, tmp_path, monkeypatch):
   """What large tables get: the two checks in two fresh processes."""
   _, model_uri, _, _, _ = run
@@ -174,6 +180,7 @@ def test_hub_check_in_its_own_process(run, tmp_path, monkeypatch):
   assert os.path.exists(os.path.join(hub_uri, 'tfhub_module.pb'))
 
 
+@pytest.mark.slow
 def test_failed_load_check_publishes_nothing(run, tmp_path):
   _, model_uri, _, _, _ = run
   serving_uri, hub_uri = str(tmp_path / 'serving'), str(tmp_path / 'hub')

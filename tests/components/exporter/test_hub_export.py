@@ -95,6 +95,7 @@ def test_signatures_in_a_tf1_graph(module):
       v['cyan'], np.zeros(DIM), np.zeros(DIM), v['black']], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_string_keyed_module_answers_the_same(module, tmp_path):
   """The fallback for vocabularies whose fingerprints collide: same vectors,
   and OOV tokens land in the same buckets (which fine-tuning trains)."""

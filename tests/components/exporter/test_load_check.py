@@ -57,6 +57,7 @@ def test_canary_round_trips_through_npz(tmp_path):
                                 canary.sentence_embeddings)
 
 
+@pytest.mark.slow
 def test_fresh_process_rejects_values_that_differ(export):
   table, export_dir = export
   wrong = canaries.make_canary(TOKENS, lambda a, b: table[a:b] + 0.5)
@@ -84,6 +85,7 @@ def test_timeout_and_unknown_kind_are_clear_errors(export):
     exporter_fixtures.run_in_fresh_process([('onnx', export_dir)], canary)
 
 
+@pytest.mark.slow
 def test_session_path_refuses_anonymous_resources(export, tmp_path,
                                                   monkeypatch):
   """An export that answers through tf.saved_model.load but not in a session
@@ -150,6 +152,7 @@ def test_canary_sentences_split_only_on_ascii_whitespace():
                              rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_exports_of_odd_tokens_pass_the_load_check_and_match_the_rows(
     tmp_path):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top

@@ -1,4 +1,9 @@
-"""Tests for components/exporter/serving_export.py."""
+"""Tests for components/exporter/serving_export.py: layout, signatures, the
+token asset.
+
+How the export answers its clients (session loaders, `saved_model_cli`,
+hub.KerasLayer) is in test_serving_export_clients.py.
+"""
 
 import os
 import subprocess
@@ -11,26 +16,17 @@ import tensorflow as tf
 from components.exporter import serving_export
 from components.exporter import token_ids
 from tests.support import artifact_fixtures
-from tests.support import paths
-from tests.support import serving_clients
+from tests.support import serving_export_fixtures
+from tests.support.serving_export_fixtures import TOKENS
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 
-TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'é']
-
 
 @pytest.fixture(scope='module')
 def exported(tmp_path_factory):
-  root = tmp_path_factory.mktemp('serving')
-  model_uri = str(root / 'model')
-  artifact_fixtures.write_tpu_format_model(
-      model_uri, TOKENS, spec=skipgram_spec(dim=8, optimizer='adam'), seed=3)
-  restored = checkpoint_restore.restore_for_serving(model_uri)
-  export_dir = str(root / 'serving')
-  serving_export.export_serving_model(restored, export_dir)
-  return restored.table_numpy('tokens'), export_dir
+  return serving_export_fixtures.export(tmp_path_factory.mktemp('serving'))
 
 
 def test_layout_has_vocabulary_asset_and_no_slots(exported):
@@ -49,6 +45,7 @@ def test_layout_has_vocabulary_asset_and_no_slots(exported):
       assert slot not in key
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_three_signatures(exported):
   _, export_dir = exported
   cli = os.path.join(os.path.dirname(sys.executable), 'saved_model_cli')
@@ -106,8 +103,10 @@ def test_neighbors_are_cosine_top_k(exported):
   assert out['tokens'].shape == (1, len(TOKENS) - 1)
 
 
+@pytest.mark.slow
 def test_neighbors_drop_only_the_query_itself(tmp_path):
-  """A row identical to the query's is a neighbour (cosine 1); the query is not."""
+  """A row identical to the query's is a neighbour (cosine 1); the query is not.
+  """
   table = np.random.default_rng(5).normal(size=[len(TOKENS), 4]).astype(
       np.float32)
   table[3] = table[1]  # 'on' duplicates 'cat'
@@ -152,6 +151,7 @@ def test_refuses_non_empty_export_dir(exported, tmp_path):
             os.path.join(os.path.dirname(export_dir), 'model')), export_dir)
 
 
+@pytest.mark.slow
 def test_tpu_and_cpu_trainer_checkpoints_export_the_same(tmp_path):
   """TPUEmbedding (CPU mode = TPU format) vs TPUEmbeddingForServing + slots."""
   from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
@@ -194,6 +194,7 @@ def test_tpu_and_cpu_trainer_checkpoints_export_the_same(tmp_path):
   np.testing.assert_array_equal(exported['cpu'], table)
 
 
+@pytest.mark.slow
 def test_string_keyed_token_table_answers_the_same(exported, tmp_path):
   """The fallback for vocabularies whose fingerprints collide."""
   table, export_dir = exported
@@ -217,6 +218,7 @@ def test_string_keyed_token_table_answers_the_same(exported, tmp_path):
   np.testing.assert_allclose(got['string'], expected, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_export_from_a_streamed_token_file(exported, tmp_path):
   """The executor's path: vocabulary.tsv streamed into the asset, no tokens
   in memory; the asset and the lookups match vocabulary_file.read."""
@@ -271,136 +273,3 @@ def test_streamed_token_file_across_blocks(tmp_path):
   with open(out, encoding='utf-8') as f:
     assert f.read().splitlines() == tokens
   assert vocabulary_file.count_lines(out) == 5000
-
-
-def _expected_answers(table):
-  """What each client must answer to `serving_clients.INPUTS`, from the
-  table alone."""
-  ids = {t: i for i, t in enumerate(TOKENS)}
-  dim = table.shape[1]
-  row = lambda t: table[ids[t]] if t in ids else np.zeros(dim, np.float32)
-  expected = {'lookup/embeddings': np.stack(
-      [row(t) for t in serving_clients.INPUTS['lookup']['tokens']])}
-  sentences = [s.split() for s in
-               serving_clients.INPUTS['serving_default']['sentences']]
-  expected['serving_default/embeddings'] = np.stack([
-      np.sum([row(t) for t in s], axis=0) / np.sqrt(len(s)) if s else
-      np.zeros(dim, np.float32) for s in sentences])
-  unit = table / np.linalg.norm(table, axis=1, keepdims=True)
-  k = serving_clients.INPUTS['neighbors']['k']
-  tokens, scores = [], []
-  for query in serving_clients.INPUTS['neighbors']['tokens']:
-    if query not in ids:
-      tokens.append([b''] * k)
-      scores.append([0.0] * k)
-      continue
-    cosine = unit @ unit[ids[query]]
-    cosine[ids[query]] = -np.inf
-    order = np.argsort(-cosine)[:k]
-    tokens.append([TOKENS[i].encode() for i in order])
-    scores.append(cosine[order])
-  expected['neighbors/tokens'] = np.array(tokens, dtype=object)
-  expected['neighbors/scores'] = np.array(scores, np.float32)
-  return expected
-
-
-def test_every_signature_answers_through_each_client(exported, tmp_path):
-  """Fresh processes: tf.saved_model.load, a TF1 session loader (TF Serving's
-  path) and `saved_model_cli run` answer every signature with the table's
-  values, twice in one session (anonymous resources fail the second way)."""
-  table, export_dir = exported
-  cli = os.path.join(os.path.dirname(sys.executable), 'saved_model_cli')
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  commands = {way: [sys.executable, '-m', 'tests.support.serving_clients', way,
-                    export_dir, str(tmp_path / f'{way}.npz')]
-              for way in serving_clients.WAYS}
-  for signature in serving_clients.INPUTS:
-    commands[f'cli-{signature}'] = [
-        cli, 'run', '--dir', export_dir, '--tag_set', 'serve',
-        '--signature_def', signature,
-        '--input_exprs', serving_clients.saved_model_cli_exprs(signature),
-        '--outdir', str(tmp_path / f'cli-{signature}')]
-  root = paths.REPO
-  running = {name: subprocess.Popen(command, cwd=root, env=env,
-                                    stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-             for name, command in commands.items()}
-  for name, process in running.items():
-    stdout, stderr = process.communicate(timeout=600)
-    assert process.returncode == 0, f'{name}:\n{stderr[-3000:]}'
-    if name.startswith('cli-'):
-      assert 'Result for output key' in stdout, stdout
-
-  answers = {way: dict(np.load(str(tmp_path / f'{way}.npz'),
-                               allow_pickle=True))
-             for way in serving_clients.WAYS}
-  answers['saved_model_cli'] = {
-      f'{signature}/{output}': np.load(
-          str(tmp_path / f'cli-{signature}' / f'{output}.npy'),
-          allow_pickle=True)
-      for signature, output in (('lookup', 'embeddings'),
-                                ('serving_default', 'embeddings'),
-                                ('neighbors', 'tokens'),
-                                ('neighbors', 'scores'))}
-  expected = _expected_answers(table)
-  for way, got in answers.items():
-    assert sorted(got) == sorted(expected), way
-    for key, want in expected.items():
-      if want.dtype == object:
-        assert got[key].tolist() == want.tolist(), (way, key)
-      else:
-        np.testing.assert_allclose(got[key], want, atol=1e-6,
-                                   err_msg=f'{way} {key}')
-
-
-def test_no_anonymous_resource_in_the_saved_graph(exported):
-  """Session loaders re-create anonymous resources, empty, on every run."""
-  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
-  _, export_dir = exported
-  proto = saved_model_pb2.SavedModel()
-  with open(os.path.join(export_dir, 'saved_model.pb'), 'rb') as f:
-    proto.ParseFromString(f.read())
-  nodes = [node for graph in proto.meta_graphs
-           for node in list(graph.graph_def.node) + [
-               n for function in graph.graph_def.library.function
-               for n in function.node_def]]
-  assert any(node.op == 'HashTableV2' for node in nodes)
-  for node in nodes:
-    assert not node.op.startswith('Anonymous'), node.op
-    if node.op == 'VarHandleOp':
-      assert node.attr['shared_name'].s not in (b'', b'_AnonymousVar'), (
-          node.name)
-
-
-def test_fine_tunes_as_a_keras_layer(exported):
-  """A TF2 reusable SavedModel: hub.KerasLayer(trainable=True) trains the
-  table rows of the tokens in the batch, and only those."""
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
-  table, export_dir = exported
-  loaded = tf.saved_model.load(export_dir)
-  assert [v.shape for v in loaded.trainable_variables] == [table.shape]
-  assert len(loaded.variables) == 2 and not loaded.regularization_losses
-  np.testing.assert_allclose(
-      loaded(tf.constant(['cat sat', ''])),
-      loaded.signatures['serving_default'](
-          sentences=tf.constant(['cat sat', '']))['embeddings'], atol=1e-7)
-  # The table's gradient is sparse: a [V, dim] dense one per step would
-  # cost a table's worth of memory.
-  with tf.GradientTape() as tape:
-    total = tf.reduce_sum(loaded(tf.constant(['cat sat', 'nope'])))
-  gradient, = tape.gradient(total, loaded.trainable_variables)
-  assert isinstance(gradient, tf.IndexedSlices)
-
-  layer = hub.KerasLayer(export_dir, trainable=True)
-  sentences = tf.keras.Input([], dtype=tf.string)
-  model = tf.keras.Model(sentences,
-                         tf.keras.layers.Dense(1)(layer(sentences)))
-  model.compile(tf.keras.optimizers.SGD(0.5), 'mse')
-  assert len(layer.trainable_weights) == 1
-  before = layer.trainable_weights[0].numpy().copy()
-  np.testing.assert_array_equal(before, table)
-  model.fit(np.array(['cat sat', 'the nope', 'cat']),
-            np.array([1.0, -1.0, 2.0]), epochs=3, batch_size=3, verbose=0)
-  moved = np.abs(layer.trainable_weights[0].numpy() - before).sum(axis=1) > 0
-  assert sorted(np.flatnonzero(moved)) == sorted(
-      TOKENS.index(t) for t in ('cat', 'sat', 'the'))

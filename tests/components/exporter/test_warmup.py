@@ -27,6 +27,7 @@ def export_dir(tmp_path_factory):
   return str(root / 'serving')
 
 
+@pytest.mark.slow
 def test_export_holds_a_predict_request_per_signature(export_dir):
   path = os.path.join(export_dir, 'assets.extra', 'tf_serving_warmup_requests')
   logs = [prediction_log_pb2.PredictionLog.FromString(record)

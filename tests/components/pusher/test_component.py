@@ -93,7 +93,8 @@ def test_blessed_pushes_both_with_equal_versions(tmp_path, inputs):
           push_layout.read_manifest(root, 'serving', 2)['pipeline_run_id'])
   assert pusher_exports.serving_scale(
       push_layout.version_dir(root, 'serving', 2)) == 2.0
-  assert pusher_exports.hub_scale(push_layout.version_dir(root, 'hub', 2)) == 2.0
+  assert pusher_exports.hub_scale(
+      push_layout.version_dir(root, 'hub', 2)) == 2.0
 
 
 def test_not_blessed_writes_nothing(tmp_path, inputs):

@@ -1,4 +1,5 @@
-"""CPU-trained checkpoints have the TPU's keys and meaning; TPU -> CPU hand-off."""
+"""CPU-trained checkpoints have the TPU's keys and meaning; TPU -> CPU hand-off.
+"""
 
 import collections
 
@@ -55,6 +56,7 @@ def embedding_shapes(path):
           if k.startswith(model_layout.EMBEDDING_KEY + '/')}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('optimizer,params', [
     ('sgd', {'learning_rate': 0.5}),
     ('adagrad', {'learning_rate': 0.5}),
@@ -66,7 +68,9 @@ def test_cpu_checkpoint_keys_and_shapes_equal_tpu_ones(inputs, tmp_path,
   examples, vocabulary = inputs
   spec = skipgram_spec(dim=4, optimizer=optimizer, **params)
   model = str(tmp_path / 'model')
-  executor.train(executor.TrainerArgs([_Examples(examples)], vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(embedding_spec=spec.to_json(),
+  executor.train(executor.TrainerArgs([_Examples(examples)], vocabulary, model,
+                                      str(tmp_path / 'run')),
+                 executor.TrainerConfig(embedding_spec=spec.to_json(),
                                         batch_size=16, train_steps=6,
                                         epochs=0, checkpoint_every=3,
                                         subsample=0.0))
@@ -82,6 +86,7 @@ def test_cpu_checkpoint_keys_and_shapes_equal_tpu_ones(inputs, tmp_path,
   assert meta['spans'] == [3] and meta['optimizer'] == optimizer
 
 
+@pytest.mark.slow
 def test_tpu_checkpoint_restores_into_cpu_trainer_and_training_continues(
     inputs, tmp_path):
   examples, _ = inputs
@@ -120,7 +125,9 @@ def test_tpu_checkpoint_restores_into_cpu_trainer_and_training_continues(
                                   value)
 
   # ...and the trainer, rerun on that output, continues from step 7.
-  meta = executor.train(executor.TrainerArgs([_Examples(examples)], model, model, str(tmp_path / 'run')), executor.TrainerConfig(embedding_spec=spec.to_json(),
+  meta = executor.train(executor.TrainerArgs([_Examples(examples)], model,
+                                             model, str(tmp_path / 'run')),
+                        executor.TrainerConfig(embedding_spec=spec.to_json(),
                                                batch_size=16, train_steps=12,
                                                epochs=0, subsample=0.0))
   assert meta['resumed_from_step'] == 7 and meta['steps'] == 12
@@ -152,6 +159,8 @@ def test_checkpoint_without_slots_is_a_clear_error(inputs, tmp_path):
       tf.train.Checkpoint(**{model_layout.EMBEDDING_KEY: serving}),
       model_layout.checkpoint_dir(model), max_to_keep=1).save()
   with pytest.raises(ValueError, match="slot 'accumulators' of table 'tokens'"):
-    executor.train(executor.TrainerArgs([_Examples(examples)], vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(embedding_spec=spec.to_json(),
+    executor.train(executor.TrainerArgs([_Examples(examples)], vocabulary,
+                                        model, str(tmp_path / 'run')),
+                   executor.TrainerConfig(embedding_spec=spec.to_json(),
                                           batch_size=16, train_steps=2,
                                           epochs=0))

@@ -15,6 +15,7 @@ from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 
+@pytest.mark.slow
 def test_component_trains_in_a_local_pipeline(tmp_path):
   lines = [['a', 'b', 'c', 'd'], ['c', 'd', 'e'], ['e', 'a', 'b']] * 20
   fx.write_examples(str(tmp_path / 'examples'), {'train': lines,

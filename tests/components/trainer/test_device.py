@@ -1,4 +1,5 @@
-"""The TPU side as far as a CPU allows: resolver paths and TPUEmbedding shapes."""
+"""The TPU side as far as a CPU allows: resolver paths and TPUEmbedding shapes.
+"""
 
 import contextlib
 import http.server
@@ -149,6 +150,7 @@ def fixture_cpu_worker_port():
     worker.wait()
 
 
+@pytest.mark.slow
 def test_the_probe_reads_the_devices_of_a_real_tensorflow_worker(
     cpu_worker_port):
   seen = device.tpu_probe.probe(f'127.0.0.1:{cpu_worker_port}')
@@ -156,6 +158,7 @@ def test_the_probe_reads_the_devices_of_a_real_tensorflow_worker(
   assert seen.device_types == ['CPU']
 
 
+@pytest.mark.slow
 def test_a_tensorflow_worker_without_a_tpu_is_refused_before_connecting(
     cpu_worker_port):
   with pytest.raises(RuntimeError) as e:

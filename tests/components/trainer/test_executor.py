@@ -21,6 +21,7 @@ def _unit(table):
   return table / np.linalg.norm(table, axis=1, keepdims=True)
 
 
+@pytest.mark.slow
 def test_related_pairs_end_up_closer_than_random_pairs(tmp_path):
   """Metric: mean cosine of the demo corpus' ground-truth related pairs minus
   mean cosine of 2000 random token pairs; threshold 0.5 (typically ~0.8)."""
@@ -32,7 +33,11 @@ def test_related_pairs_end_up_closer_than_random_pairs(tmp_path):
   model = str(tmp_path / 'model')
   spec = skipgram_spec(dim=16, optimizer='adagrad', learning_rate=0.5,
                        initial_accumulator_value=1e-3)
-  meta = executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'), model, str(tmp_path / 'run')), executor.TrainerConfig(embedding_spec=spec.to_json(), batch_size=256,
+  meta = executor.train(
+      executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))],
+                           str(tmp_path / 'vocabulary'), model,
+                           str(tmp_path / 'run')),
+      executor.TrainerConfig(embedding_spec=spec.to_json(), batch_size=256,
                              train_steps=600, epochs=0, log_every=200))
   assert meta['steps'] == 600 and meta['examples_seen'] == 600 * 256
   assert meta['spans'] == []
@@ -55,6 +60,7 @@ def test_related_pairs_end_up_closer_than_random_pairs(tmp_path):
   assert {'loss', 'examples_per_sec'} <= tags
 
 
+@pytest.mark.slow
 def test_warm_start_keeps_surviving_rows_bit_exact_at_step_zero(tmp_path):
   base = str(tmp_path / 'base')
   old_tokens = ['a', 'b', 'c', 'd', 'e']
@@ -67,9 +73,13 @@ def test_warm_start_keeps_surviving_rows_bit_exact_at_step_zero(tmp_path):
   # Give the base non-initial slots: one CPU training run on it.
   lines = [['a', 'b', 'c'], ['d', 'e', 'a']] * 30
   fx.write_examples(str(tmp_path / 'old_examples'), {'train': lines})
-  executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'old_examples'))], base, base, str(tmp_path / 'base_run')), executor.TrainerConfig(embedding_spec=base_spec.to_json(),
-                                        batch_size=8, train_steps=3, epochs=0,
-                                        subsample=0.0))
+  executor.train(
+      executor.TrainerArgs(
+          [fx.SpanlessExamples(str(tmp_path / 'old_examples'))], base, base,
+          str(tmp_path / 'base_run')),
+      executor.TrainerConfig(embedding_spec=base_spec.to_json(),
+                             batch_size=8, train_steps=3, epochs=0,
+                             subsample=0.0))
   base_reader = tf.train.load_checkpoint(model_layout.latest_checkpoint(base))
 
   # New vocabulary: 'b' dropped, 'x' 'y' new, survivors in a new order.
@@ -78,7 +88,11 @@ def test_warm_start_keeps_surviving_rows_bit_exact_at_step_zero(tmp_path):
   counts = collections.Counter(t for line in new_lines for t in line)
   new_vocab = fx.write_vocabulary(str(tmp_path / 'vocabulary'), counts)
   model = str(tmp_path / 'model')
-  meta = executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'), model, str(tmp_path / 'run')), executor.TrainerConfig(embedding_spec=spec.to_json(), batch_size=8,
+  meta = executor.train(
+      executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))],
+                           str(tmp_path / 'vocabulary'), model,
+                           str(tmp_path / 'run')),
+      executor.TrainerConfig(embedding_spec=spec.to_json(), batch_size=8,
                              train_steps=2, epochs=0, warm_start_uri=base))
   assert meta['warm_start']['kept_tokens'] == 4
   assert meta['warm_start']['new_tokens'] == 2
@@ -125,7 +139,8 @@ def small_inputs(tmp_path):
   fx.write_examples(str(tmp_path / 'examples'), {'train': lines})
   fx.write_vocabulary(str(tmp_path / 'vocabulary'),
                       collections.Counter(t for l in lines for t in l))
-  return [fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary')
+  return ([fx.SpanlessExamples(str(tmp_path / 'examples'))],
+          str(tmp_path / 'vocabulary'))
 
 
 @pytest.mark.parametrize('config,message', [
@@ -145,7 +160,9 @@ def test_bad_inputs_fail_before_anything_is_written(small_inputs, tmp_path,
   config.setdefault('embedding_spec', skipgram_spec(dim=4).to_json())
   config.setdefault('train_steps', 2)
   with pytest.raises((ValueError, RuntimeError, FileNotFoundError)) as e:
-    executor.train(executor.TrainerArgs(examples, vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(**config))
+    executor.train(executor.TrainerArgs(examples, vocabulary, model,
+                                        str(tmp_path / 'run')),
+                   executor.TrainerConfig(**config))
   assert message in str(e.value)
   assert not os.path.exists(model)
 
@@ -155,7 +172,10 @@ def test_unknown_parameter_and_missing_split_are_named(small_inputs, tmp_path):
   with pytest.raises(ValueError, match="unknown parameter 'windows'"):
     executor.TrainerConfig.from_exec_properties({'windows': 3})
   with pytest.raises(FileNotFoundError, match="split 'train'"):
-    executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path))], vocabulary, str(tmp_path / 'model'), str(tmp_path / 'run')), executor.TrainerConfig(train_steps=1))
+    executor.train(
+        executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path))], vocabulary,
+                             str(tmp_path / 'model'), str(tmp_path / 'run')),
+        executor.TrainerConfig(train_steps=1))
 
 
 # Shares the small inputs' tokens, so a warm start reads the damaged rows.
@@ -184,7 +204,9 @@ def test_damaged_explicit_base_fails_in_one_line_before_writing(
   checkpoint = _flip_checkpoint(base)
   model = str(tmp_path / 'model')
   with pytest.raises(warm_start.WarmStartError) as e:
-    executor.train(executor.TrainerArgs(examples, vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(
+    executor.train(executor.TrainerArgs(examples, vocabulary, model,
+                                        str(tmp_path / 'run')),
+                   executor.TrainerConfig(
                        embedding_spec=skipgram_spec(dim=4).to_json(),
                        train_steps=2, epochs=0, warm_start_uri=base))
   message = str(e.value)
@@ -196,6 +218,7 @@ def test_damaged_explicit_base_fails_in_one_line_before_writing(
   assert not os.path.exists(model)
 
 
+@pytest.mark.slow
 def test_damaged_pushed_base_is_a_cold_start_with_a_warning(small_inputs,
                                                            tmp_path):
   from tests.support import pusher_exports  # pylint: disable=g-import-not-at-top
@@ -210,7 +233,11 @@ def test_damaged_pushed_base_is_a_cold_start_with_a_warning(small_inputs,
       'hub': pusher_exports.write_hub_module(str(tmp_path / 'h'), 1.0)},
                   {'source_model': base})
   _flip_checkpoint(base)
-  meta = executor.train(executor.TrainerArgs(examples, vocabulary, str(tmp_path / 'model'), str(tmp_path / 'run'), push_root=root), executor.TrainerConfig(
+  meta = executor.train(executor.TrainerArgs(examples, vocabulary,
+                                             str(tmp_path / 'model'),
+                                             str(tmp_path / 'run'),
+                                             push_root=root),
+                        executor.TrainerConfig(
                             embedding_spec=skipgram_spec(dim=4).to_json(),
                             train_steps=2, epochs=0))
   assert meta['warm_start'] is None and meta['steps'] == 2
@@ -225,9 +252,11 @@ def _one_token_inputs(tmp_path, train_lines, eval_lines):
                                                  'eval': eval_lines})
   fx.write_vocabulary(str(tmp_path / 'vocabulary'), {'tok': sum(
       len(l) for l in train_lines + eval_lines)})
-  return [fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary')
+  return ([fx.SpanlessExamples(str(tmp_path / 'examples'))],
+          str(tmp_path / 'vocabulary'))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('train_length,eval_length,split', [
     (50, 2, 'eval'), (2, 50, 'train')])
 def test_a_split_without_skipgram_pairs_fails_before_training(
@@ -240,7 +269,9 @@ def test_a_split_without_skipgram_pairs_fails_before_training(
   start = time.monotonic()
   with pytest.raises(ValueError,
                      match=f"split '{split}' gives no skip-gram pairs"):
-    executor.train(executor.TrainerArgs(examples, vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(
+    executor.train(executor.TrainerArgs(examples, vocabulary, model,
+                                        str(tmp_path / 'run')),
+                   executor.TrainerConfig(
                        embedding_spec=skipgram_spec(dim=4).to_json(),
                        batch_size=64, train_steps=300))
   assert time.monotonic() - start < 30

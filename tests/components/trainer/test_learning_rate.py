@@ -47,6 +47,7 @@ def test_each_step_applies_the_decayed_learning_rate():
   assert moves == pytest.approx([0.5, 0.5 * 0.75, 0.5 * 0.5])
 
 
+@pytest.mark.slow
 def test_epochs_decay_over_the_expected_steps(tmp_path):
   lines = [['a', 'b', 'c', 'd', 'e'], ['b', 'c', 'e', 'f']] * 40
   fx.write_examples(str(tmp_path / 'examples'), {'train': lines})
@@ -55,10 +56,19 @@ def test_epochs_decay_over_the_expected_steps(tmp_path):
   config = executor.TrainerConfig(
       embedding_spec=skipgram_spec(dim=4).to_json(), batch_size=16,
       window=2, subsample=0.0, train_steps=0, epochs=3, log_every=10)
-  meta = executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'), str(tmp_path / 'model'), str(tmp_path / 'run')), config)
+  meta = executor.train(
+      executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))],
+                           str(tmp_path / 'vocabulary'),
+                           str(tmp_path / 'model'), str(tmp_path / 'run')),
+      config)
   # The estimate is within a step or two of the steps the epochs gave.
   assert abs(meta['learning_rate_decay_steps'] - meta['steps']) <= 2, meta
-  no_decay = executor.train(executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))], str(tmp_path / 'vocabulary'), str(tmp_path / 'model-constant'), str(tmp_path / 'run-constant')), config.replace(learning_rate_decay=False))
+  no_decay = executor.train(
+      executor.TrainerArgs([fx.SpanlessExamples(str(tmp_path / 'examples'))],
+                           str(tmp_path / 'vocabulary'),
+                           str(tmp_path / 'model-constant'),
+                           str(tmp_path / 'run-constant')),
+      config.replace(learning_rate_decay=False))
   assert no_decay['learning_rate_decay_steps'] == 0
   # The decayed run moved its rows less late in training: the tables differ.
   def table(name):

@@ -1,4 +1,5 @@
-"""The trainer's TensorBoard files, read by TensorBoard's own readers and plugins.
+"""The trainer's TensorBoard files, read by TensorBoard's own readers and
+plugins.
 
 A real training run writes `<root>/EmbeddingTrainer/model_run/7`; the event
 multiplexer (what `tensorboard --logdir <root>/EmbeddingTrainer` loads), the
@@ -48,7 +49,11 @@ def _train(root, splits, config, counts=None):
   fx.write_vocabulary(os.path.join(root, 'vocabulary'), counts)
   logdir = os.path.join(root, 'EmbeddingTrainer')
   model = os.path.join(logdir, 'model', '7')
-  executor.train(executor.TrainerArgs([fx.SpanlessExamples(os.path.join(root, 'examples'))], os.path.join(root, 'vocabulary'), model, os.path.join(logdir, RUN)), config)
+  executor.train(
+      executor.TrainerArgs(
+          [fx.SpanlessExamples(os.path.join(root, 'examples'))],
+          os.path.join(root, 'vocabulary'), model, os.path.join(logdir, RUN)),
+      config)
   return logdir, model
 
 
@@ -88,6 +93,7 @@ def _tb_context(trained):
           mux, trained['logdir']))
 
 
+@pytest.mark.slow
 def test_loss_every_summary_every_steps_and_eval_loss_per_checkpoint(trained):
   mux = trained['multiplexer']
   assert {RUN, f'{RUN}/train', f'{RUN}/eval'} <= set(mux.Runs())
@@ -107,7 +113,8 @@ def test_loss_every_summary_every_steps_and_eval_loss_per_checkpoint(trained):
 
 
 def test_last_eval_point_is_the_validators_eval_loss(trained):
-  """Same sample, same loss code: the validator scores what TensorBoard shows."""
+  """Same sample, same loss code: the validator scores what TensorBoard shows.
+  """
   model = trained['model']
   table = tf.train.load_checkpoint(model_layout.latest_checkpoint(
       model)).get_tensor(model_layout.table_key('tokens'))
@@ -181,6 +188,7 @@ def test_projector_plugin_serves_the_most_frequent_tokens(trained):
       vocab.counts[PROJECTOR_TOKENS:])
 
 
+@pytest.mark.slow
 def test_small_vocabulary_all_rows_and_projector_off(tmp_path):
   lines = [['a', 'b', 'c'], ['c', 'd', 'a']] * 20
   spec = skipgram_spec(dim=4).to_json()
@@ -209,4 +217,5 @@ def test_settings_are_checked_and_reach_the_pipeline_config():
   config = PipelineConfig.from_dict({'trainer.projector_tokens': 5,
                                      'summary_every': 20}).trainer_config()
   assert (config.projector_tokens, config.summary_every) == (5, 20)
-  assert tensorboard_logs.hparams(config, config.spec())['projector_tokens'] == 5
+  assert tensorboard_logs.hparams(
+      config, config.spec())['projector_tokens'] == 5

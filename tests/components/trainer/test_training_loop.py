@@ -27,7 +27,9 @@ def inputs(tmp_path_factory):
 def saved_steps(inputs, tmp_path, **config):
   examples, vocabulary = inputs
   model = str(tmp_path / 'model')
-  executor.train(executor.TrainerArgs(examples, vocabulary, model, str(tmp_path / 'run')), executor.TrainerConfig(
+  executor.train(executor.TrainerArgs(examples, vocabulary, model,
+                                      str(tmp_path / 'run')),
+                 executor.TrainerConfig(
                      embedding_spec=skipgram_spec(dim=4).to_json(),
                      batch_size=8, train_steps=6, epochs=0, log_every=2,
                      **config))
@@ -36,17 +38,20 @@ def saved_steps(inputs, tmp_path, **config):
           for p in state.all_model_checkpoint_paths]
 
 
+@pytest.mark.slow
 def test_default_checkpoints_by_time_not_by_steps(inputs, tmp_path):
   config = executor.TrainerConfig()
   assert config.checkpoint_every == 0 and config.checkpoint_seconds > 0
   assert saved_steps(inputs, tmp_path) == [6]  # 6 fast steps: only the end
 
 
+@pytest.mark.slow
 def test_elapsed_checkpoint_seconds_saves_after_the_next_call(inputs, tmp_path):
   assert saved_steps(inputs, tmp_path, checkpoint_every=0,
                      checkpoint_seconds=1e-9) == [2, 4, 6]
 
 
+@pytest.mark.slow
 def test_checkpoint_every_still_saves_by_steps(inputs, tmp_path):
   assert saved_steps(inputs, tmp_path, checkpoint_every=3,
                      checkpoint_seconds=0) == [3, 6]

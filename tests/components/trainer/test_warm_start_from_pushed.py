@@ -42,7 +42,8 @@ def test_latest_pushed_source_model_is_the_base(tmp_path):
       str(new), [])
 
 
-def test_incompatible_or_vanished_source_is_a_logged_cold_start(tmp_path, caplog):
+def test_incompatible_or_vanished_source_is_a_logged_cold_start(tmp_path,
+                                                                caplog):
   model = tmp_path / 'm'
   artifact_fixtures.write_tpu_format_model(str(model), TOKENS)
   root = tmp_path / 'pushed'

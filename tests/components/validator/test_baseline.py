@@ -19,6 +19,7 @@ def test_no_push_root_or_nothing_pushed_means_no_baseline(tmp_path):
   assert baseline.load_baseline(str(tmp_path / 'partial')) is None
 
 
+@pytest.mark.slow
 def test_latest_pushed_table_is_read_through_lookup(tmp_path):
   tokens = [f'tok{i}' for i in range(30)]
   root = str(tmp_path / 'pushed')
@@ -85,6 +86,7 @@ def _damage(root, version, how):
     validator_fixtures.flip_bytes(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('how,error', [
     ('truncate', 'serving/2/variables/variables.data-00000-of-00001 is '),
     ('flip', 'serving/2/variables/variables.data-00000-of-00001 has other '
@@ -102,6 +104,7 @@ def test_damaged_latest_version_falls_back_to_the_newest_readable(
   assert unreadable[0].error.startswith(error)
 
 
+@pytest.mark.slow
 def test_no_readable_version_means_no_baseline(two_pushed):
   root, _ = two_pushed
   _damage(root, 2, 'flip')

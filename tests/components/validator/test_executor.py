@@ -1,4 +1,9 @@
-"""CheckpointValidator executor: real checkpoints, real exports, real verdicts."""
+"""CheckpointValidator executor: real checkpoints, real exports, real verdicts.
+
+Restore and health: what a checkpoint must hold and what a table must look
+like to be blessed. Comparisons with a pushed baseline and the quality gates
+are in test_executor_baseline.py.
+"""
 
 import json
 import os
@@ -9,11 +14,12 @@ import pytest
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
-from components import artifact_types
-from components import keys
-from components.validator import executor
 from tests.support import artifact_fixtures
 from tests.support import validator_fixtures as vf
+from tests.support.validator_runs import artifact as _artifact
+from tests.support.validator_runs import failed_gates as _failed
+from tests.support.validator_runs import run
+from tests.support.validator_runs import write_model as _model
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
@@ -23,42 +29,6 @@ from tpu_embeddings.spec.embedding_spec import TableSpec
 @pytest.fixture(scope='module')
 def corpus(tmp_path_factory):
   return vf.write_corpus(str(tmp_path_factory.mktemp('corpus')))
-
-
-def _artifact(cls, uri):
-  a = cls()
-  a.uri = uri
-  return a
-
-
-def run(corpus, model_uri, out_uri, **props):
-  """Executor.Do with real artifacts; returns (blessing, report)."""
-  examples = _artifact(standard_artifacts.Examples, corpus['examples'])
-  examples.split_names = '["train", "eval"]'
-  blessing = _artifact(standard_artifacts.ModelBlessing, out_uri)
-  os.makedirs(out_uri, exist_ok=True)
-  props.setdefault('related_pairs_file', corpus['related'])
-  push_root = props.pop('push_root', '')
-  executor.Executor().Do(
-      {keys.MODEL: [_artifact(standard_artifacts.Model, model_uri)],
-       keys.EXAMPLES: [examples],
-       keys.VOCABULARY: [_artifact(artifact_types.Vocabulary,
-                                           corpus['vocabulary'])]},
-      {keys.BLESSING: [blessing]},
-      {'config': json.dumps(props), 'push_root': push_root})
-  with open(os.path.join(out_uri, 'report.json')) as f:
-    return blessing, json.load(f)
-
-
-def _model(tmp_path, corpus, name, table=None, spec=None):
-  uri = str(tmp_path / name)
-  artifact_fixtures.write_tpu_format_model(uri, corpus['vocab'].tokens,
-                                           spec=spec, table=table)
-  return uri
-
-
-def _failed(report):
-  return {g['name']: g['reason'] for g in report['gates'] if not g['passed']}
 
 
 def test_tpu_format_checkpoint_is_blessed_without_loading_slots(tmp_path,
@@ -171,103 +141,6 @@ def test_exploded_norms_are_not_blessed(tmp_path, corpus):
   assert 'exploded norms' in _failed(report)['health/tokens/norms']
 
 
-@pytest.fixture(scope='module')
-def pushed(tmp_path_factory, corpus):
-  """A pushed baseline of middling quality."""
-  base = tmp_path_factory.mktemp('pushed')
-  model = str(base / 'baseline_model')
-  artifact_fixtures.write_tpu_format_model(
-      model, corpus['vocab'].tokens,
-      table=vf.topic_table(corpus['vocab'].tokens, 0.6, seed=5))
-  root = str(base / 'root')
-  serving = vf.push_baseline(root, model)
-  return {'root': root, 'serving': serving}
-
-
-def test_candidate_better_than_pushed_baseline_is_blessed(tmp_path, corpus,
-                                                         pushed):
-  model = _model(tmp_path, corpus, 'model',
-                 vf.topic_table(corpus['vocab'].tokens, 0.1))
-  blessing, report = run(corpus, model, str(tmp_path / 'b'),
-                         push_root=pushed['root'], regression_margin=0.0)
-  assert report['blessed'], report['summary']
-  assert blessing.get_string_custom_property('baseline_model') == (
-      pushed['serving'])
-  cand, base = report['metrics']['candidate'], report['metrics']['baseline']
-  assert cand['recall_at_k'] > base['recall_at_k']
-  assert cand['eval_loss'] < base['eval_loss']
-  names = {g['name'] for g in report['gates']}
-  assert {'baseline/eval_loss', 'baseline/recall_at_k',
-          'baseline/related_recall_at_k'} <= names
-  html = (tmp_path / 'b' / 'report.html').read_text()
-  assert 'class="bar-baseline"' in html and 'class="bar-candidate"' in html
-
-
-def test_candidate_worse_than_baseline_beyond_margin_is_not_blessed(
-    tmp_path, corpus, pushed):
-  tokens = corpus['vocab'].tokens
-  model = _model(tmp_path, corpus, 'model', vf.random_table(tokens, 0.8))
-  blessing, report = run(corpus, model, str(tmp_path / 'b'),
-                         push_root=pushed['root'], regression_margin=0.1)
-  assert blessing.get_int_custom_property('blessed') == 0
-  failed = _failed(report)
-  assert 'baseline/recall_at_k' in failed
-  assert 'vs baseline' in failed['baseline/recall_at_k']
-  # Health is fine: only the comparison stops it.
-  assert not any(name.startswith('health/') for name in failed)
-  # Without the baseline (and the popularity bar) it passes the absolute gates.
-  _, alone = run(corpus, model, str(tmp_path / 'b2'), beat_popularity=False)
-  assert alone['blessed'], alone['summary']
-
-
-def test_absolute_thresholds_gate_without_a_baseline(tmp_path, corpus):
-  tokens = corpus['vocab'].tokens
-  model = _model(tmp_path, corpus, 'model', vf.random_table(tokens, 0.8))
-  _, report = run(corpus, model, str(tmp_path / 'b'), min_recall_at_k=0.5,
-                  max_eval_loss=100.0, beat_popularity=False)
-  failed = _failed(report)
-  assert list(failed) == ['absolute/recall_at_k']
-
-
-def test_table_that_learned_nothing_loses_to_the_popularity_ranking(tmp_path,
-                                                                    corpus):
-  tokens = corpus['vocab'].tokens
-  untrained = _model(tmp_path, corpus, 'untrained',
-                     vf.random_table(tokens, 0.8))
-  _, report = run(corpus, untrained, str(tmp_path / 'b'))
-  assert not report['blessed']
-  assert list(_failed(report)) == ['popularity/recall_at_k']
-  popular = report['metrics']['popularity']['recall_at_k']
-  assert report['metrics']['candidate']['recall_at_k'] <= popular
-  # Its loss is no better than a zero table's: said, but not a gate.
-  untrained_loss = report['metrics']['untrained']['eval_loss']
-  assert report['metrics']['candidate']['eval_loss'] >= untrained_loss
-  assert any("not below an untrained table's" in w
-             for w in report['warnings'])
-  good = _model(tmp_path, corpus, 'good', vf.topic_table(tokens, 0.1))
-  _, blessed = run(corpus, good, str(tmp_path / 'b2'))
-  assert blessed['blessed'], blessed['summary']
-  assert blessed['metrics']['candidate']['recall_at_k'] > popular
-
-
-def test_baseline_knowing_little_of_the_eval_vocabulary_is_flagged(
-    tmp_path, corpus):
-  tokens = corpus['vocab'].tokens
-  few = list(tokens[:3])
-  base_model = str(tmp_path / 'small_baseline')
-  artifact_fixtures.write_tpu_format_model(
-      base_model, few, table=vf.topic_table(few, 0.1))
-  root = str(tmp_path / 'root')
-  vf.push_baseline(root, base_model)
-  model = _model(tmp_path, corpus, 'model', vf.topic_table(tokens, 0.1))
-  _, report = run(corpus, model, str(tmp_path / 'b'), push_root=root)
-  coverage = report['metrics']['baseline']['eval_vocabulary_coverage']
-  assert coverage < 0.1
-  assert [w for w in report['warnings'] if 'knows only' in w] == [
-      f'baseline version 1 knows only {coverage:.1%} of the evaluation '
-      'vocabulary (min_baseline_coverage 0.5): comparing with it says little']
-
-
 def test_sparsecore_layout_restores_through_restore_info(tmp_path, corpus):
   """Rows shuffled across 4 SparseCores and padded, as SparseCore saves them."""
   tokens = corpus['vocab'].tokens
@@ -317,6 +190,7 @@ def test_bad_parameters_and_inputs_raise_one_line_errors(tmp_path, corpus):
   assert not os.listdir(out)  # nothing half-written
 
 
+@pytest.mark.slow
 def test_cpu_trainer_checkpoint_validates(tmp_path, corpus):
   from components.trainer import executor as trainer  # pylint: disable=g-import-not-at-top
   examples = _artifact(standard_artifacts.Examples, corpus['examples'])
@@ -324,7 +198,9 @@ def test_cpu_trainer_checkpoint_validates(tmp_path, corpus):
   config = trainer.TrainerConfig(
       embedding_spec=skipgram_spec(dim=8, learning_rate=1.0).to_json(),
       batch_size=256, epochs=3, window=3, negatives=4, subsample=0.0)
-  meta = trainer.train(trainer.TrainerArgs([examples], corpus['vocabulary'], model, str(tmp_path / 'run')), config)
+  meta = trainer.train(trainer.TrainerArgs([examples], corpus['vocabulary'],
+                                           model, str(tmp_path / 'run')),
+                       config)
   assert meta['device'] == 'cpu'
   blessing, report = run(corpus, model, str(tmp_path / 'b'))
   assert report['blessed'], report['summary']
@@ -339,42 +215,3 @@ def test_cpu_trainer_checkpoint_validates(tmp_path, corpus):
   n = len(corpus['vocab'])
   assert report['restore']['restored_bytes'] == n * 8 * 4
   assert report['restore']['checkpoint_slot_bytes_not_loaded'] == n * 8 * 4
-
-
-@pytest.mark.parametrize('how', ['truncate', 'flip'])
-def test_damaged_pushed_baseline_is_reported_and_passed_over(tmp_path, corpus,
-                                                            how):
-  """A damaged served version must not block validation (and every push)."""
-  tokens = corpus['vocab'].tokens
-  root = str(tmp_path / 'root')
-  for version, noise in ((1, 0.6), (2, 0.5)):
-    model = str(tmp_path / f'pushed{version}')
-    artifact_fixtures.write_tpu_format_model(
-        model, tokens, table=vf.topic_table(tokens, noise, seed=version))
-    vf.publish_baseline(root, model, str(tmp_path / f'staging{version}'))
-  data = vf.data_file(os.path.join(root, 'serving', '2'))
-  if how == 'truncate':
-    os.truncate(data, 1000)
-  else:
-    vf.flip_bytes(data)
-  model = _model(tmp_path, corpus, 'model', vf.topic_table(tokens, 0.1))
-  blessing, report = run(corpus, model, str(tmp_path / 'b'), push_root=root,
-                         regression_margin=0.0)
-  assert report['blessed'], report['summary']
-  assert report['baseline_version'] == 1
-  assert blessing.get_string_custom_property('baseline_model') == (
-      os.path.join(root, 'serving', '1'))
-  [unreadable] = report['baseline_unreadable']
-  assert unreadable['version'] == 2
-  assert 'serving/2/variables/variables.data-00000-of-00001' in (
-      unreadable['error'])
-  html = (tmp_path / 'b' / 'report.html').read_text()
-  assert 'class="unreadable-baseline"' in html
-  assert 'compared against version 1, the newest readable one' in html
-
-  # Nothing readable left: absolute thresholds only, still no crash.
-  os.truncate(vf.data_file(os.path.join(root, 'serving', '1')), 10)
-  _, alone = run(corpus, model, str(tmp_path / 'b2'), push_root=root)
-  assert alone['blessed'] and alone['baseline_version'] is None
-  assert [u['version'] for u in alone['baseline_unreadable']] == [2, 1]
-  assert alone['metrics']['baseline'] is None

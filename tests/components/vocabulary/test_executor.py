@@ -36,6 +36,7 @@ def _run(tmp_path, **config):
   return vocabulary_file.read(vocab.uri), vocab
 
 
+@pytest.mark.slow
 def test_counts_every_train_file_like_a_counter(tmp_path, monkeypatch):
   monkeypatch.setattr(executor, '_RECORDS_PER_BATCH', 7)
   monkeypatch.setattr(executor, '_PARTIALS', 3)
@@ -58,6 +59,7 @@ def test_counts_every_train_file_like_a_counter(tmp_path, monkeypatch):
   assert artifact.get_int_custom_property('span') == 4
 
 
+@pytest.mark.slow
 def test_min_count_and_max_tokens(tmp_path):
   train = tmp_path / 'examples' / 'Split-train'
   train.mkdir(parents=True)
@@ -71,6 +73,7 @@ def test_min_count_and_max_tokens(tmp_path):
     _run(tmp_path, min_count=9)
 
 
+@pytest.mark.slow
 def test_counts_written_by_the_example_gen_give_the_same_vocabulary(
     tmp_path, monkeypatch):
   """The corpus ExampleGen's token counts are summed instead of reading the

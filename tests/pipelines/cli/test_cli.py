@@ -9,6 +9,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from pipelines.cli import main as cli
 from tests.support import paths
 
@@ -41,7 +43,8 @@ from pipelines.cli import main as cli
 out = []
 for argv in json.loads(sys.argv[1]):
   err = io.StringIO()
-  with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+  with contextlib.redirect_stderr(err), \
+contextlib.redirect_stdout(io.StringIO()):
     rc = cli.main(argv)
   out.append({'rc': rc, 'err': err.getvalue(),
               'imported': sorted(m for m in ('tensorflow', 'tfx')
@@ -95,6 +98,7 @@ def test_bad_arguments_fail_before_tensorflow_and_create_nothing(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ['data']  # no home, no package
 
 
+@pytest.mark.slow
 def test_a_successful_command_prints_no_error_lines(tmp_path):
   """`compile` imports TensorFlow and TFX; XLA's factory lines are gone."""
   out = str(tmp_path / 'pipeline.yaml')
@@ -113,7 +117,8 @@ def test_a_successful_command_prints_no_error_lines(tmp_path):
 
 
 def test_settings_and_cluster_checks_import_without_tensorflow():
-  modules = ['tpu_embeddings.core.settings', 'pipelines.config', 'pipelines.cli.main',
+  modules = ['tpu_embeddings.core.settings', 'pipelines.config',
+             'pipelines.cli.main',
              'pipelines.kubeflow.flags', 'pipelines.kubeflow.resources',
              'pipelines.kubeflow.parameters', 'pipelines.kubeflow.package']
   code = ('import importlib, sys\n'

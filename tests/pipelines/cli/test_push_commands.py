@@ -29,6 +29,7 @@ def _cli(capsys, *argv):
   return code, out, err
 
 
+@pytest.mark.slow
 def test_cli_pushed_embed_neighbors(pushed, capsys):
   code, out, _ = _cli(capsys, 'pushed', '--home', pushed['home'], '--json')
   assert code == 0
@@ -45,7 +46,8 @@ def test_cli_pushed_embed_neighbors(pushed, capsys):
   assert [l.split('\t')[0] for l in lines] == ['the cat sat', 'dog']
   np.testing.assert_allclose(
       [float(x) for x in lines[0].split('\t')[1].split()],
-      pushed_home.sentence_vector(pushed['tables'][1], 'the cat sat'), atol=1e-5)
+      pushed_home.sentence_vector(pushed['tables'][1], 'the cat sat'),
+      atol=1e-5)
 
   code, out, _ = _cli(capsys, 'neighbors', '--home', pushed['home'], 'dog',
                       '-k', '2', '--json')
@@ -96,7 +98,8 @@ def test_rollback_serves_the_old_vectors_as_a_new_version(tmp_path, pushed,
   version, new = consumer.embed(root, pushed_home.SENTENCES)
   assert version == 3
   np.testing.assert_array_equal(new, old)
-  assert not np.allclose(new, consumer.embed(root, pushed_home.SENTENCES, version=2)[1])
+  assert not np.allclose(
+      new, consumer.embed(root, pushed_home.SENTENCES, version=2)[1])
   hub_new = hub.load(push_layout.version_dir(root, 'hub', 3)).signatures[
       'default'](sentences=tf.constant(pushed_home.SENTENCES))['default'].numpy()
   np.testing.assert_allclose(hub_new, old, rtol=1e-5, atol=1e-6)
@@ -141,6 +144,7 @@ def _flip(path):
     f.write(data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('damage,what', [
     (_truncate, 'variables.data-00000-of-00001 is '),
     (_flip, 'variables.data-00000-of-00001 has other bytes'),

@@ -33,6 +33,7 @@ def test_replays_what_came_before_an_exception(capfd):
   assert capfd.readouterr().err == REAL.decode()
 
 
+@pytest.mark.slow
 def test_import_tensorflow_is_quiet_once_installed():
   code = ('from pipelines.cli import stderr_filter\n'
           'stderr_filter.install()\n'

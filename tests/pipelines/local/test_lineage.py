@@ -1,4 +1,5 @@
-"""Tests for pipelines/local/lineage.py: a push that dies between rename and record.
+"""Tests for pipelines/local/lineage.py: a push that dies between rename and
+record.
 
 A real LocalDagRunner pipeline (importers + EmbeddingPusher) pushes version 1
 and records it. The same pipeline then runs in a child process whose push is
@@ -23,6 +24,9 @@ from pipelines.local import lineage
 from tests.support import paths
 from tests.support import pusher_exports
 from tpu_embeddings.push_root import layout as push_layout
+
+# Each test shares a fixture that runs a trainer or pipeline in a subprocess.
+pytestmark = pytest.mark.slow
 
 REPO = paths.REPO
 

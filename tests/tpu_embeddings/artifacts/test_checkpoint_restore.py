@@ -51,7 +51,8 @@ def test_missing_and_extra_tables_are_named(model):
                      match="table 'items' .* is missing"):
     checkpoint_restore.check_tables(renamed, path)
   more = dataclasses.replace(
-      spec, tables=spec.tables + (TableSpec('extra', dim=2, vocabulary_size=3),),
+      spec,
+      tables=spec.tables + (TableSpec('extra', dim=2, vocabulary_size=3),),
       features=spec.features + (FeatureSpec('f', 'extra'),))
   with pytest.raises(checkpoint_restore.CheckpointError, match="'extra'"):
     checkpoint_restore.check_tables(more, path)

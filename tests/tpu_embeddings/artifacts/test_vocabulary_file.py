@@ -61,5 +61,6 @@ def test_bad_files_are_clear_errors(tmp_path, content, message):
 
 
 def test_missing_file(tmp_path):
-  with pytest.raises(vocabulary_file.VocabularyError, match='no vocabulary.tsv'):
+  with pytest.raises(vocabulary_file.VocabularyError,
+                     match='no vocabulary.tsv'):
     vocabulary_file.read(str(tmp_path))

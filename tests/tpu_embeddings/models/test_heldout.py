@@ -1,4 +1,5 @@
-"""Tests of tpu_embeddings/models/heldout.py: the sample and the loss on gathered rows."""
+"""Tests of tpu_embeddings/models/heldout.py: the sample and the loss on
+gathered rows."""
 
 import numpy as np
 import pytest

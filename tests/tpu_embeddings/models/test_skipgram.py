@@ -1,4 +1,5 @@
-"""The shared skip-gram core: pairs, subsampling, negatives, loss and gradients."""
+"""The shared skip-gram core: pairs, subsampling, negatives, loss and gradients.
+"""
 
 import collections
 
@@ -55,6 +56,7 @@ def test_negatives_follow_unigram_to_the_three_quarters():
   np.testing.assert_allclose(freq, p, atol=0.004)
 
 
+@pytest.mark.slow
 def test_batches_have_static_shapes_and_resume_exactly():
   tokens = [f't{i}' for i in range(30)]
   counts = list(range(300, 0, -10))
@@ -122,6 +124,7 @@ def test_untrained_loss_is_the_loss_of_a_table_that_learned_nothing():
   assert config.untrained_loss() == pytest.approx(float(loss))
 
 
+@pytest.mark.slow
 def test_expected_pairs_match_the_pairs_drawn():
   """Mean pair count over 200 draws vs the closed form (no subsampling)."""
   lengths = [1, 2, 3, 7, 40]

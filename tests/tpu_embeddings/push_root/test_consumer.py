@@ -21,6 +21,7 @@ def pushed(tmp_path_factory):
 
 
 
+@pytest.mark.slow
 def test_list_pushed_returns_complete_versions_with_manifests(pushed):
   versions = consumer.list_pushed(pushed['root'])
   assert [v.version for v in versions] == [1, 2]
@@ -32,6 +33,7 @@ def test_list_pushed_returns_complete_versions_with_manifests(pushed):
       pushed['root'], 'serving', 1)
 
 
+@pytest.mark.slow
 def test_embed_uses_latest_or_given_version(pushed):
   version, vectors = consumer.embed(pushed['root'], pushed_home.SENTENCES)
   assert version == 2
@@ -44,9 +46,11 @@ def test_embed_uses_latest_or_given_version(pushed):
     np.testing.assert_allclose(vectors, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_neighbors_match_cosine_ranking(pushed):
   version, rows = consumer.neighbors(pushed['root'], 'cat', k=3)
-  want_tokens, want_scores = pushed_home.cosine_neighbors(pushed['tables'][2], 'cat', 3)
+  want_tokens, want_scores = pushed_home.cosine_neighbors(
+      pushed['tables'][2], 'cat', 3)
   assert version == 2
   assert [t for t, _ in rows] == want_tokens
   np.testing.assert_allclose([s for _, s in rows], want_scores, rtol=1e-5)
@@ -58,12 +62,14 @@ def test_neighbors_match_cosine_ranking(pushed):
 
 def test_pushed_hub_module_loads_with_hub_load_and_keras_layer(pushed):
   hub_dir = push_layout.version_dir(pushed['root'], 'hub', 2)
-  want = np.stack([pushed_home.sentence_vector(pushed['tables'][2], s) for s in pushed_home.SENTENCES])
+  want = np.stack([pushed_home.sentence_vector(pushed['tables'][2], s)
+                   for s in pushed_home.SENTENCES])
   module = hub.load(hub_dir)
   got = module.signatures['default'](
       sentences=tf.constant(pushed_home.SENTENCES))['default'].numpy()
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
   layer = hub.KerasLayer(hub_dir, signature='default',
                          signature_outputs_as_dict=True)
-  got = layer({'sentences': tf.constant(pushed_home.SENTENCES)})['default'].numpy()
+  got = layer(
+      {'sentences': tf.constant(pushed_home.SENTENCES)})['default'].numpy()
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -1,4 +1,5 @@
-"""tpu_embeddings/push_root/integrity.py on versions published from real exports."""
+"""tpu_embeddings/push_root/integrity.py on versions published from real
+exports."""
 
 import json
 import os

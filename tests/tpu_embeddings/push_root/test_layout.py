@@ -93,12 +93,15 @@ def test_symlinks_out_of_the_root_are_refused(tmp_path):
   _version(str(outside), 1)
   os.makedirs(root / 'serving')
   os.symlink(outside / 'serving' / '1', root / 'serving' / '1')
-  with pytest.raises(push_layout.PushLayoutError, match='outside the push root'):
+  with pytest.raises(push_layout.PushLayoutError,
+                     match='outside the push root'):
     push_layout.version_dir(str(root), 'serving', 1)
-  with pytest.raises(push_layout.PushLayoutError, match='outside the push root'):
+  with pytest.raises(push_layout.PushLayoutError,
+                     match='outside the push root'):
     push_layout.list_versions(str(root), 'serving')
   os.symlink(outside / 'hub', root / 'hub')
-  with pytest.raises(push_layout.PushLayoutError, match='outside the push root'):
+  with pytest.raises(push_layout.PushLayoutError,
+                     match='outside the push root'):
     push_layout.latest_version(str(root), 'hub')
 
 

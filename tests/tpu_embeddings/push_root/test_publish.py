@@ -1,43 +1,26 @@
-"""Tests for tpu_embeddings/push_root/publish.py: versions, atomicity, races, retention."""
+"""Tests for tpu_embeddings/push_root/publish.py: versions, manifests,
+retention, rollback, refusals.
+
+Atomicity under kills and races between pushes are in
+test_publish_atomicity.py.
+"""
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import threading
-import time
 
 import pytest
 
-from tests.support import paths
+from tests.support import publish_fixtures
 from tests.support import pusher_exports
+from tests.support.publish_fixtures import numbered_dirs as _numbered_dirs
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import publish
 
-REPO = paths.REPO
-
 
 @pytest.fixture(scope='module')
 def exports(tmp_path_factory):
-  """{scale: {'serving': dir, 'hub': dir}} for two distinguishable models."""
-  base = tmp_path_factory.mktemp('exports')
-  out = {}
-  for scale in (2.0, 3.0):
-    out[scale] = {
-        'serving': pusher_exports.write_serving_model(
-            str(base / f'serving_{scale}'), scale),
-        'hub': pusher_exports.write_hub_module(str(base / f'hub_{scale}'),
-                                               scale),
-    }
-  return out
-
-
-def _numbered_dirs(root, kind):
-  d = os.path.join(root, kind)
-  return sorted(n for n in os.listdir(d) if n.isdigit()) if os.path.isdir(
-      d) else []
+  return publish_fixtures.write_exports(tmp_path_factory.mktemp('exports'))
 
 
 def test_publish_copies_both_kinds_under_one_version(tmp_path, exports):
@@ -79,137 +62,6 @@ def test_bad_sources_are_refused_before_anything_is_written(tmp_path,
     publish.publish(root, {'serving': str(tmp_path / 'nope'),
                            'hub': exports[2.0]['hub']})
   assert not os.path.exists(root)
-
-
-_KILL_SCRIPT = r'''
-import os, sys, time
-sys.path.insert(0, sys.argv[1])
-from tpu_embeddings.push_root import publish
-root, serving, hub, point, kind, ready = sys.argv[2:8]
-def hook(p, k):
-  if p == point and k == kind:
-    open(ready, 'w').close()
-    time.sleep(600)
-publish.publish(root, {'serving': serving, 'hub': hub},
-                {'source_model': 'killed'}, hook=hook)
-'''
-
-
-def _kill_at(tmp_path, root, sources, point, kind):
-  ready = str(tmp_path / f'ready-{point}-{kind}')
-  proc = subprocess.Popen(
-      [sys.executable, '-c', _KILL_SCRIPT, REPO, root, sources['serving'],
-       sources['hub'], point, kind, ready],
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
-      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-  deadline = time.time() + 80
-  while not os.path.exists(ready):
-    if proc.poll() is not None:
-      raise AssertionError(f'push exited early: {proc.stderr.read()[-2000:]}')
-    assert time.time() < deadline, 'push never reached ' + point
-    time.sleep(0.05)
-  os.kill(proc.pid, signal.SIGKILL)
-  proc.wait()
-  proc.stderr.close()
-  assert proc.returncode == -signal.SIGKILL
-
-
-def test_push_killed_at_any_point_leaves_no_partial_version(tmp_path, exports):
-  root = str(tmp_path / 'push')
-  publish.publish(root, exports[2.0], {'source_model': 'good'})
-  points = [('reserved', ''), ('copying', 'hub'), ('copying', 'serving'),
-            ('before_rename', 'hub'), ('before_rename', 'serving')]
-  for point, kind in points:
-    _kill_at(tmp_path, root, exports[3.0], point, kind)
-    for k in push_layout.KINDS:
-      assert push_layout.list_versions(root, k) == [1], (point, kind)
-    # TF Serving loads any integer directory under serving/: only 1 is there.
-    assert _numbered_dirs(root, 'serving') == ['1'], (point, kind)
-    assert pusher_exports.serving_scale(
-        push_layout.version_dir(root, 'serving', 1)) == 2.0
-  # Killed before serving's rename: hub/<n> was renamed but is not listed.
-  leftovers = [n for k in push_layout.KINDS
-               for n in os.listdir(os.path.join(root, k)) if n != '1']
-  assert leftovers, 'the kills should have left hidden leftovers behind'
-  result = publish.publish(root, exports[3.0], {'source_model': 'next'})
-  # Numbers reserved by the killed pushes are never reused.
-  assert result.version == 2 + len(points)
-  for k in push_layout.KINDS:
-    assert push_layout.list_versions(root, k) == [1, result.version]
-    # The next push removed the dead pushes' leftovers.
-    assert sorted(os.listdir(os.path.join(root, k))) == sorted(
-        ['1', str(result.version)])
-  assert pusher_exports.serving_scale(result.dirs['serving']) == 3.0
-  assert pusher_exports.hub_scale(result.dirs['hub']) == 3.0
-
-
-def test_failed_push_removes_what_it_wrote(tmp_path, exports):
-  root = str(tmp_path / 'push')
-
-  def hook(point, kind):
-    if point == 'before_rename' and kind == 'serving':
-      raise OSError('disk full')
-
-  with pytest.raises(OSError, match='disk full'):
-    publish.publish(root, exports[2.0], hook=hook)
-  for kind in push_layout.KINDS:
-    assert os.listdir(os.path.join(root, kind)) == []
-  assert publish.publish(root, exports[2.0]).version == 2
-
-
-def test_concurrent_pushes_get_distinct_complete_versions(tmp_path, exports):
-  root = str(tmp_path / 'push')
-  # All pushes hold their reservation at the same moment before copying.
-  barrier = threading.Barrier(3, timeout=60)
-  results, errors = [], []
-
-  def hook(point, kind):
-    del kind
-    if point == 'reserved':
-      barrier.wait()
-
-  def push(scale):
-    try:
-      results.append((scale, publish.publish(root, exports[scale],
-                                             {'source_model': str(scale)},
-                                             hook=hook)))
-    except BaseException as e:  # pylint: disable=broad-except
-      errors.append(e)
-
-  threads = [threading.Thread(target=push, args=(s,))
-             for s in (2.0, 3.0, 2.0)]
-  for t in threads:
-    t.start()
-  for t in threads:
-    t.join(120)
-  assert not errors, errors
-  versions = sorted(r.version for _, r in results)
-  assert versions == [1, 2, 3]
-  for kind in push_layout.KINDS:
-    assert push_layout.list_versions(root, kind) == [1, 2, 3]
-  for scale, r in results:
-    assert pusher_exports.serving_scale(r.dirs['serving']) == scale
-    for kind in push_layout.KINDS:
-      m = push_layout.read_manifest(root, kind, r.version)
-      assert m['source_model'] == str(scale)
-      assert manifest_lib.verify(r.dirs[kind], m) == []
-
-
-def test_concurrent_processes_get_distinct_versions(tmp_path, exports):
-  root = str(tmp_path / 'push')
-  script = ('import sys; sys.path.insert(0, sys.argv[1]);'
-            'from tpu_embeddings.push_root import publish;'
-            'print(publish.publish(sys.argv[2], {"serving": sys.argv[3], '
-            '"hub": sys.argv[4]}).version)')
-  procs = [subprocess.Popen(
-      [sys.executable, '-c', script, REPO, root, exports[2.0]['serving'],
-       exports[2.0]['hub']], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')) for _ in range(2)]
-  outs = [p.communicate(timeout=120) for p in procs]
-  assert [p.returncode for p in procs] == [0, 0], [e[-1000:] for _, e in outs]
-  assert sorted(int(o.split()[-1]) for o, _ in outs) == [1, 2]
-  for kind in push_layout.KINDS:
-    assert push_layout.list_versions(root, kind) == [1, 2]
 
 
 def test_retention_keeps_exactly_n(tmp_path, exports):
@@ -270,13 +122,15 @@ def test_escaping_roots_and_symlinks_are_refused(tmp_path, exports):
   os.makedirs(root)
   os.makedirs(outside)
   os.symlink(outside, root / 'serving')
-  with pytest.raises(push_layout.PushLayoutError, match='outside the push root'):
+  with pytest.raises(push_layout.PushLayoutError,
+                     match='outside the push root'):
     publish.publish(str(root), exports[2.0])
   assert os.listdir(outside) == []
   os.unlink(root / 'serving')
   publish.publish(str(root), exports[2.0])
   os.symlink(outside, root / 'hub' / '2')
-  with pytest.raises(push_layout.PushLayoutError, match='outside the push root'):
+  with pytest.raises(push_layout.PushLayoutError,
+                     match='outside the push root'):
     publish.publish(str(root), exports[2.0])
   assert os.listdir(outside) == []
 

@@ -46,7 +46,8 @@ def test_builds_fresh_config_objects_every_call():
 
 
 def test_optimizer_objects_carry_the_hyperparameters():
-  opt = skipgram_spec(optimizer='ftrl', learning_rate=0.3, beta=0.2).build_optimizer()
+  opt = skipgram_spec(optimizer='ftrl', learning_rate=0.3,
+                      beta=0.2).build_optimizer()
   assert isinstance(opt, tf.tpu.experimental.embedding.FTRL)
   assert opt.learning_rate == 0.3 and opt.beta == 0.2
 
@@ -67,7 +68,8 @@ def _bad(mutate):
      'tables[0].initializer'),
     (lambda d: d['optimizer'].update(kind='rmsprop'), 'optimizer.kind'),
     (lambda d: d['optimizer'].update(momentum=0.9), 'optimizer.momentum'),
-    (lambda d: d['optimizer'].update(learning_rate=0), 'optimizer.learning_rate'),
+    (lambda d: d['optimizer'].update(learning_rate=0),
+     'optimizer.learning_rate'),
     (lambda d: d['optimizer'].update(learning_rate='fast'),
      'optimizer.learning_rate'),
     (lambda d: d['features'][1].update(table='nope'), 'features[1].table'),
