@@ -28,8 +28,8 @@ from tpu_embeddings.core import text
 
 METRICS_NAMESPACE = 'corpus_example_gen'
 FILE_PREFIX = 'data_tfrecord'  # TFX's name (write_split.DEFAULT_FILE_NAME)
-# zlib's fastest level: about 3x faster than the default (6) on corpus
-# records, for files about a quarter larger; still plain gzip.
+# zlib's fastest level: writing speed over file size (benchmarks/
+# data_steps.py); still plain gzip.
 GZIP_LEVEL = 1
 _DIGEST = type(hashlib.sha256()).digest
 

@@ -29,8 +29,8 @@ from pipelines.local import metadata_queries
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
 # DirectRunner in memory with one worker. Any option makes TFX package its own
-# sources into an sdist for remote workers before each Beam component (1-2 s
-# each, useless in process); `--beam-arg` still passes options when wanted.
+# sources into an sdist for remote workers before each Beam component
+# (useless in process); `--beam-arg` still passes options when wanted.
 BEAM_ARGS = ()
 
 
