@@ -59,7 +59,7 @@ def test_cli_pushed_embed_neighbors(pushed, capsys):
 
 
 @pytest.mark.parametrize('argv,match', [
-    (['embed', '--version', '9', 'cat'], 'version 9 is not a complete'),
+    (['embed', '--version', '9', 'cat'], 'version 9 is not a pushed version'),
     (['embed', '--version', '../1', 'cat'], 'escapes the push root'),
     (['neighbors', 'zebra'], "'zebra' is not in the vocabulary"),
     (['neighbors', '-k', '0', 'cat'], 'k must be an integer >= 1'),
@@ -155,7 +155,7 @@ def test_consumers_name_the_damaged_version_file_and_rollback(
   home, root, data = damaged_home
   damage(data)
   code, out, err = _cli(capsys, argv[0], '--home', home, *argv[1:])
-  assert code == 2 and out == ''
+  assert code == 1 and out == ''  # 1: a damaged pushed version
   assert len(err.strip().splitlines()) == 1, err
   assert err.startswith('error: pushed version 2 ')
   assert 'damaged: serving/2/variables/' + what in err
@@ -171,7 +171,7 @@ def test_pushed_marks_a_truncated_version(damaged_home, capsys):
   home, root, data = damaged_home
   _truncate(data)
   code, out, _ = _cli(capsys, 'pushed', '--home', home)
-  assert code == 0
+  assert code == 1
   lines = out.splitlines()
   v2 = next(l for l in lines if l.strip().startswith('2 '))
   v1 = next(l for l in lines if l.strip().startswith('1 '))
@@ -179,10 +179,12 @@ def test_pushed_marks_a_truncated_version(damaged_home, capsys):
   assert any(l.strip().startswith(
       'damaged: serving/2/variables/variables.data-00000-of-00001 is ')
              for l in lines)
-  assert lines[-1] == (f'served version 2 is damaged: serve an intact version '
-                       f'with `python -m pipelines rollback --push-root {root} '
-                       '--to 1`')
+  assert lines[-1] == (
+      'served version 2 is damaged (TF Serving serves the highest version): '
+      f'serve an intact version with `python -m pipelines rollback '
+      f'--push-root {root} --to 1`')
   code, out, _ = _cli(capsys, 'pushed', '--home', home, '--json')
+  assert code == 1
   listed = {v['version']: v['damaged'] for v in json.loads(out)}
   assert listed[1] == [] and len(listed[2]) == 1
 
@@ -193,7 +195,7 @@ def test_pushed_verify_finds_flipped_bytes(damaged_home, capsys):
   code, out, _ = _cli(capsys, 'pushed', '--home', home)
   assert code == 0 and 'DAMAGED' not in out  # sizes still match
   code, out, _ = _cli(capsys, 'pushed', '--home', home, '--verify')
-  assert code == 0 and '(served)  DAMAGED' in out
+  assert code == 1 and '(served)  DAMAGED' in out
   assert 'variables.data-00000-of-00001 has other bytes' in out
   assert 'sizes not in its manifest' not in out
 
