@@ -28,6 +28,7 @@ from pipelines.local import failure
 from pipelines.local import home as home_lib
 from pipelines.local import launches
 from pipelines.local import metadata_queries
+from pipelines.local import store_guard
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
 # DirectRunner in memory with one worker. Any option makes TFX package its own
@@ -102,6 +103,7 @@ def run(data_root: str,
       beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
       warm_start_uri=warm_start_uri)
   os.makedirs(p['home'], exist_ok=True)
+  store_note = store_guard.check(p['home'])
   start = time.monotonic()
   progress = launches.Launches(out)
   # The run id is fixed here, so the summary reads this run's executions
@@ -114,6 +116,7 @@ def run(data_root: str,
     raise failure.wrap(e, p['home'], progress.current, progress.done) from e
   wall = time.monotonic() - start
   summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME, run_id)
+  summary['store_note'] = store_note
   resumed_from = (summary.get('training') or {}).get('resumed_from')
   if resumed_from:
     summary['interrupted_execution'] = metadata_queries.mark_interrupted(
@@ -173,10 +176,12 @@ def summarize(home: str, pipeline_name: str,
 
 
 def _warnings(summary: Dict[str, Any]) -> List[str]:
-  """The validator's warnings, and damaged pushed versions it or the warm
-  start passed over."""
+  """A replaced store, the validator's warnings, and damaged pushed versions
+  it or the warm start passed over."""
   from components.validator import report as report_lib  # pylint: disable=g-import-not-at-top
   out = []
+  if summary.get('store_note'):
+    out.append(f'warning: {summary["store_note"]}')
   path = os.path.join(os.path.dirname(summary.get('report') or ''),
                       report_lib.REPORT_JSON)
   if summary.get('report') and os.path.exists(path):
