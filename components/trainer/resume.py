@@ -117,6 +117,11 @@ def pointer_path(resume_root: str, key: str) -> str:
   return model_layout.join(resume_root, f'{key}.json')
 
 
+def kept_dir(resume_root: str, key: str) -> str:
+  """Where a failed training's checkpoints are kept (kept.py)."""
+  return model_layout.join(resume_root, f'{key}.kept')
+
+
 def read_pointer(resume_root: str, key: str) -> Optional[Dict[str, Any]]:
   path = pointer_path(resume_root, key)
   if not tf.io.gfile.exists(path):
@@ -257,10 +262,12 @@ def adopt(resume_root: str, key: str, model_uri: str,
   """
   if not resume_root or checkpoints.latest(model_uri) is not None:
     return None
-  pointer = read_pointer(resume_root, key)
-  if not pointer:
-    return None
+  pointer = read_pointer(resume_root, key) or {}
   previous = str(pointer.get('model_uri') or '')
+  if not previous or not tf.io.gfile.exists(previous):
+    # A failed run deleted its output, keeping its checkpoints (kept.py).
+    previous = kept_dir(resume_root, key)
+    pointer = {'warm_start': pointer.get('warm_start')}
   if not previous or previous.rstrip('/') == model_uri.rstrip('/'):
     return None
   if model_layout.read_metadata(previous) is not None:
