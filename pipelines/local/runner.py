@@ -23,12 +23,14 @@ from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import runtime_parameter_utils
 
+from components import keys
 from pipelines import pipeline as pipeline_lib
 from pipelines.local import failure
 from pipelines.local import home as home_lib
 from pipelines.local import launches
 from pipelines.local import metadata_queries
 from pipelines.local import store_guard
+from tpu_embeddings.core import text
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
 # DirectRunner in memory with one worker. Any option makes TFX package its own
@@ -158,6 +160,12 @@ def summarize(home: str, pipeline_name: str,
           g for g in report.get('gates', []) if not g.get('passed', True)]
       summary['warnings'] = report.get('warnings', [])
     summary['report'] = os.path.join(blessing.uri, 'report.html')
+  examples = outputs.get('FileBasedExampleGen', {}).get('examples')
+  if examples:
+    summary['input_skipped'] = {
+        name: cp(examples.artifact, name) for name in (
+            keys.CAPPED_LINES, keys.DROPPED_LONG_TOKENS,
+            keys.FIRST_SKIPPING_FILE)}
   if 'EmbeddingTrainer' in outputs:
     model = outputs['EmbeddingTrainer']['model'].artifact
     summary['model'] = model.uri
@@ -182,6 +190,14 @@ def _warnings(summary: Dict[str, Any]) -> List[str]:
   out = []
   if summary.get('store_note'):
     out.append(f'warning: {summary["store_note"]}')
+  skipped = summary.get('input_skipped') or {}
+  if skipped.get(keys.CAPPED_LINES) or skipped.get(keys.DROPPED_LONG_TOKENS):
+    out.append(
+        f'warning: input: {skipped[keys.CAPPED_LINES]} line(s) cut to their '
+        f'first {text.MAX_TOKENS_PER_LINE} tokens, '
+        f'{skipped[keys.DROPPED_LONG_TOKENS]} token(s) over '
+        f'{text.MAX_TOKEN_BYTES} bytes dropped (first in '
+        f'{skipped.get(keys.FIRST_SKIPPING_FILE)})')
   path = os.path.join(os.path.dirname(summary.get('report') or ''),
                       report_lib.REPORT_JSON)
   if summary.get('report') and os.path.exists(path):
