@@ -68,7 +68,8 @@ def test_swapped_vocabulary_lines_are_never_served(home, capsys):
   assert '--to 1`' in err
   code, lines = _pushed_lines(capsys, home)
   assert code == 1
-  assert '(served)  DAMAGED' in next(l for l in lines if l.startswith('      2'))
+  served = next(l for l in lines if l.startswith('      2'))
+  assert '(served)  DAMAGED' in served
   code, _, err = _cli(capsys, 'embed', '--home', home, '--version', '1', 'cat')
   assert code == 0, err
 
