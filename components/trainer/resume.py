@@ -41,6 +41,7 @@ host (a concurrent run of the same inputs) is left alone; on another host
 the same inputs and settings on Kubeflow may both continue one checkpoint.
 """
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -155,6 +156,8 @@ def claim(resume_root: str, key: str, model_uri: str,
   except (tf.errors.OpError, OSError) as e:
     logging.warning('Resume: cannot write %s (%s); a rerun after a crash '
                     'will train from step 0', path, e)
+    with contextlib.suppress(tf.errors.OpError, OSError):
+      tf.io.gfile.remove(temporary)
 
 
 def release(resume_root: str, key: str, model_uri: str):

@@ -43,6 +43,8 @@ _MACHINE_TEXT = (
     (re.compile(r'input/output error|disk i/o error', re.I), errno.EIO),
 )
 _BEAM_SUFFIX = re.compile(r" \[while running '.*$", re.S)
+# The op TensorFlow prefixes to an error raised inside a function.
+_TF_FUNCTION_NODE = re.compile(r'\{\{function_node [^}]*\}\}\s*')
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:
@@ -67,7 +69,7 @@ def machine_errno(error: BaseException) -> Optional[int]:
 
 def first_line(error: BaseException, limit: int = 400) -> str:
   """The message's first line, without Beam's transform suffix."""
-  text = _BEAM_SUFFIX.sub('', str(error)).strip()
+  text = _TF_FUNCTION_NODE.sub('', _BEAM_SUFFIX.sub('', str(error))).strip()
   line = (text.splitlines() or [''])[0].strip() or type(error).__name__
   return line if len(line) <= limit else line[:limit - 3] + '...'
 

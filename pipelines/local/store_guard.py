@@ -21,6 +21,7 @@ The local runner also refuses, per execution, to write into an output folder
 that exists with files in it (runner_guards.py), whatever the store says.
 """
 
+import errno
 import os
 import re
 import sqlite3
@@ -58,6 +59,17 @@ def open_store(home: str) -> metadata_store.MetadataStore:
         f'{path} cannot be opened as ML Metadata ({reason}); if it is '
         'damaged, move it away (pushed versions are kept, and a new store '
         'is started) or put a backup back') from None
+
+
+def _check_writable(path: str):
+  """Raises OSError (EROFS or EACCES) naming the file when the store or its
+  folder cannot be written: ML Metadata would fail at the first component,
+  in a SQL message."""
+  for target in (path, os.path.dirname(path)):
+    if os.path.exists(target) and not os.access(target, os.W_OK):
+      read_only = os.statvfs(target).f_flag & os.ST_RDONLY
+      number = errno.EROFS if read_only else errno.EACCES
+      raise OSError(number, os.strerror(number), target)
 
 
 def highest_output(pipeline_root: str) -> int:
@@ -121,6 +133,7 @@ def check(home: str) -> Optional[str]:
   """
   p = home_lib.paths(home)
   os.makedirs(p['pipeline_root'], exist_ok=True)
+  _check_writable(p['metadata'])
   store = open_store(home)
   marker = os.path.join(p['pipeline_root'], MARKER_FILENAME)
   recorded, owner = _store_id(store), _read_marker(marker)
