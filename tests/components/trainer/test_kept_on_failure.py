@@ -58,17 +58,24 @@ def _launcher_cleanup(root):
   outputs_utils.remove_output_dirs(outputs)
 
 
-@pytest.mark.slow
-def test_a_full_disk_keeps_the_checkpoints_and_the_rerun_resumes(
-    tmp_path, monkeypatch):
-  root = str(tmp_path)
+def _train_until_the_disk_fills(root, monkeypatch, failing_save):
+  """A training whose `failing_save`-th checkpoint meets a full disk; its
+  properties."""
   write_inputs(root)
   props = trainer_props(root, train_steps=STEPS, checkpoint_every=EVERY,
                         checkpoint_seconds=3600)
   with monkeypatch.context() as patch:
-    _fill_disk_at_save(patch, failing_save=3)
+    _fill_disk_at_save(patch, failing_save)
     with pytest.raises(tf.errors.ResourceExhaustedError):
       run_in_process(root, props, 'model')
+  return props
+
+
+@pytest.mark.slow
+def test_a_full_disk_keeps_the_checkpoints_and_the_rerun_resumes(
+    tmp_path, monkeypatch):
+  root = str(tmp_path)
+  props = _train_until_the_disk_fills(root, monkeypatch, failing_save=3)
   _launcher_cleanup(root)
   assert not os.path.exists(f'{root}/model')
 
@@ -91,13 +98,7 @@ def test_a_kept_copy_is_found_even_when_its_record_could_not_be_written(
     tmp_path, monkeypatch):
   """On a full disk the record may still name the deleted output."""
   root = str(tmp_path)
-  write_inputs(root)
-  props = trainer_props(root, train_steps=STEPS, checkpoint_every=EVERY,
-                        checkpoint_seconds=3600)
-  with monkeypatch.context() as patch:
-    _fill_disk_at_save(patch, failing_save=2)
-    with pytest.raises(tf.errors.ResourceExhaustedError):
-      run_in_process(root, props, 'model')
+  props = _train_until_the_disk_fills(root, monkeypatch, failing_save=2)
   # The record as a failed rewrite leaves it: naming the deleted output.
   pointer, = glob.glob(f'{root}/resume/*.json')
   with open(pointer) as f:
