@@ -10,8 +10,6 @@ import pytest
 from pipelines.cli import main as cli
 from pipelines.local import home as home_lib
 from tests.support import pushed_home
-from tpu_embeddings.push_root import consumer
-from tpu_embeddings.push_root import publish
 
 
 @pytest.fixture(scope='module')
@@ -23,10 +21,7 @@ def pushed(tmp_path_factory):
 def home(tmp_path, pushed):
   """A private copy of the push root (versions 1 and 2) to damage."""
   home = str(tmp_path / 'home')
-  root = home_lib.push_root(home)
-  for v in consumer.list_pushed(pushed['root']):
-    publish.publish(root, {'serving': v.serving_dir, 'hub': v.hub_dir},
-                    {'spans': v.manifest['spans']})
+  pushed_home.copy_home(pushed['root'], home)
   return home
 
 

@@ -87,10 +87,7 @@ def test_rollback_serves_the_old_vectors_as_a_new_version(tmp_path, pushed,
                                                           capsys):
   # A private copy of the push root: rollback writes to it.
   home = str(tmp_path / 'home')
-  root = home_lib.push_root(home)
-  for v in consumer.list_pushed(pushed['root']):
-    publish.publish(root, {'serving': v.serving_dir, 'hub': v.hub_dir},
-                    {'spans': v.manifest['spans']})
+  root = pushed_home.copy_home(pushed['root'], home)
   code, out, _ = _cli(capsys, 'rollback', '--home', home, '--to', '1')
   assert code == 0 and 're-published as version 3' in out
   assert push_layout.list_versions(root, 'hub') == [1, 2, 3]
@@ -118,11 +115,7 @@ def test_rollback_serves_the_old_vectors_as_a_new_version(tmp_path, pushed,
 def damaged_home(tmp_path, pushed):
   """A private copy of the push root (versions 1, 2) to damage."""
   home = str(tmp_path / 'home')
-  root = home_lib.push_root(home)
-  for v in consumer.list_pushed(pushed['root']):
-    publish.publish(root, {'serving': v.serving_dir, 'hub': v.hub_dir},
-                    {'spans': v.manifest['spans'],
-                     'metrics': v.manifest['metrics']})
+  root = pushed_home.copy_home(pushed['root'], home)
   data = [os.path.join(root, 'serving', '2', 'variables', name)
           for name in os.listdir(os.path.join(root, 'serving', '2',
                                               'variables'))
