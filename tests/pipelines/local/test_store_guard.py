@@ -82,3 +82,15 @@ def test_a_damaged_store_is_one_line_naming_the_file(tmp_path):
   assert message.startswith(f'{home / "metadata.sqlite"} cannot be opened as '
                             'ML Metadata (file is not a database); ')
   assert '\n' not in message and len(message) < 300
+
+
+def test_commands_reading_a_damaged_store_say_which_file(tmp_path, capsys):
+  from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  home = tmp_path / 'home'
+  home.mkdir()
+  (home / 'metadata.sqlite').write_bytes(b'SQLite format 3\x00' + b'x' * 600)
+  assert cli.main(['lineage', '--home', str(home)]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f'error: {home / "metadata.sqlite"} cannot be opened '
+                        'as ML Metadata (')
+  assert len(err.splitlines()) == 1 and len(err) < 400, err
