@@ -7,7 +7,7 @@ sha256 and its size in bytes. Three checks use them:
   truncated or grown files, the usual damage (an interrupted copy, a full
   disk, `truncate`).
 * `load_problems`, what every reader runs on each version it uses (`pushed`,
-  `embed`, `neighbors`, the validator's baseline, the trainer's warm start):
+  `embed`, `neighbors`, `lineage`, the validator's baseline):
   the sizes of all files, and the sha256 of every file but the variables'
   data shards. The shards hold the tables, nearly all the bytes, and
   TensorFlow checks each tensor's own checksum when it restores them. The

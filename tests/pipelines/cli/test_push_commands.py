@@ -63,6 +63,7 @@ def test_cli_pushed_embed_neighbors(pushed, capsys):
     (['embed', '--version', '../1', 'cat'], 'escapes the push root'),
     (['neighbors', 'zebra'], "'zebra' is not in the vocabulary"),
     (['neighbors', '-k', '0', 'cat'], 'k must be an integer >= 1'),
+    (['neighbors', '-k', '3000000000', 'cat'], 'and <= 2147483647'),
     (['neighbors', 'two tokens'], 'give one token without whitespace'),
     # A Unicode space is part of a token, as in the corpus.
     (['neighbors', 'cat\u00a0dog'], "'cat\\xa0dog' is not in the vocabulary"),
