@@ -212,7 +212,6 @@ def compile_pipeline(output: str,
   spec = job['pipelineSpec']
   spec['defaultPipelineRoot'] = pipeline_root
   spec_edits.resolve_span_in_container(spec)
-  spec_edits.stop_cleanly(spec)
   spec_edits.post_process(spec, pipeline.components, defaults)
   platform = spec_edits.platform_spec(spec, trainer.id, tpu)
 

@@ -70,9 +70,11 @@ def post_process(spec: Dict[str, Any], components,
   """What TFX 1.15's Kubeflow V2 compiler leaves out.
 
   Every task's `resources` (it drops the platform config of a
-  FileBasedExampleGen), and the run-time parameters' defaults and
-  optionality (it declares only their types).
+  FileBasedExampleGen), the run-time parameters' defaults and optionality
+  (it declares only their types), and a clean stop on SIGTERM
+  (`stop_cleanly`).
   """
+  stop_cleanly(spec)
   for c in components:
     container = spec['deploymentSpec']['executors'][executor_label(
         spec, c.id)]['container']
