@@ -84,7 +84,7 @@ def pipeline_pass(data_root: str, home: str, beam_args) -> dict:
 
   from components.corpus_example_gen.component import corpus_example_gen
   from components.vocabulary.component import VocabularyGen
-  from pipelines.local import runner as local_runner
+  from pipelines.local import launches
   # pylint: enable=g-import-not-at-top
   example_gen = corpus_example_gen(data_root)
   vocabulary = VocabularyGen(examples=example_gen.outputs['examples'])
@@ -94,7 +94,7 @@ def pipeline_pass(data_root: str, home: str, beam_args) -> dict:
       metadata_connection_config=metadata.sqlite_metadata_connection_config(
           os.path.join(home, 'metadata.sqlite')),
       beam_pipeline_args=beam_args)
-  progress = local_runner._Progress(io.StringIO())  # pylint: disable=protected-access
+  progress = launches.Launches(io.StringIO())
   with progress:
     LocalDagRunner().run(pipeline)
   return progress.timings

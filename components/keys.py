@@ -24,6 +24,12 @@ PUSH_ROOT = 'push_root'    # the push root: baseline, warm start, destination
 RESUME_ROOT = 'resume_root'  # the trainer's folder of resume pointers
 SPAN_WINDOW = 'span_window'  # corpus ExampleGen: how many spans it reads
 PATTERN = 'pattern'          # corpus ExampleGen: file pattern inside a span
+FOLLOW_SYMLINKS = 'follow_symlinks'  # corpus ExampleGen: read symlinked files
+# Examples: lines capped at MAX_TOKENS_PER_LINE, tokens over MAX_TOKEN_BYTES
+# dropped, and the first file that had either.
+CAPPED_LINES = 'capped_lines'
+DROPPED_LONG_TOKENS = 'dropped_long_tokens'
+FIRST_SKIPPING_FILE = 'first_skipping_file'
 
 # Example splits.
 TRAIN_SPLIT = 'train'

@@ -31,7 +31,8 @@ def corpus_example_gen(input_base: str,
   pattern = config.pattern
   struct = struct_pb2.Struct()
   struct.update({keys.SPAN_WINDOW: config.span_window,
-                 keys.PATTERN: pattern})
+                 keys.PATTERN: pattern,
+                 keys.FOLLOW_SYMLINKS: config.follow_symlinks})
   custom_config = example_gen_pb2.CustomConfig()
   custom_config.custom_config.Pack(struct)
   range_config = None

@@ -12,9 +12,12 @@ class ExampleGenConfig(settings.Settings):
 
   Attributes:
     pattern: files under the data root; `{SPAN}` selects the latest span.
+      Relative, without ".." segments: it cannot leave the data root.
     span_window: spans read into one Examples (the latest and earlier ones).
     train_buckets: hash buckets of the train split.
     eval_buckets: hash buckets of the eval split.
+    follow_symlinks: read files that are, or sit below, symlinks (refused by
+      default: a link may point anywhere on the machine).
   """
   WHAT = 'ExampleGen'
 
@@ -22,8 +25,14 @@ class ExampleGenConfig(settings.Settings):
   span_window: int = 1
   train_buckets: int = 9
   eval_buckets: int = 1
+  follow_symlinks: bool = False
 
   def validate(self):
     super().validate()
     for name in ('span_window', 'train_buckets', 'eval_buckets'):
       self.check_int(name, 1)
+    parts = self.pattern.replace('\\', '/').split('/')
+    if not self.pattern or self.pattern.startswith('/') or '..' in parts:
+      raise ValueError(
+          f'example_gen.pattern {self.pattern!r} must be a relative pattern '
+          'without ".." segments: it is read under the data root')

@@ -32,6 +32,7 @@ from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
 from components import keys
+from components.corpus_example_gen import inputs
 from components.corpus_example_gen import parallel
 from components.corpus_example_gen import ranges as ranges_lib
 from components.corpus_example_gen import transforms
@@ -95,18 +96,25 @@ def _first_chunk(path: str) -> bytes:
   """The file's first chunk; raises EncodingError if it is not UTF-8 text."""
   with tf.io.gfile.GFile(path, 'rb') as f:
     chunk = f.read(FIRST_CHUNK_BYTES)
+  compressed = inputs.compressed(path, chunk)
+  if compressed:
+    raise compressed
   problem = text.encoding_problem(chunk, final=len(chunk) < FIRST_CHUNK_BYTES)
   if problem:
     raise not_utf8_text(path, problem)
   return chunk
 
 
-def check_files(input_base: str, patterns: Iterable[str]) -> List[str]:
-  """The files matched; fails fast, naming the file or the pattern, on a file
-  that is not UTF-8 text and when there is no token sequence."""
+def check_files(input_base: str, patterns: Iterable[str],
+                follow_symlinks: bool = False) -> List[str]:
+  """The files matched; fails fast, naming the file or the pattern, on a path
+  that is not a plain file inside the data root (inputs.py), a file that is
+  not UTF-8 text and when there is no token sequence."""
   files = []
   for pattern in patterns:
     files += sorted(tf.io.gfile.glob(f'{input_base.rstrip("/")}/{pattern}'))
+  for path in files:
+    inputs.check_path(input_base, path, follow_symlinks)
   with concurrent.futures.ThreadPoolExecutor(_CHECK_THREADS) as pool:
     chunks = list(pool.map(_first_chunk, files))
   if any(chunk.split() for chunk in chunks):
@@ -139,9 +147,21 @@ def _TextToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
 def _ranges(exec_properties: Dict[str, Any], split_pattern: str):
   input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
   patterns = span_patterns(exec_properties, split_pattern, input_base)
-  files = check_files(input_base, patterns)
+  follow = bool(parse_custom_config(exec_properties).get(
+      keys.FOLLOW_SYMLINKS, False))
+  files = check_files(input_base, patterns, follow)
   logging.info('corpus ExampleGen: reading %s under %s', patterns, input_base)
   return ranges_lib.plan(files)
+
+
+def _record_skipped(artifact, skipped):
+  """Capped lines and dropped tokens as custom properties: the run summary
+  reports them."""
+  for name in (keys.CAPPED_LINES, keys.DROPPED_LONG_TOKENS):
+    artifact.set_int_custom_property(name, int(skipped.get(name, 0)))
+  if skipped.get('file'):
+    artifact.set_string_custom_property(keys.FIRST_SKIPPING_FILE,
+                                        skipped['file'])
 
 
 class Executor(BaseExampleGenExecutor):
@@ -213,6 +233,7 @@ class Executor(BaseExampleGenExecutor):
           _ = (pipeline | 'Ranges' >> beam.Create(list(enumerate(ranges)))
                | 'Reshuffle' >> beam.Reshuffle()
                | 'WriteSplits' >> beam.ParDo(write))
+      skipped = transforms.skipped_totals(temp_dir)
     except BaseException:  # no split half written: none at all
       write.remove_outputs()
       raise
@@ -220,6 +241,7 @@ class Executor(BaseExampleGenExecutor):
       if tf.io.gfile.exists(temp_dir):
         tf.io.gfile.rmtree(temp_dir)
     for artifact in examples:
+      _record_skipped(artifact, skipped)
       examples_utils.set_payload_format(
           artifact, exec_properties.get(
               standard_component_specs.OUTPUT_DATA_FORMAT_KEY,

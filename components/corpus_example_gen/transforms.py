@@ -8,11 +8,13 @@ with the token counts of each.
 """
 
 import collections
+import dataclasses
 import hashlib
 import itertools
+import json
 import os
 import uuid
-from typing import List, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 import apache_beam as beam
 import numpy as np
@@ -32,6 +34,8 @@ FILE_PREFIX = 'data_tfrecord'  # TFX's name (write_split.DEFAULT_FILE_NAME)
 # data_steps.py); still plain gzip.
 GZIP_LEVEL = 1
 _DIGEST = type(hashlib.sha256()).digest
+# What a range skipped, in the temporary folder: `skipped_totals` sums them.
+SKIPPED_PREFIX = 'skipped-'
 
 
 def split_of(records: Sequence[bytes], buckets: Sequence[int]) -> np.ndarray:
@@ -60,9 +64,11 @@ class _RangeDoFn(beam.DoFn):
         name: beam.metrics.Metrics.counter(METRICS_NAMESPACE, name)
         for name in ('capped_lines', 'dropped_long_tokens', 'blank_lines')}
 
-  def _records(self, path: str, start: int, end: int):
-    """Yields (records, their tokens) per block."""
-    total = encode.Counts()
+  def _records(self, path: str, start: int, end: int,
+               total: Optional[encode.Counts] = None):
+    """Yields (records, their tokens) per block; adds what it skips to
+    `total`."""
+    total = encode.Counts() if total is None else total
     for block in ranges_lib.blocks(path, start, end):
       records, counts, tokens = encode.encode_block_with_tokens(block, path)
       total.add(counts)
@@ -136,8 +142,9 @@ class WriteRangeSplits(_RangeDoFn):
                                      compression_level=GZIP_LEVEL)
     writers = [tf.io.TFRecordWriter(t, options) for t in temps]
     counts = [[] for _ in self._split_dirs]
+    skipped = encode.Counts()
     try:
-      for records, tokens in self._records(*range_):
+      for records, tokens in self._records(*range_, total=skipped):
         self._instances.inc(len(records))
         splits = split_of(records, self._buckets)
         for split, (writer, partials) in enumerate(zip(writers, counts)):
@@ -162,7 +169,25 @@ class WriteRangeSplits(_RangeDoFn):
       examples_io.write_counts(temp, examples_io.fold_counts(
           partials or [_token_counts(encode.NO_TOKENS)]))
       tf.io.gfile.rename(temp, final, overwrite=True)
+    if skipped.capped_lines or skipped.dropped_long_tokens:
+      with tf.io.gfile.GFile(os.path.join(
+          self._temp_dir, f'{SKIPPED_PREFIX}{index:05d}.json'), 'w') as f:
+        f.write(json.dumps({'file': range_[0]} | dataclasses.asdict(skipped)))
     yield finals
+
+
+def skipped_totals(temp_dir: str) -> Dict[str, Union[int, str]]:
+  """Capped lines and dropped tokens of the ranges written, and the first
+  file that had some ({} when none had)."""
+  totals: Dict[str, Union[int, str]] = {}
+  for path in sorted(tf.io.gfile.glob(
+      os.path.join(temp_dir, f'{SKIPPED_PREFIX}*.json'))):
+    with tf.io.gfile.GFile(path) as f:
+      found = json.load(f)
+    totals.setdefault('file', found['file'])
+    for name in ('capped_lines', 'dropped_long_tokens'):
+      totals[name] = int(totals.get(name, 0)) + int(found.get(name, 0))
+  return totals
 
 
 def make_dirs(dirs: List[str]) -> List[str]:

@@ -10,6 +10,7 @@
    (same inputs and settings) continues from its checkpoint (resume.py).
 5. The training loop restores the latest checkpoint and trains.
 6. `metadata.json` is written last: a Model without it is incomplete.
+A failure keeps the checkpoints for the rerun (kept.py).
 """
 
 import dataclasses
@@ -27,6 +28,7 @@ from components import keys
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
 from components.trainer import device
+from components.trainer import kept
 from components.trainer import learning_rate
 from components.trainer import resume
 from components.trainer import tensorboard_logs
@@ -198,6 +200,7 @@ def _start_output(args: TrainerArgs, config: TrainerConfig,
   or warm-starts; (the adopted run or None, the warm-start report)."""
   spec.save(args.model_uri)
   vocabulary_file.write(args.model_uri, vocabulary)
+  kept.write_owner(args.model_uri, key)
   resumed = resume.adopt(args.resume_root, key, args.model_uri, spec)
   warm = resumed.warm_start if resumed else None
   if base and checkpoints.latest(args.model_uri) is None:
@@ -226,8 +229,9 @@ def train(args: TrainerArgs, config: TrainerConfig) -> Dict[str, Any]:
   logs = tensorboard_logs.RunLogs.create(
       args.model_run_uri, config, spec, vocabulary,
       [a.uri for a in args.examples])
-  key = (resume.resume_key(args.examples, keys.TRAIN_SPLIT, vocabulary, base,
-                           config) if args.resume_root else '')
+  key = resume.resume_key(args.examples, keys.TRAIN_SPLIT, vocabulary, base,
+                          config)
+  kept.check_owner(args.model_uri, key)
   adapter, decay = _adapter(config, spec, data, args.examples)
   # Inputs are good: from here on the output is written.
   resumed, warm = _start_output(args, config, spec, vocabulary, base, key)
@@ -257,6 +261,7 @@ def train(args: TrainerArgs, config: TrainerConfig) -> Dict[str, Any]:
   model_layout.write_metadata(args.model_uri, metadata)
   if args.resume_root:
     resume.release(args.resume_root, key, args.model_uri)
+    kept.discard(args.resume_root, key)
   logging.info('EmbeddingTrainer done: %d steps on %s, final loss %s',
                result.steps, adapter.device, result.final_loss)
   return metadata
@@ -273,7 +278,8 @@ class Executor(base_executor.BaseExecutor):
                                                 wiring=[keys.PUSH_ROOT,
                                                         keys.RESUME_ROOT])
     model = artifact_utils.get_single_instance(output_dict[keys.MODEL])
-    metadata = train(TrainerArgs.from_tfx(input_dict, output_dict,
-                                          exec_properties), config)
+    args = TrainerArgs.from_tfx(input_dict, output_dict, exec_properties)
+    with kept.kept_on_failure(args.resume_root, args.model_uri):
+      metadata = train(args, config)
     model.set_int_custom_property('steps', metadata['steps'])
     model.set_string_custom_property('device', metadata['device'])

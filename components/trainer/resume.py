@@ -41,6 +41,7 @@ host (a concurrent run of the same inputs) is left alone; on another host
 the same inputs and settings on Kubeflow may both continue one checkpoint.
 """
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -117,6 +118,11 @@ def pointer_path(resume_root: str, key: str) -> str:
   return model_layout.join(resume_root, f'{key}.json')
 
 
+def kept_dir(resume_root: str, key: str) -> str:
+  """Where a failed training's checkpoints are kept (kept.py)."""
+  return model_layout.join(resume_root, f'{key}.kept')
+
+
 def read_pointer(resume_root: str, key: str) -> Optional[Dict[str, Any]]:
   path = pointer_path(resume_root, key)
   if not tf.io.gfile.exists(path):
@@ -150,6 +156,8 @@ def claim(resume_root: str, key: str, model_uri: str,
   except (tf.errors.OpError, OSError) as e:
     logging.warning('Resume: cannot write %s (%s); a rerun after a crash '
                     'will train from step 0', path, e)
+    with contextlib.suppress(tf.errors.OpError, OSError):
+      tf.io.gfile.remove(temporary)
 
 
 def release(resume_root: str, key: str, model_uri: str):
@@ -257,10 +265,12 @@ def adopt(resume_root: str, key: str, model_uri: str,
   """
   if not resume_root or checkpoints.latest(model_uri) is not None:
     return None
-  pointer = read_pointer(resume_root, key)
-  if not pointer:
-    return None
+  pointer = read_pointer(resume_root, key) or {}
   previous = str(pointer.get('model_uri') or '')
+  if not previous or not tf.io.gfile.exists(previous):
+    # A failed run deleted its output, keeping its checkpoints (kept.py).
+    previous = kept_dir(resume_root, key)
+    pointer = {'warm_start': pointer.get('warm_start')}
   if not previous or previous.rstrip('/') == model_uri.rstrip('/'):
     return None
   if model_layout.read_metadata(previous) is not None:

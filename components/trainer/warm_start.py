@@ -56,6 +56,16 @@ class WarmStartReport:
     return dataclasses.asdict(self)
 
 
+def _source(push_root: str, version: int) -> Tuple[str, str]:
+  """(the source model a pushed version names, '') or ('', why it has none
+  to give: its manifest cannot be read)."""
+  try:
+    manifest = push_layout.read_manifest(push_root, 'serving', version)
+  except ValueError as e:
+    return '', f'pushed version {version} skipped: {e}'
+  return manifest.get('source_model', ''), ''
+
+
 def pushed_base(push_root: str, spec: EmbeddingSpec) -> Tuple[str, List[str]]:
   """(base, notes): the source model of the newest pushed version that can
   seed a model with `spec`, or '' for a cold start; `notes` says why each
@@ -67,9 +77,10 @@ def pushed_base(push_root: str, spec: EmbeddingSpec) -> Tuple[str, List[str]]:
     logging.info('Warm start: nothing pushed under %s yet; cold start',
                  push_root)
   for version in reversed(versions):
-    source = push_layout.read_manifest(push_root, 'serving', version).get(
-        'source_model', '')
-    if not source or not tf.io.gfile.exists(
+    source, note = _source(push_root, version)
+    if note:
+      pass
+    elif not source or not tf.io.gfile.exists(
         model_layout.join(source, model_layout.CHECKPOINT_DIR)):
       note = (f'pushed version {version} names source model {source!r}, '
               'which is gone')

@@ -4,6 +4,7 @@ import json
 import os
 
 from pipelines.local import home as home_lib
+from pipelines.local import retrain as retrain_lib
 from tpu_embeddings.push_root import layout as push_layout
 
 
@@ -50,11 +51,12 @@ def config_from_args(args):
   return config_lib.PipelineConfig.from_dict(values)
 
 
-def check_data_root(data_root: str):
+def check_data_root(data_root: str, pattern: str):
   """Before TFX is imported and before anything is created under --home."""
   if not os.path.isdir(data_root):
     raise FileNotFoundError(f'data root {data_root} is not a directory; '
                             'create it with `python -m pipelines demo-data`')
+  retrain_lib.check_span_folders(data_root, pattern)
 
 
 def add_root_arguments(parser):

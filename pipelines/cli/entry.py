@@ -7,6 +7,7 @@ import os
 import sys
 import warnings
 
+from pipelines import stop_signals
 from pipelines.cli import stderr_filter
 from tpu_embeddings.core import huge_pages
 
@@ -23,5 +24,12 @@ def main() -> int:
   # ...and the three ERROR lines XLA logs at `import tensorflow` on every
   # machine (real errors still show: TF_CPP_MIN_LOG_LEVEL stays at 2).
   stderr_filter.install()
-  from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  # SIGTERM unwinds like Ctrl-C: one line, what was kept, exit 143.
+  stop_signals.install()
+  try:
+    from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  except KeyboardInterrupt as e:  # stopped while importing
+    print(f'stopped by {stop_signals.name(stop_signals.signal_of(e))}',
+          file=sys.stderr)
+    return stop_signals.exit_code(stop_signals.signal_of(e))
   return cli.main()

@@ -9,8 +9,11 @@ import argparse
 import os
 import signal
 import sys
+import traceback
 from typing import List, Optional
 
+from pipelines import stop_signals
+from pipelines.cli import failures
 from pipelines.cli import kubeflow_commands
 from pipelines.cli import pipeline_commands
 from pipelines.cli import push_commands
@@ -27,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
   return parser
 
 
-class UsageError(Exception):
+class UsageError(ValueError):
   """A bad argument or input; printed as one line, exit code 2."""
 
 
@@ -43,6 +46,14 @@ def _stdout_gone() -> int:
   return BROKEN_PIPE_EXIT
 
 
+def _stopped(error: KeyboardInterrupt) -> int:
+  signum = stop_signals.signal_of(error)
+  line = (error.line() if hasattr(error, 'line') else
+          f'stopped by {stop_signals.name(signum)}')
+  print(line, file=sys.stderr, flush=True)
+  return stop_signals.exit_code(signum)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
   args = build_parser().parse_args(argv)
   try:
@@ -51,6 +62,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     return code
   except BrokenPipeError:
     return _stdout_gone()
-  except (UsageError, ValueError, OSError, RuntimeError) as e:
-    print(f'error: {e}', file=sys.stderr)
-    return 2
+  except KeyboardInterrupt as e:  # SIGINT, and SIGTERM (stop_signals)
+    return _stopped(e)
+  except Exception as e:  # pylint: disable=broad-except
+    if getattr(args, 'verbose', False):
+      traceback.print_exc()
+    code, line = failures.describe(e)
+    print(f'error: {line}', file=sys.stderr, flush=True)
+    return code

@@ -72,7 +72,7 @@ def _add_pipeline_arguments(p, home_help: str):
 def run_run(args) -> int:
   from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
   config = arguments.config_from_args(args)
-  arguments.check_data_root(args.data)
+  arguments.check_data_root(args.data, config.example_gen.pattern)
   if args.neighbors < 0:
     raise ValueError(f'--neighbors must be >= 0, got {args.neighbors}')
   print(f'running pipeline {config_lib.PIPELINE_NAME} on {args.data} '
@@ -119,7 +119,7 @@ def _register_retrain(sub):
 
 def run_retrain(args) -> int:
   config = arguments.config_from_args(args)
-  arguments.check_data_root(args.data)
+  arguments.check_data_root(args.data, config.example_gen.pattern)
   push_root = home_lib.push_root(args.home)
   try:
     with retrain_lib.RetrainLock(args.home):

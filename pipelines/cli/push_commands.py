@@ -7,8 +7,11 @@ import json
 import sys
 
 from pipelines.cli import arguments
+from pipelines.cli import failures
 from tpu_embeddings.push_root import consumer
 from tpu_embeddings.push_root import integrity
+from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.push_root import status as push_status
 
 
 def register(sub):
@@ -18,16 +21,18 @@ def register(sub):
   _register_rollback(sub)
 
 
-# -- pushed: the complete versions under a push root, with their manifests.
+# -- pushed: every numbered version under a push root, with its manifests.
 
 def _register_pushed(sub):
-  p = sub.add_parser('pushed', help='list pushed versions and their manifests')
+  p = sub.add_parser('pushed', help='list pushed versions and their manifests '
+                     '(exit 1 if one is damaged)')
   arguments.add_root_arguments(p)
   p.add_argument('--json', action='store_true',
                  help='print full manifests as JSON')
   p.add_argument('--verify', action='store_true',
                  help='compare every file with its manifest sha256 (reads '
-                 'all bytes; default: compare sizes only)')
+                 'all bytes; default: sizes, and checksums of all but the '
+                 'variables\' data)')
   p.set_defaults(func=run_pushed)
 
 
@@ -54,48 +59,68 @@ def metrics_text(metrics) -> str:
   return f'{text}  (validated without a baseline)'
 
 
+def _marks(v: push_status.VersionStatus) -> str:
+  note = '  (served)' if v.served else ''
+  if v.state != push_status.INTACT:
+    note += f'  {v.state.upper()}'
+  if v.manifest.get('rollback_of'):
+    note += f'  rollback of {v.manifest["rollback_of"]}'
+  return note
+
+
+def _print_version(v: push_status.VersionStatus, verify: bool):
+  m = v.manifest
+  spans = ','.join(map(str, m.get('spans') or [])) or '-'
+  print(f'  {v.version:>5}  {m.get("pushed_at", "?")}  spans {spans}  '
+        f'{metrics_text(m.get("metrics", {}))}{_marks(v)}')
+  if m:
+    print(f'         source {m.get("source_model") or "-"}  run '
+          f'{m.get("pipeline_run_id") or "-"}')
+  if v.state == push_status.LEFTOVER:
+    print('         a Hub module without its serving twin (an interrupted '
+          'push): TF Serving does not see it; the next push removes it')
+  elif v.state == push_status.PUSHING:
+    print('         a push is writing it')
+  else:
+    for problem in v.problems:
+      print(f'         damaged: {problem}')
+  manifests = [x for x in v.manifests.values() if x]
+  if not verify and manifests and not all(
+      x.get(integrity.SIZES_KEY) for x in manifests):
+    print('         sizes not in its manifest (pushed before they were '
+          'recorded): only missing files checked; --verify reads them')
+
+
 def run_pushed(args) -> int:
+  """Lists every numbered version; exit 1 when one is damaged."""
   root = arguments.root_from_args(args)
-  versions = consumer.list_pushed(root)
-  problems = {v.version: integrity.version_problems(
-      root, v.version, verify=args.verify) for v in versions}
+  versions = push_status.scan(root, verify=args.verify)
+  damaged = [v for v in versions if v.state == push_status.DAMAGED]
+  code = failures.EXIT_DAMAGED if damaged else 0
   if args.json:
     print(json.dumps([{
-        'version': v.version,
-        'serving_dir': v.serving_dir,
-        'hub_dir': v.hub_dir,
-        'damaged': problems[v.version],
-        'manifest': v.manifest,
-        'hub_manifest': v.hub_manifest,
+        'version': v.version, 'state': v.state, 'served': v.served,
+        'serving_dir': push_layout.version_dir(root, 'serving', v.version),
+        'hub_dir': push_layout.version_dir(root, 'hub', v.version),
+        'damaged': v.problems if v.state == push_status.DAMAGED else [],
+        'manifest': v.manifests.get('serving'),
+        'hub_manifest': v.manifests.get('hub'),
     } for v in versions], indent=2, sort_keys=True))
-    return 0
+    return code
   if not versions:
     print(f'nothing pushed under {root}')
     return 0
   print(f'push root {root}')
   for v in reversed(versions):
-    m = v.manifest
-    note = '  (served)' if v is versions[-1] else ''
-    if problems[v.version]:
-      note += '  DAMAGED'
-    if m.get('rollback_of'):
-      note += f'  rollback of {m["rollback_of"]}'
-    print(f'  {v.version:>5}  {m.get("pushed_at", "?")}  spans '
-          f'{",".join(map(str, m.get("spans", []))) or "-"}  '
-          f'{metrics_text(m.get("metrics", {}))}{note}')
-    print(f'         source {m.get("source_model") or "-"}  run '
-          f'{m.get("pipeline_run_id") or "-"}')
-    for problem in problems[v.version]:
-      print(f'         damaged: {problem}')
-    if not args.verify and not all(
-        m.get(integrity.SIZES_KEY) for m in (m, v.hub_manifest)):
-      print('         sizes not in its manifest (pushed before they were '
-            'recorded): only missing files checked; --verify reads them')
-  served = versions[-1].version
-  if problems[served]:
-    print(f'served version {served} is damaged: '
-          f'{integrity.way_out(root, served)}')
-  return 0
+    _print_version(v, args.verify)
+  served = next((v for v in versions if v.served), None)
+  if served and served.state == push_status.DAMAGED:
+    print(f'served version {served.version} is damaged (TF Serving serves the '
+          f'highest version): {integrity.way_out(root, served.version)}')
+  elif damaged:
+    print(f'damaged versions: {", ".join(str(v.version) for v in damaged)} '
+          '(do not roll back to them)')
+  return code
 
 
 # -- embed: sentence vectors from the latest (or a given) pushed version.

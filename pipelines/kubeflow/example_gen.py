@@ -12,6 +12,7 @@ resolved span, version, fingerprint and input_config to the task's output
 file, the executor entrypoint reads them from there, and the span,
 fingerprint and version the driver put on the Examples artifact are merged
 back into the executor's final output (which the executor overwrites).
+SIGTERM stops it cleanly, as every task (container.py).
 """
 
 import argparse
@@ -78,4 +79,5 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == '__main__':
-  sys.exit(main())
+  from pipelines.kubeflow import container  # pylint: disable=g-import-not-at-top
+  sys.exit(container.run(main, sys.argv[1:]))

@@ -9,11 +9,15 @@ from typing import Any, Dict, List, Optional
 
 from google.protobuf import json_format
 
+from pipelines.kubeflow import container as container_entry
 from pipelines.kubeflow.flags import TpuRequest
 
 # The container entrypoint of the ExampleGen task (pipelines/kubeflow/
 # example_gen.py): span resolution, then TFX's executor entrypoint.
 EXAMPLE_GEN_COMMAND = ('python', '-m', 'pipelines.kubeflow.example_gen')
+# TFX's V2 executor entrypoint, which every other task's command runs.
+TFX_COMMAND = ('python', '-m',
+               'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor')
 # The trainer's TPU is on its own VM.
 TRAINER_TPU_ENV = {'TPU_NAME': 'local'}
 
@@ -49,14 +53,28 @@ def resolve_span_in_container(spec: Dict[str, Any]) -> List[str]:
   return tasks
 
 
+def stop_cleanly(spec: Dict[str, Any]) -> List[str]:
+  """Tasks run TFX's executor entrypoint through container.py, so that
+  SIGTERM (a pod deleted or preempted) stops them cleanly, in one line."""
+  labels = []
+  for label, executor in spec['deploymentSpec']['executors'].items():
+    container = executor.get('container', {})
+    if tuple(container.get('command', ())) == TFX_COMMAND:
+      container['command'] = list(container_entry.COMMAND)
+      labels.append(label)
+  return labels
+
+
 def post_process(spec: Dict[str, Any], components,
                   defaults: Dict[str, str]):
   """What TFX 1.15's Kubeflow V2 compiler leaves out.
 
   Every task's `resources` (it drops the platform config of a
-  FileBasedExampleGen), and the run-time parameters' defaults and
-  optionality (it declares only their types).
+  FileBasedExampleGen), the run-time parameters' defaults and optionality
+  (it declares only their types), and a clean stop on SIGTERM
+  (`stop_cleanly`).
   """
+  stop_cleanly(spec)
   for c in components:
     container = spec['deploymentSpec']['executors'][executor_label(
         spec, c.id)]['container']

@@ -16,6 +16,7 @@ from pipelines.local import home as home_lib
 from pipelines.local import metadata_queries as mq
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.core import file_system
+from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 
 PUSHER_NODE = 'EmbeddingPusher'
@@ -70,6 +71,20 @@ def _not_recorded_note(store, manifest: Dict[str, Any]) -> Dict[str, Any]:
                   'publishing it and before ML Metadata recorded the push'}
 
 
+def _damage(root: str, version: int) -> List[str]:
+  """What the load check finds wrong with a version still in the push root
+  ([] when intact or gone)."""
+  if version not in _numbered(root):
+    return []
+  return integrity.version_problems(root, version)
+
+
+def _numbered(root: str) -> List[int]:
+  if not file_system.isdir(root):
+    return []
+  return push_layout.numbered(root, 'serving')
+
+
 def _describe(store, artifact) -> Dict[str, Any]:
   d = {'type': mq.artifact_type(store, artifact), 'uri': artifact.uri,
        'id': artifact.id}
@@ -97,7 +112,8 @@ def lineage(home: str, version: Optional[int] = None) -> Dict[str, Any]:
   if version in recorded:
     result = _walk(store, recorded[version])
     result.update(version=version, recorded=True,
-                  pushed=[_describe(store, a) for a in recorded[version]])
+                  pushed=[_describe(store, a) for a in recorded[version]],
+                  damaged=_damage(root, version))
     return result
   if version not in on_disk:
     raise ValueError(
@@ -110,7 +126,7 @@ def lineage(home: str, version: Optional[int] = None) -> Dict[str, Any]:
   result = _walk(store, models)
   result.update(_not_recorded_note(store, manifest))
   result.update(
-      version=version, recorded=False,
+      version=version, recorded=False, damaged=_damage(root, version),
       model=[_describe(store, a) for a in models],
       pushed=[{'type': 'PushedModel (not recorded)',
                'uri': push_layout.version_dir(root, kind, version),
@@ -160,6 +176,8 @@ def format_lineage(result: Dict[str, Any]) -> str:
            f'{", ".join(map(str, result["spans"])) or "unknown"}']
   if not result.get('recorded', True):
     lines.append(f'  not recorded in ML Metadata: {result["note"]}')
+  for problem in result.get('damaged') or []:
+    lines.append(f'  DAMAGED in the push root: {problem}')
   for p in result['pushed']:
     lines.append(f'  {p.get("pushed_destination", p["uri"])}')
   for step in result['steps']:

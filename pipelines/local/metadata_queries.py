@@ -8,6 +8,7 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from pipelines.local import home as home_lib
+from pipelines.local import store_guard
 
 OUTPUT_EVENTS = (metadata_store_pb2.Event.OUTPUT,
                  metadata_store_pb2.Event.DECLARED_OUTPUT)
@@ -18,15 +19,12 @@ PIPELINE_RUN_CONTEXT = 'pipeline_run'
 
 
 def open_store(home: str) -> metadata_store.MetadataStore:
+  """The home's existing store; one line naming the file if it is damaged."""
   path = home_lib.metadata_path(home)
   if not os.path.exists(path):
     raise FileNotFoundError(f'no ML Metadata at {path}: run the pipeline with '
                             f'--home {home} first')
-  config = metadata_store_pb2.ConnectionConfig()
-  config.sqlite.filename_uri = path
-  config.sqlite.connection_mode = (
-      metadata_store_pb2.SqliteMetadataSourceConfig.READWRITE_OPENCREATE)
-  return metadata_store.MetadataStore(config)
+  return store_guard.open_store(home)
 
 
 @dataclasses.dataclass

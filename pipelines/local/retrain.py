@@ -37,6 +37,26 @@ def span_regex(pattern: str) -> re.Pattern:
   return re.compile('^' + r'(\d+)'.join(re.escape(p) for p in parts) + '$')
 
 
+def check_span_folders(data_root: str, pattern: str):
+  """Raises for an entry of the data root named like a span folder whose
+  span is not a number (`span-x`), which TFX's span resolution would stop
+  on without naming the folder."""
+  component = next((c for c in pattern.split('/') if '{SPAN' in c), None)
+  if component is None:
+    return
+  prefix, _, rest = component.partition('{SPAN')
+  suffix = rest.partition('}')[2]
+  regex = span_regex(pattern)
+  for name in sorted(os.listdir(data_root)):
+    if (name.startswith(prefix) and name.endswith(suffix) and
+        len(name) > len(prefix) + len(suffix) and not regex.match(name)):
+      raise ValueError(
+          f'data root {data_root}: {name!r} is named like a span folder '
+          f'({component}) but {name[len(prefix):len(name) - len(suffix)]!r} '
+          f'is not a span number; rename it (e.g. {prefix}3{suffix}) or move '
+          'it out of the data root')
+
+
 def latest_data_span(data_root: str, pattern: str) -> Optional[int]:
   """Highest span folder that holds at least one file."""
   if not os.path.isdir(data_root):

@@ -23,57 +23,20 @@ from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import runtime_parameter_utils
 
+from components import keys
 from pipelines import pipeline as pipeline_lib
+from pipelines.local import failure
 from pipelines.local import home as home_lib
+from pipelines.local import launches
 from pipelines.local import metadata_queries
+from pipelines.local import store_guard
+from tpu_embeddings.core import text
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
 # DirectRunner in memory with one worker. Any option makes TFX package its own
 # sources into an sdist for remote workers before each Beam component
 # (useless in process); `--beam-arg` still passes options when wanted.
 BEAM_ARGS = ()
-
-
-class _Progress:
-  """Prints one line per component by wrapping the portable launcher.
-
-  LocalDagRunner runs each node through `Launcher.launch()`; wrapping it gives
-  exact per-component timings whatever the logging configuration is.
-  """
-
-  def __init__(self, out: TextIO):
-    self._out = out
-    self.timings: Dict[str, float] = {}
-    self._original = None
-
-  def __enter__(self):
-    from tfx.orchestration.portable import launcher  # pylint: disable=g-import-not-at-top
-    original = launcher.Launcher.launch
-    progress = self
-
-    def launch(launcher_self):
-      node = launcher_self._pipeline_node.node_info.id  # pylint: disable=protected-access
-      print(f'  {node:<22} running ...', file=progress._out, flush=True)
-      start = time.monotonic()
-      try:
-        result = original(launcher_self)
-      except BaseException:
-        print(f'  {node:<22} FAILED after {time.monotonic() - start:.1f}s',
-              file=progress._out, flush=True)
-        raise
-      took = time.monotonic() - start
-      progress.timings[node] = took
-      print(f'  {node:<22} done in {took:.1f}s', file=progress._out,
-            flush=True)
-      return result
-
-    self._original = original
-    launcher.Launcher.launch = launch
-    return self
-
-  def __exit__(self, *exc):
-    from tfx.orchestration.portable import launcher  # pylint: disable=g-import-not-at-top
-    launcher.Launcher.launch = self._original
 
 
 def new_run_id() -> str:
@@ -95,16 +58,17 @@ def compile_run(pipeline, run_id: str):
 
 @contextlib.contextmanager
 def _quiet_logs(verbose: bool):
-  """Without --verbose, the existing handlers show errors only (_Progress
-  prints one line per component)."""
+  """Without --verbose, library logs are off: `launches` prints one line per
+  component, and a failure is raised to the CLI, which prints one line
+  (TFX would log each failed execution at ERROR level besides)."""
   quieted = []
   if not verbose:
     for h in py_logging.getLogger().handlers + [logging.get_absl_handler()]:
       quieted.append((h, h.level))
-      h.setLevel(max(h.level, py_logging.ERROR))
+      h.setLevel(max(h.level, py_logging.CRITICAL))
     tf_logger = py_logging.getLogger('tensorflow')
     quieted.append((tf_logger, tf_logger.level))
-    tf_logger.setLevel(py_logging.ERROR)
+    tf_logger.setLevel(py_logging.CRITICAL)
   try:
     yield
   finally:
@@ -141,15 +105,20 @@ def run(data_root: str,
       beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
       warm_start_uri=warm_start_uri)
   os.makedirs(p['home'], exist_ok=True)
+  store_note = store_guard.check(p['home'])
   start = time.monotonic()
-  progress = _Progress(out)
+  progress = launches.Launches(out)
   # The run id is fixed here, so the summary reads this run's executions
   # even while another run writes to the same ML Metadata.
   run_id = new_run_id()
-  with _quiet_logs(verbose), progress:
-    LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
+  try:
+    with _quiet_logs(verbose), progress:
+      LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
+  except BaseException as e:  # pylint: disable=broad-except
+    raise failure.wrap(e, p['home'], progress.current, progress.done) from e
   wall = time.monotonic() - start
   summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME, run_id)
+  summary['store_note'] = store_note
   resumed_from = (summary.get('training') or {}).get('resumed_from')
   if resumed_from:
     summary['interrupted_execution'] = metadata_queries.mark_interrupted(
@@ -191,6 +160,12 @@ def summarize(home: str, pipeline_name: str,
           g for g in report.get('gates', []) if not g.get('passed', True)]
       summary['warnings'] = report.get('warnings', [])
     summary['report'] = os.path.join(blessing.uri, 'report.html')
+  examples = outputs.get('FileBasedExampleGen', {}).get('examples')
+  if examples:
+    summary['input_skipped'] = {
+        name: cp(examples.artifact, name) for name in (
+            keys.CAPPED_LINES, keys.DROPPED_LONG_TOKENS,
+            keys.FIRST_SKIPPING_FILE)}
   if 'EmbeddingTrainer' in outputs:
     model = outputs['EmbeddingTrainer']['model'].artifact
     summary['model'] = model.uri
@@ -209,10 +184,20 @@ def summarize(home: str, pipeline_name: str,
 
 
 def _warnings(summary: Dict[str, Any]) -> List[str]:
-  """The validator's warnings, and damaged pushed versions it or the warm
-  start passed over."""
+  """A replaced store, the validator's warnings, and damaged pushed versions
+  it or the warm start passed over."""
   from components.validator import report as report_lib  # pylint: disable=g-import-not-at-top
   out = []
+  if summary.get('store_note'):
+    out.append(f'warning: {summary["store_note"]}')
+  skipped = summary.get('input_skipped') or {}
+  if skipped.get(keys.CAPPED_LINES) or skipped.get(keys.DROPPED_LONG_TOKENS):
+    out.append(
+        f'warning: input: {skipped[keys.CAPPED_LINES]} line(s) cut to their '
+        f'first {text.MAX_TOKENS_PER_LINE} tokens, '
+        f'{skipped[keys.DROPPED_LONG_TOKENS]} token(s) over '
+        f'{text.MAX_TOKEN_BYTES} bytes dropped (first in '
+        f'{skipped.get(keys.FIRST_SKIPPING_FILE)})')
   path = os.path.join(os.path.dirname(summary.get('report') or ''),
                       report_lib.REPORT_JSON)
   if summary.get('report') and os.path.exists(path):

@@ -6,8 +6,11 @@ checkpoint behind version 2 (`retrain` stops in one line; `run` warm-starts
 from version 1's model instead, with a warning).
 """
 
+import contextlib
 import glob
+import io
 import os
+import types
 
 import pytest
 
@@ -20,40 +23,46 @@ from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.push_root import layout as push_layout
 
 
+def _cli(home, *extra, command='run'):
+  """(exit code, stdout, stderr) of `command` run in this process."""
+  out, err = io.StringIO(), io.StringIO()
+  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    rc = main([command, '--data', str(home / 'data'), '--home',
+               str(home / 'home')] +
+              (FAST if command == 'run' else FAST[:-2]) + list(extra))
+  return rc, out.getvalue(), err.getvalue()
+
+
 @pytest.fixture(scope='module')
 def home(tmp_path_factory):
+  """Version 1 pushed, its variables truncated, then version 2 pushed; with
+  what that second run printed. Every test starts from this."""
   root = tmp_path_factory.mktemp('damaged')
   demo_data.generate(str(root / 'data'), spans=2, seed=5, shape=TINY)
-  return root
-
-
-def _run(home, capsys, *extra, command='run'):
-  rc = main([command, '--data', str(home / 'data'), '--home',
-             str(home / 'home')] +
-            (FAST if command == 'run' else FAST[:-2]) + list(extra))
-  out, err = capsys.readouterr()
-  return rc, out, err
+  rc, out, _ = _cli(root)
+  assert rc == 0 and 'pushed: version 1' in out, out
+  data = validator_fixtures.data_file(
+      push_layout.version_dir(_root(root), 'serving', 1))
+  os.truncate(data, 1000)
+  second = _cli(root, '--set', 'seed=1')
+  return types.SimpleNamespace(
+      root=root, second=second,
+      versions=push_layout.list_versions(_root(root), 'serving'))
 
 
 def _root(home):
   return str(home / 'home' / 'pushed')
 
 
-def test_damaged_served_version_is_no_baseline_and_a_new_one_is_pushed(
-    home, capsys):
-  rc, out, _ = _run(home, capsys)
-  assert rc == 0 and 'pushed: version 1' in out, out
-  data = validator_fixtures.data_file(
-      push_layout.version_dir(_root(home), 'serving', 1))
-  os.truncate(data, 1000)
-  rc, out, _ = _run(home, capsys, '--set', 'seed=1')
+def test_damaged_served_version_is_no_baseline_and_a_new_one_is_pushed(home):
+  rc, out, _ = home.second
   assert rc == 0, out
   assert ('warning: pushed baseline cannot be read (version 1: serving/1/'
           'variables/variables.data-00000-of-00001 is 1000 bytes, its '
           'manifest records ') in out
   assert 'no readable pushed version, so absolute thresholds only' in out
   assert 'pushed: version 2' in out
-  assert push_layout.list_versions(_root(home), 'serving') == [1, 2]
+  assert home.versions == [1, 2]
 
 
 def _flip_source_checkpoint(home, version):
@@ -65,18 +74,20 @@ def _flip_source_checkpoint(home, version):
   return source
 
 
-def test_damaged_warm_start_base(home, capsys):
-  source = _flip_source_checkpoint(home, 2)
-  demo_data.generate(str(home / 'data'), spans=1, first_span=3, seed=5,
+def test_damaged_warm_start_base(home):
+  root = home.root
+  source = _flip_source_checkpoint(root, 2)
+  demo_data.generate(str(root / 'data'), spans=1, first_span=3, seed=5,
                      shape=TINY)
   # retrain names the pushed model as its base: one line, nothing pushed.
-  rc, out, err = _run(home, capsys, command='retrain')
+  rc, out, err = _cli(root, command='retrain')
   assert rc == 2, out + err
-  assert err.startswith(f'error: warm start from {source}: checkpoint ')
+  assert err.startswith(f'error: EmbeddingTrainer failed: warm start from '
+                        f'{source}: checkpoint ')
   assert len(err.strip().splitlines()) == 1, err
-  assert push_layout.list_versions(_root(home), 'serving') == [1, 2]
+  assert push_layout.list_versions(_root(root), 'serving') == [1, 2]
   # run warm-starts from the newest pushed version it can read.
-  rc, out, _ = _run(home, capsys, '--set', 'seed=2')
+  rc, out, _ = _cli(root, '--set', 'seed=2')
   assert rc == 0, out
   assert 'warning: warm start: pushed version 2 skipped: warm start from ' \
       f'{source}: checkpoint ' in out

@@ -1,9 +1,12 @@
 """The main job end to end on a tiny 2-span corpus: run, retrain, lineage."""
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -16,22 +19,37 @@ from tests.support.tiny_pipeline import TINY
 from tpu_embeddings.push_root import layout as push_layout
 
 
+def _cli(*argv):
+  """(exit code, stdout) of the CLI run in this process."""
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    code = main(list(argv))
+  return code, out.getvalue()
+
+
 @pytest.fixture(scope='module')
 def home(tmp_path_factory):
+  """A home where `run` pushed version 1 (span 2) and `retrain`, once span 3
+  landed, version 2; with what each printed. Every test starts from this,
+  whatever ran before it."""
   root = tmp_path_factory.mktemp('e2e')
-  data = root / 'data'
-  demo_data.generate(str(data), spans=2, seed=5, shape=TINY)
-  return root
+  data, home_dir = str(root / 'data'), str(root / 'home')
+  demo_data.generate(data, spans=2, seed=5, shape=TINY)
+  ran = _cli('run', '--data', data, '--home', home_dir, *FAST)
+  versions_after_run = push_layout.list_versions(_pushed(root), 'serving')
+  demo_data.generate(data, spans=1, first_span=3, seed=5, shape=TINY)
+  retrained = _cli('retrain', '--data', data, '--home', home_dir, *FAST[:-2])
+  return types.SimpleNamespace(root=root, data=data, home=home_dir, ran=ran,
+                               retrained=retrained,
+                               versions_after_run=versions_after_run)
 
 
-def _pushed(home):
-  return str(home / 'home' / 'pushed')
+def _pushed(root):
+  return str(root / 'home' / 'pushed')
 
 
-def test_run_blesses_and_pushes_version_1(home, capsys):
-  rc = main(['run', '--data', str(home / 'data'), '--home',
-             str(home / 'home')] + FAST)
-  out = capsys.readouterr().out
+def test_run_blesses_and_pushes_version_1(home):
+  rc, out = home.ran
   assert rc == 0, out
   assert 'validation: BLESSED' in out, out
   assert 'pushed: version 1' in out
@@ -39,65 +57,61 @@ def test_run_blesses_and_pushes_version_1(home, capsys):
                'CheckpointValidator', 'EmbeddingExporter', 'EmbeddingPusher'):
     assert f'  {node}' in out
   assert 'nearest neighbours' in out
-  assert push_layout.list_versions(_pushed(home), 'serving') == [1]
-  assert push_layout.list_versions(_pushed(home), 'hub') == [1]
+  assert home.versions_after_run == [1]
+  assert push_layout.latest_version(_pushed(home.root), 'hub') >= 1
   assert os.path.exists(os.path.join(
-      push_layout.version_dir(_pushed(home), 'hub', 1), 'tfhub_module.pb'))
-  manifest = push_layout.read_manifest(_pushed(home), 'serving', 1)
+      push_layout.version_dir(_pushed(home.root), 'hub', 1),
+      'tfhub_module.pb'))
+  manifest = push_layout.read_manifest(_pushed(home.root), 'serving', 1)
   assert manifest['spans'] == [2]
 
 
-def test_retrain_on_a_new_span_warm_starts_version_2(home, capsys):
-  demo_data.generate(str(home / 'data'), spans=1, first_span=3, seed=5,
-                     shape=TINY)
-  rc = main(['retrain', '--data', str(home / 'data'), '--home',
-             str(home / 'home')] + FAST[:-2])
-  out = capsys.readouterr().out
+def test_retrain_on_a_new_span_warm_starts_version_2(home):
+  rc, out = home.retrained
   assert rc == 0, out
   assert 'span 3 is newer than pushed version 1' in out
   assert 'warm start from' in out
-  assert push_layout.list_versions(_pushed(home), 'serving') == [1, 2]
-  assert push_layout.list_versions(_pushed(home), 'hub') == [1, 2]
-  manifest = push_layout.read_manifest(_pushed(home), 'serving', 2)
+  pushed = _pushed(home.root)
+  assert push_layout.list_versions(pushed, 'serving') == [1, 2]
+  assert push_layout.list_versions(pushed, 'hub') == [1, 2]
+  manifest = push_layout.read_manifest(pushed, 'serving', 2)
   assert manifest['spans'] == [3]
-  first = push_layout.read_manifest(_pushed(home), 'serving', 1)
+  first = push_layout.read_manifest(pushed, 'serving', 1)
   with open(os.path.join(manifest['source_model'], 'metadata.json')) as f:
     meta = json.load(f)
   assert meta['warm_start']['base_model'] == first['source_model'], meta
   assert meta['warm_start']['kept_tokens'] > 0
 
 
-def test_retrain_again_does_nothing(home, capsys):
-  rc = main(['retrain', '--data', str(home / 'data'), '--home',
-             str(home / 'home')])
-  out = capsys.readouterr().out
+def test_retrain_again_does_nothing(home):
+  rc, out = _cli('retrain', '--data', home.data, '--home', home.home)
   assert rc == 0
   assert 'not newer than the pushed version 2' in out
-  assert push_layout.list_versions(_pushed(home), 'serving') == [1, 2]
+  assert push_layout.list_versions(_pushed(home.root), 'serving') == [1, 2]
 
 
-def test_lineage_names_the_spans(home, capsys):
-  assert main(['lineage', '--home', str(home / 'home'), '--json']) == 0
-  latest = json.loads(capsys.readouterr().out)
+def test_lineage_names_the_spans(home):
+  rc, out = _cli('lineage', '--home', home.home, '--json')
+  assert rc == 0
+  latest = json.loads(out)
   assert latest['version'] == 2 and latest['spans'] == [3]
   assert latest['warm_start_uri']
-  assert main(['lineage', '--home', str(home / 'home'), '--version', '1']) == 0
-  out = capsys.readouterr().out
+  rc, out = _cli('lineage', '--home', home.home, '--version', '1')
+  assert rc == 0
   assert out.startswith('pushed version 1 <- trained on span(s) 2')
   assert 'EmbeddingTrainer' in out and 'Examples span=2' in out
-  assert main(['lineage', '--home', str(home / 'home'), '--version', '9']) == 2
+  assert _cli('lineage', '--home', home.home, '--version', '9')[0] == 2
 
 
 def test_second_trigger_exits_while_the_first_holds_the_lock(home):
-  with retrain.RetrainLock(str(home / 'home')):
+  with retrain.RetrainLock(home.home):
     proc = subprocess.run(
-        [sys.executable, '-m', 'pipelines', 'retrain', '--data',
-         str(home / 'data'), '--home', str(home / 'home')],
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, '-m', 'pipelines', 'retrain', '--data', home.data,
+         '--home', home.home], capture_output=True, text=True, timeout=120,
         cwd=paths.REPO)
   assert proc.returncode == 0, proc.stderr
   assert 'another retrain is running' in proc.stdout
-  assert push_layout.list_versions(_pushed(home), 'serving') == [1, 2]
+  assert push_layout.list_versions(_pushed(home.root), 'serving') == [1, 2]
 
 
 def test_a_diverged_model_is_refused_by_its_health_gate(tmp_path, capsys):

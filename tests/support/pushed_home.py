@@ -13,6 +13,7 @@ from pipelines.local import home as home_lib
 from tests.support import exporter_fixtures
 from tests.support.artifact_fixtures import write_tpu_format_model
 from tpu_embeddings.artifacts.checkpoint_restore import restore_for_serving
+from tpu_embeddings.push_root import consumer
 from tpu_embeddings.push_root import publish
 
 TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'dog', 'ran']
@@ -47,6 +48,18 @@ def push_two_versions(base: str):
         'pipeline_run_id': f'r{seed}'})
     tables[result.version] = table
   return {'home': home, 'root': root, 'tables': tables}
+
+
+def copy_home(source_root: str, home: str) -> str:
+  """Re-publishes every version under `source_root` into `home`'s push root
+  (same numbers, spans and metrics): a private copy to damage or roll back.
+  Returns the new push root."""
+  root = home_lib.push_root(home)
+  for v in consumer.list_pushed(source_root):
+    publish.publish(root, {'serving': v.serving_dir, 'hub': v.hub_dir},
+                    {'spans': v.manifest['spans'],
+                     'metrics': v.manifest['metrics']})
+  return root
 
 
 SENTENCES = ['the cat sat', 'dog ran on the mat', 'zebra cat', '']

@@ -1,9 +1,12 @@
 """Using what the pusher published: list versions, embed, neighbours, rollback.
 
-Everything here reads only the push root (local or any `tf.io.gfile` path) and
-only complete versions (see tpu_embeddings/push_root/layout.py); no ML Metadata
-and no pipeline code is needed, so this is what a service or a notebook
-imports:
+Everything here reads only the push root (local or any `tf.io.gfile` path); no
+ML Metadata and no pipeline code is needed, so this is what a service or a
+notebook imports. The default version is the one TF Serving serves, the
+highest numbered one (tpu_embeddings/push_root/status.py), and a version is
+used only once its files pass the load check against its manifest
+(tpu_embeddings/push_root/integrity.py); a damaged one raises
+`integrity.DamagedVersionError` naming the file and the rollback to run:
 
     from tpu_embeddings.push_root import consumer
     version, vectors = consumer.embed('/tmp/home/pushed', ['the cat sat'])
@@ -14,10 +17,15 @@ import dataclasses
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.core import file_system
 from tpu_embeddings.core import text
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import publish
+from tpu_embeddings.push_root import status as push_status
+
+# The `neighbors` signature's k is an int32.
+_MAX_K = 2**31 - 1
 
 
 @dataclasses.dataclass
@@ -27,6 +35,7 @@ class PushedVersion:
   hub_dir: str
   manifest: Dict[str, Any]       # the serving manifest
   hub_manifest: Dict[str, Any]
+  problems: List[str] = dataclasses.field(default_factory=list)  # damage
 
   def summary(self) -> Dict[str, Any]:
     """The manifest without per-file checksums, plus both directories."""
@@ -39,47 +48,53 @@ class PushedVersion:
 
 
 def list_pushed(push_root: str) -> List[PushedVersion]:
-  """Complete versions, oldest first, with their manifests."""
+  """Versions whose both manifests can be read, oldest first; `problems`
+  lists a damaged one's (push_status.scan lists every numbered folder)."""
   out = []
-  for v in push_layout.list_versions(push_root, 'serving'):
-    out.append(PushedVersion(
-        v, push_layout.version_dir(push_root, 'serving', v),
-        push_layout.version_dir(push_root, 'hub', v),
-        push_layout.read_manifest(push_root, 'serving', v),
-        push_layout.read_manifest(push_root, 'hub', v)))
+  for v in push_status.scan(push_root):
+    if v.state in (push_status.INTACT, push_status.DAMAGED) and all(
+        v.manifests.get(kind) for kind in push_layout.KINDS):
+      out.append(PushedVersion(
+          v.version, push_layout.version_dir(push_root, 'serving', v.version),
+          push_layout.version_dir(push_root, 'hub', v.version),
+          v.manifests['serving'], v.manifests['hub'], v.problems))
   return out
 
 
 def latest_version(push_root: str) -> Optional[int]:
-  """The newest complete version (the one TF Serving serves), or None."""
-  versions = push_layout.list_versions(push_root, 'serving')
-  return versions[-1] if versions else None
+  """The version TF Serving serves (the highest numbered), or None."""
+  return push_status.served_version(push_root)
 
 
 def version_dirs(push_root: str, version: Optional[Union[int, str]] = None
                  ) -> Dict[str, str]:
-  """{'serving': dir, 'hub': dir} of the latest or given complete version."""
+  """{'serving': dir, 'hub': dir} of the served or given version, once both
+  pass the load check (else DamagedVersionError)."""
   number = resolve_version(push_root, version)
+  problems = integrity.version_problems(push_root, number)
+  if problems:
+    raise integrity.damaged_error(push_root, number, problems)
   return {kind: push_layout.version_dir(push_root, kind, number)
           for kind in push_layout.KINDS}
 
 
 def resolve_version(push_root: str,
                     version: Optional[Union[int, str]] = None) -> int:
-  """`version` if it is complete, else the latest; clear error if none."""
-  versions = push_layout.list_versions(push_root, 'serving')
+  """`version`, or the served one; a clear error if there is none."""
   if version is None:
-    if not versions:
+    number = push_status.served_version(push_root)
+    if number is None:
       raise FileNotFoundError(
           f'push root {push_layout.check_root(push_root)} has no pushed '
           'version; run the pipeline until the pusher pushes one')
-    return versions[-1]
+    return number
   number = push_layout.parse_version(version)
-  if number not in versions:
+  numbered = (push_layout.numbered(push_root, 'serving')
+              if file_system.isdir(push_root) else [])
+  if number not in numbered:
     raise FileNotFoundError(
         f'push root {push_layout.check_root(push_root)}: version {number} is '
-        f'not a complete pushed version; pushed versions: '
-        f'{versions or "none"}')
+        f'not a pushed version; pushed versions: {numbered or "none"}')
   return number
 
 
@@ -88,8 +103,9 @@ def load_serving(push_root: str, version: Optional[Union[int, str]] = None):
 
   A damaged version raises `integrity.DamagedVersionError`, one line
   naming the version, the file and the rollback that serves an intact one:
-  file sizes are checked against the manifest before loading (no read), and
-  when loading fails anyway (flipped bytes) the checksums name the file.
+  the load check runs before loading (sizes, and checksums of the small
+  files), and when loading fails anyway (flipped bytes in a table) the
+  checksums of every file name the one.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from google.protobuf import message  # pylint: disable=g-import-not-at-top
@@ -130,8 +146,9 @@ def neighbors(push_root: str, token: str, k: int = 10,
               loaded=None) -> Tuple[int, List[Tuple[str, float]]]:
   """(version, [(token, cosine)] best first) from the `neighbors` signature."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-    raise ValueError(f'neighbors: k must be an integer >= 1, got {k!r}')
+  if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= _MAX_K:
+    raise ValueError(f'neighbors: k must be an integer >= 1 and <= {_MAX_K} '
+                     f'(at most the whole vocabulary is returned), got {k!r}')
   if text.tokenize(token) != [token]:
     raise ValueError(f'neighbors: give one token without whitespace, got '
                      f'{token!r}')

@@ -1,33 +1,43 @@
-"""Is a pushed version intact? A cheap size check and a full checksum check.
+"""Is a pushed version intact? Its files checked against its manifests.
 
 The push manifest (tpu_embeddings/push_root/manifest.py) records each file's
-sha256 and its size in bytes. Two checks use them:
+sha256 and its size in bytes. Three checks use them:
 
-* `size_problems`: one stat per file, no byte read, so it costs the same for
-  a 10 GB table as for a 1 KB one (and one request per file on gs://). It
-  finds missing and truncated or grown files, the usual damage (an
-  interrupted copy, a full disk, `truncate`). `pushed`, consumers and the
-  validator run it on every version they look at.
-* `checksum_problems`: reads every byte (sha256) and also finds flipped
-  bytes. It runs only where reading everything is the job anyway or already
-  failed: `pushed --verify`, and after a load failed, to name the file.
+* `size_problems`: one stat per file, no byte read. It finds missing and
+  truncated or grown files, the usual damage (an interrupted copy, a full
+  disk, `truncate`).
+* `load_problems`, what every reader runs on each version it uses (`pushed`,
+  `embed`, `neighbors`, `lineage`, the validator's baseline):
+  the sizes of all files, and the sha256 of every file but the variables'
+  data shards. The shards hold the tables, nearly all the bytes, and
+  TensorFlow checks each tensor's own checksum when it restores them. The
+  other files are small (saved_model.pb, tfhub_module.pb, the variables
+  index, vocabulary assets, warm-up requests), and damage to them loads
+  without an error: two vocabulary lines swapped serve wrong neighbours.
+* `checksum_problems`: every byte (`pushed --verify`, rollback).
 
-TensorFlow's checkpoint reader could parse the variables index instead, but
-it needs TensorFlow in `pushed`, covers variables only (not saved_model.pb,
-assets or the Hub module) and gives shapes, not byte offsets, so string
-tensors have no expected size; the manifest's sizes cover every file.
-Versions pushed before sizes were recorded are only checked for missing
-files by `size_problems`.
+A version is also damaged when a manifest cannot be read (not JSON, a file
+named outside the version), records another version or kind, or disagrees
+with its twin on the push they share (source model, spans, run, time).
+Versions pushed before sizes were recorded have only their small files'
+checksums and missing files checked.
 """
 
 import os
-from typing import Any, Dict, List, Optional, Union
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from tpu_embeddings.core import file_system
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 
 SIZES_KEY = 'sizes'
+# Files whose damage TensorFlow finds itself when it restores them.
+_SELF_CHECKED = re.compile(r'^variables/variables\.data-\d+-of-\d+$')
+# Manifest fields both kinds of one push share.
+SHARED_FIELDS = ('source_model', 'spans', 'pipeline_run_id', 'pushed_at')
+
+Manifests = Dict[str, Optional[Dict[str, Any]]]
 
 
 class DamagedVersionError(ValueError):
@@ -65,39 +75,87 @@ def size_problems(directory: str, manifest: Dict[str, Any]) -> List[str]:
   return problems
 
 
-def checksum_problems(directory: str, manifest: Dict[str, Any]) -> List[str]:
-  """Like `size_problems`, then '<file>: sha256 differs' for the rest."""
+def _digest_problems(directory: str, manifest: Dict[str, Any],
+                     every_file: bool) -> List[str]:
   problems = size_problems(directory, manifest)
   named = {p.split(' ', 1)[0] for p in problems}
   for rel, digest in sorted(manifest.get('files', {}).items()):
-    if rel not in named and manifest_lib.sha256_file(
-        file_system.join(directory, rel)) != digest:
+    if rel in named or (not every_file and _SELF_CHECKED.match(rel)):
+      continue
+    if manifest_lib.sha256_file(file_system.join(directory, rel)) != digest:
       problems.append(f'{rel} has other bytes than its manifest records '
                       '(sha256 differs)')
   return problems
 
 
+def load_problems(directory: str, manifest: Dict[str, Any]) -> List[str]:
+  """`size_problems`, then the sha256 of every file TensorFlow does not
+  check itself (module docstring)."""
+  return _digest_problems(directory, manifest, every_file=False)
+
+
+def checksum_problems(directory: str, manifest: Dict[str, Any]) -> List[str]:
+  """`size_problems`, then the sha256 of every other file."""
+  return _digest_problems(directory, manifest, every_file=True)
+
+
+def _kind_problems(root: str, kind: str, number: int, verify: bool
+                   ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
+  directory = push_layout.version_dir(root, kind, number)
+  prefix = f'{kind}/{number}'
+  if not file_system.isdir(directory):
+    return None, [f'{prefix} is missing']
+  shown = f'{prefix}/{push_layout.MANIFEST_FILENAME}'
+  try:
+    manifest = push_layout.manifest_in(directory, shown)
+  except (FileNotFoundError, manifest_lib.ManifestError) as e:
+    return None, [str(e)]
+  problems = []
+  if manifest.get('version') != number:
+    problems.append(f'{shown} records version {manifest.get("version")!r}')
+  if manifest.get('kind', kind) != kind:
+    problems.append(f'{shown} records kind {manifest.get("kind")!r}')
+  marker = push_layout.MARKER_FILES[kind]
+  if (marker not in manifest.get('files', {}) and
+      not file_system.exists(file_system.join(directory, marker))):
+    problems.append(f'{prefix}/{marker} is missing')
+  check = checksum_problems if verify else load_problems
+  problems += [f'{prefix}/{p}' for p in check(directory, manifest)]
+  return manifest, problems
+
+
+def inspect_version(root: str, version: Union[int, str],
+                    verify: bool = False,
+                    kinds: Sequence[str] = push_layout.KINDS
+                    ) -> Tuple[Manifests, List[str]]:
+  """({kind: manifest or None}, problems) of a numbered version, complete
+  or not; problems read '<kind>/<version>/<file> ...'."""
+  number = push_layout.parse_version(version)
+  manifests: Manifests = {}
+  problems: List[str] = []
+  for kind in kinds:
+    manifests[kind], found = _kind_problems(root, kind, number, verify)
+    problems += found
+  if all(manifests.get(k) for k in push_layout.KINDS):
+    for field in SHARED_FIELDS:
+      values = [manifests[k].get(field) for k in push_layout.KINDS]
+      if values[0] != values[1]:
+        problems.append(f'serving/{number} and hub/{number} manifests '
+                        f'disagree on {field} ({values[0]!r} and '
+                        f'{values[1]!r})')
+  return manifests, problems
+
+
 def version_problems(root: str, version: Union[int, str],
                      verify: bool = False,
-                     kinds=push_layout.KINDS) -> List[str]:
-  """'<kind>/<version>/<file> ...' problems of a complete version's kinds."""
-  check = checksum_problems if verify else size_problems
-  number = push_layout.parse_version(version)
-  problems = []
-  for kind in kinds:
-    directory = push_layout.version_dir(root, kind, number)
-    try:
-      manifest = push_layout.read_manifest(root, kind, number)
-    except ValueError as e:
-      problems.append(f'{kind}/{number}/{push_layout.MANIFEST_FILENAME} '
-                      f'cannot be read ({e})')
-      continue
-    problems += [f'{kind}/{number}/{p}' for p in check(directory, manifest)]
-  return problems
+                     kinds: Sequence[str] = push_layout.KINDS) -> List[str]:
+  """'<kind>/<version>/<file> ...' problems of a version's kinds: the load
+  check, or every checksum with `verify`."""
+  return inspect_version(root, version, verify, kinds)[1]
 
 
 def newest_intact(root: str, exclude=()) -> Optional[int]:
-  """The newest complete version passing `size_problems`, or None."""
+  """The newest complete version passing the load check, or None."""
   for version in reversed(push_layout.list_versions(root, 'serving')):
     if version not in exclude and not version_problems(root, version):
       return version

@@ -18,11 +18,11 @@ Readers use `list_versions`, `latest_version`, `version_dir` and
 root (`..`, absolute names, symlinks pointing outside) raise PushLayoutError.
 """
 
-import json
 import re
 from typing import Any, Dict, List, Optional, Union
 
 from tpu_embeddings.core import file_system
+from tpu_embeddings.push_root import manifest as manifest_lib
 
 KINDS = ('serving', 'hub')
 MANIFEST_FILENAME = 'manifest.json'
@@ -113,8 +113,9 @@ def has_files(path: str, kind: str) -> bool:
           file_system.exists(join(path, MARKER_FILES[kind])))
 
 
-def _numbered(root: str, kind: str) -> List[int]:
-  """Integer-named entries of `<root>/<kind>` (complete or not)."""
+def numbered(root: str, kind: str) -> List[int]:
+  """Integer-named entries of `<root>/<kind>` (complete or not), sorted: what
+  TF Serving lists, serving the highest."""
   directory = kind_dir(root, kind)
   if not file_system.isdir(directory):
     return []
@@ -134,7 +135,7 @@ def is_complete(root: str, version: Union[int, str]) -> bool:
 def list_versions(root: str, kind: str) -> List[int]:
   """Sorted complete versions (an empty list when nothing was pushed)."""
   check_kind(kind)
-  return [v for v in _numbered(root, kind) if is_complete(root, v)]
+  return [v for v in numbered(root, kind) if is_complete(root, v)]
 
 
 def latest_version(root: str, kind: str) -> Optional[int]:
@@ -151,5 +152,24 @@ def read_manifest(root: str, kind: str,
         f'push root {check_root(root)}: version {parse_version(version)} is '
         f'not a complete pushed version; complete: '
         f'{list_versions(root, kind) or "none"}')
-  with file_system.open_file(join(path, MANIFEST_FILENAME)) as f:
-    return json.load(f)
+  return manifest_in(path)
+
+
+def manifest_in(directory: str, shown: str = '') -> Dict[str, Any]:
+  """The manifest in a version directory, complete or not.
+
+  Raises FileNotFoundError without one, and ManifestError (one line naming
+  the file, as `shown` if given) when it is not a JSON object or names files
+  outside the version.
+  """
+  path = join(directory, MANIFEST_FILENAME)
+  if not file_system.exists(path):
+    raise FileNotFoundError(f'{shown or path} is missing')
+  with file_system.open_file(path, 'rb') as f:
+    raw = f.read()
+  try:
+    text = raw.decode('utf-8')
+  except UnicodeDecodeError as e:
+    raise manifest_lib.ManifestError(
+        f'{shown or path} is not UTF-8 ({e})') from None
+  return manifest_lib.parse(text, shown or path)

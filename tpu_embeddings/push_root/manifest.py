@@ -18,12 +18,59 @@
 import datetime
 import hashlib
 import json
+import posixpath
 from typing import Any, Dict, Iterable, List, Optional
 
 from tpu_embeddings.core import file_system
 
 FORMAT_VERSION = 1
 _CHUNK = 1 << 20
+# The manifest keys that map file paths to something.
+PATH_KEYS = ('files', 'sizes')
+
+
+class ManifestError(ValueError):
+  """A manifest that cannot be used: not JSON, not an object, or naming a
+  file outside its version."""
+
+
+def path_problem(rel: Any) -> Optional[str]:
+  """Why `rel` is not a plain relative path inside a version, or None.
+
+  Plain: a non-empty string of "/"-separated names, none of them "", "." or
+  "..", no backslash or control character, not absolute.
+  """
+  if not isinstance(rel, str) or not rel:
+    return 'is not a non-empty string'
+  if rel.startswith('/') or '\\' in rel or any(ord(c) < 32 for c in rel):
+    return 'is absolute or holds a backslash or control character'
+  if any(part in ('', '.', '..') for part in rel.split('/')):
+    return 'has an empty, "." or ".." segment'
+  if posixpath.normpath(rel) != rel:
+    return 'is not normalised'
+  return None
+
+
+def parse(text: str, path: str) -> Dict[str, Any]:
+  """The manifest in `text` (read from `path`); raises ManifestError naming
+  `path` when it is not a JSON object or names a file outside the version."""
+  try:
+    manifest = json.loads(text)
+  except ValueError as e:
+    raise ManifestError(f'{path} is not valid JSON ({e})') from None
+  if not isinstance(manifest, dict):
+    raise ManifestError(f'{path} is not a JSON object')
+  for key in PATH_KEYS:
+    entries = manifest.get(key, {})
+    if not isinstance(entries, dict):
+      raise ManifestError(f'{path}: "{key}" is not a JSON object')
+    for rel in entries:
+      problem = path_problem(rel)
+      if problem:
+        raise ManifestError(
+            f'{path} names the file {rel!r}, which {problem}: a manifest '
+            'names only files inside its version')
+  return manifest
 
 
 def utc_now() -> str:
@@ -79,6 +126,9 @@ def verify(directory: str, manifest: Dict[str, Any]) -> List[str]:
   """
   bad = []
   for rel, digest in manifest.get('files', {}).items():
+    if path_problem(rel):
+      bad.append(rel)
+      continue
     path = f'{directory.rstrip("/")}/{rel}'
     if not file_system.exists(path) or sha256_file(path) != digest:
       bad.append(rel)

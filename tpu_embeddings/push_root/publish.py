@@ -190,14 +190,13 @@ def rollback(root: str, to_version: int,
         f'{push_layout.list_versions(root, "serving") or "none"}')
   sources = {k: push_layout.version_dir(root, k, number)
              for k in push_layout.KINDS}
+  problems = integrity.version_problems(root, number, verify=True)
+  if problems:
+    raise integrity.DamagedVersionError(
+        f'push root {root}: cannot roll back to version {number}: it does not '
+        f'match its manifest ({"; ".join(problems[:3])}); pick another '
+        'version')
   old = push_layout.read_manifest(root, 'serving', number)
-  for kind, src in sources.items():
-    bad = manifest_lib.verify(src, push_layout.read_manifest(root, kind,
-                                                             number))
-    if bad:
-      raise PushError(
-          f'push root {root}: version {number} ({kind}) does not match its '
-          f'manifest ({", ".join(bad[:3])}); pick another version')
   fields = {
       'source_model': old.get('source_model', ''),
       'spans': old.get('spans', []),

@@ -6,10 +6,13 @@ import collections
 import numpy as np
 import pytest
 import tensorflow as tf
+from tfx.types import standard_artifacts
 
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
 from components.trainer import executor
+from components.trainer import kept
+from components.trainer import resume
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
@@ -20,18 +23,12 @@ LINES = [['a', 'b', 'c', 'd'], ['b', 'c', 'e'], ['a', 'e', 'f', 'b', 'c'],
 COUNTS = collections.Counter(t for line in LINES for t in line)
 
 
-class _Examples:
-  """Stands in for an Examples artifact (uri + span)."""
-
-  def __init__(self, uri):
-    self.uri = uri
-
-  def has_custom_property(self, name):
-    return name == 'span'
-
-  def get_int_custom_property(self, name):
-    del name
-    return 3
+def _examples(uri):
+  """An Examples artifact of span 3 at `uri`."""
+  artifact = standard_artifacts.Examples()
+  artifact.uri = uri
+  artifact.set_int_custom_property('span', 3)
+  return artifact
 
 
 @pytest.fixture(scope='module')
@@ -68,7 +65,7 @@ def test_cpu_checkpoint_keys_and_shapes_equal_tpu_ones(inputs, tmp_path,
   examples, vocabulary = inputs
   spec = skipgram_spec(dim=4, optimizer=optimizer, **params)
   model = str(tmp_path / 'model')
-  executor.train(executor.TrainerArgs([_Examples(examples)], vocabulary, model,
+  executor.train(executor.TrainerArgs([_examples(examples)], vocabulary, model,
                                       str(tmp_path / 'run')),
                  executor.TrainerConfig(embedding_spec=spec.to_json(),
                                         batch_size=16, train_steps=6,
@@ -124,12 +121,17 @@ def test_tpu_checkpoint_restores_into_cpu_trainer_and_training_continues(
     np.testing.assert_array_equal(adapter.variables['tokens'][name].numpy(),
                                   value)
 
-  # ...and the trainer, rerun on that output, continues from step 7.
-  meta = executor.train(executor.TrainerArgs([_Examples(examples)], model,
-                                             model, str(tmp_path / 'run')),
-                        executor.TrainerConfig(embedding_spec=spec.to_json(),
-                                               batch_size=16, train_steps=12,
-                                               epochs=0, subsample=0.0))
+  # ...and the trainer, rerun on that output, continues from step 7 (a TPU
+  # training of the same inputs and settings has the same key).
+  args = executor.TrainerArgs([_examples(examples)], model, model,
+                              str(tmp_path / 'run'))
+  config = executor.TrainerConfig(embedding_spec=spec.to_json(),
+                                  batch_size=16, train_steps=12, epochs=0,
+                                  subsample=0.0)
+  kept.write_owner(model, resume.resume_key(
+      args.examples, 'train', vocabulary_file.read(model), '',
+      config.replace(tpu='auto')))
+  meta = executor.train(args, config)
   assert meta['resumed_from_step'] == 7 and meta['steps'] == 12
   assert meta['steps_this_run'] == 5
   reader = tf.train.load_checkpoint(model_layout.latest_checkpoint(model))
@@ -158,9 +160,14 @@ def test_checkpoint_without_slots_is_a_clear_error(inputs, tmp_path):
   tf.train.CheckpointManager(
       tf.train.Checkpoint(**{model_layout.EMBEDDING_KEY: serving}),
       model_layout.checkpoint_dir(model), max_to_keep=1).save()
+  config = executor.TrainerConfig(embedding_spec=spec.to_json(),
+                                  batch_size=16, train_steps=2, epochs=0)
+  args = executor.TrainerArgs([_examples(examples)], vocabulary, model,
+                              str(tmp_path / 'run'))
+  # Checkpoints the output holds are continued only by their own training.
+  with pytest.raises(ValueError, match='already holds checkpoints of another'):
+    executor.train(args, config)
+  kept.write_owner(model, resume.resume_key(args.examples, 'train', vocab, '',
+                                            config))
   with pytest.raises(ValueError, match="slot 'accumulators' of table 'tokens'"):
-    executor.train(executor.TrainerArgs([_Examples(examples)], vocabulary,
-                                        model, str(tmp_path / 'run')),
-                   executor.TrainerConfig(embedding_spec=spec.to_json(),
-                                          batch_size=16, train_steps=2,
-                                          epochs=0))
+    executor.train(args, config)

@@ -97,3 +97,18 @@ def test_damaged_pushed_source_is_passed_over_for_the_newest_readable(
   assert [n.split(' skipped')[0] for n in notes[:2]] == [
       'pushed version 2', 'pushed version 1']
   assert notes[2] == 'no pushed version can seed this model; cold start'
+
+
+def test_a_pushed_version_whose_manifest_cannot_be_read_is_passed_over(
+    tmp_path):
+  old, new = tmp_path / 'm1', tmp_path / 'm2'
+  artifact_fixtures.write_tpu_format_model(str(old), TOKENS)
+  artifact_fixtures.write_tpu_format_model(str(new), TOKENS)
+  root = tmp_path / 'pushed'
+  _push(root, 1, str(old))
+  _push(root, 2, str(new))
+  (root / 'serving' / '2' / push_layout.MANIFEST_FILENAME).write_text('{"v')
+  base, notes = warm_start.pushed_base(str(root), skipgram_spec(dim=8))
+  assert base == str(old) and len(notes) == 1
+  assert notes[0].startswith(f'pushed version 2 skipped: {root}/serving/2/'
+                             'manifest.json is not valid JSON (')

@@ -59,10 +59,11 @@ def test_cli_pushed_embed_neighbors(pushed, capsys):
 
 
 @pytest.mark.parametrize('argv,match', [
-    (['embed', '--version', '9', 'cat'], 'version 9 is not a complete'),
+    (['embed', '--version', '9', 'cat'], 'version 9 is not a pushed version'),
     (['embed', '--version', '../1', 'cat'], 'escapes the push root'),
     (['neighbors', 'zebra'], "'zebra' is not in the vocabulary"),
     (['neighbors', '-k', '0', 'cat'], 'k must be an integer >= 1'),
+    (['neighbors', '-k', '3000000000', 'cat'], 'and <= 2147483647'),
     (['neighbors', 'two tokens'], 'give one token without whitespace'),
     # A Unicode space is part of a token, as in the corpus.
     (['neighbors', 'cat\u00a0dog'], "'cat\\xa0dog' is not in the vocabulary"),
@@ -87,10 +88,7 @@ def test_rollback_serves_the_old_vectors_as_a_new_version(tmp_path, pushed,
                                                           capsys):
   # A private copy of the push root: rollback writes to it.
   home = str(tmp_path / 'home')
-  root = home_lib.push_root(home)
-  for v in consumer.list_pushed(pushed['root']):
-    publish.publish(root, {'serving': v.serving_dir, 'hub': v.hub_dir},
-                    {'spans': v.manifest['spans']})
+  root = pushed_home.copy_home(pushed['root'], home)
   code, out, _ = _cli(capsys, 'rollback', '--home', home, '--to', '1')
   assert code == 0 and 're-published as version 3' in out
   assert push_layout.list_versions(root, 'hub') == [1, 2, 3]
@@ -118,11 +116,7 @@ def test_rollback_serves_the_old_vectors_as_a_new_version(tmp_path, pushed,
 def damaged_home(tmp_path, pushed):
   """A private copy of the push root (versions 1, 2) to damage."""
   home = str(tmp_path / 'home')
-  root = home_lib.push_root(home)
-  for v in consumer.list_pushed(pushed['root']):
-    publish.publish(root, {'serving': v.serving_dir, 'hub': v.hub_dir},
-                    {'spans': v.manifest['spans'],
-                     'metrics': v.manifest['metrics']})
+  root = pushed_home.copy_home(pushed['root'], home)
   data = [os.path.join(root, 'serving', '2', 'variables', name)
           for name in os.listdir(os.path.join(root, 'serving', '2',
                                               'variables'))
@@ -155,7 +149,7 @@ def test_consumers_name_the_damaged_version_file_and_rollback(
   home, root, data = damaged_home
   damage(data)
   code, out, err = _cli(capsys, argv[0], '--home', home, *argv[1:])
-  assert code == 2 and out == ''
+  assert code == 1 and out == ''  # 1: a damaged pushed version
   assert len(err.strip().splitlines()) == 1, err
   assert err.startswith('error: pushed version 2 ')
   assert 'damaged: serving/2/variables/' + what in err
@@ -171,7 +165,7 @@ def test_pushed_marks_a_truncated_version(damaged_home, capsys):
   home, root, data = damaged_home
   _truncate(data)
   code, out, _ = _cli(capsys, 'pushed', '--home', home)
-  assert code == 0
+  assert code == 1
   lines = out.splitlines()
   v2 = next(l for l in lines if l.strip().startswith('2 '))
   v1 = next(l for l in lines if l.strip().startswith('1 '))
@@ -179,10 +173,12 @@ def test_pushed_marks_a_truncated_version(damaged_home, capsys):
   assert any(l.strip().startswith(
       'damaged: serving/2/variables/variables.data-00000-of-00001 is ')
              for l in lines)
-  assert lines[-1] == (f'served version 2 is damaged: serve an intact version '
-                       f'with `python -m pipelines rollback --push-root {root} '
-                       '--to 1`')
+  assert lines[-1] == (
+      'served version 2 is damaged (TF Serving serves the highest version): '
+      f'serve an intact version with `python -m pipelines rollback '
+      f'--push-root {root} --to 1`')
   code, out, _ = _cli(capsys, 'pushed', '--home', home, '--json')
+  assert code == 1
   listed = {v['version']: v['damaged'] for v in json.loads(out)}
   assert listed[1] == [] and len(listed[2]) == 1
 
@@ -193,7 +189,7 @@ def test_pushed_verify_finds_flipped_bytes(damaged_home, capsys):
   code, out, _ = _cli(capsys, 'pushed', '--home', home)
   assert code == 0 and 'DAMAGED' not in out  # sizes still match
   code, out, _ = _cli(capsys, 'pushed', '--home', home, '--verify')
-  assert code == 0 and '(served)  DAMAGED' in out
+  assert code == 1 and '(served)  DAMAGED' in out
   assert 'variables.data-00000-of-00001 has other bytes' in out
   assert 'sizes not in its manifest' not in out
 

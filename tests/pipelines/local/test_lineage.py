@@ -117,3 +117,21 @@ def test_cli_names_the_run_that_pushed_it(home, capsys):
   assert main(['lineage', '--home', home, '--version', '7']) == 2
   assert 'neither recorded in ML Metadata nor complete' in (
       capsys.readouterr().err)
+
+
+def test_lineage_of_a_damaged_version_says_so(home, capsys):
+  """`pushed` and TF Serving see it; lineage must not trace it silently."""
+  marker = os.path.join(home_lib.push_root(home), 'serving', '1',
+                        'saved_model.pb')
+  with open(marker, 'rb') as f:
+    saved = f.read()
+  os.remove(marker)
+  try:
+    assert main(['lineage', '--home', home, '--version', '1']) == 0
+    out = capsys.readouterr().out
+  finally:
+    with open(marker, 'wb') as f:
+      f.write(saved)
+  assert ('  DAMAGED in the push root: serving/1/saved_model.pb is missing'
+          in out.splitlines()), out
+  assert lineage.lineage(home, 1)['damaged'] == []

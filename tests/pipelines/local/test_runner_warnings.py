@@ -39,3 +39,19 @@ def test_no_warning_when_nothing_was_passed_over(tmp_path):
   assert 'warning:' not in text and text.startswith('validation: BLESSED')
   del summary['report']
   assert local_runner.format_summary(summary).startswith('validation:')
+
+
+def test_cut_lines_dropped_tokens_and_a_new_store_are_warned(tmp_path):
+  summary = _summary(tmp_path, {'baseline_version': 2,
+                                'baseline_unreadable': []})
+  summary['input_skipped'] = {'capped_lines': 2, 'dropped_long_tokens': 5,
+                              'first_skipping_file': '/d/span-1/a.txt'}
+  summary['store_note'] = '/h/metadata.sqlite is new or older than ...'
+  lines = local_runner.format_summary(summary).splitlines()
+  assert lines[:2] == [
+      'warning: /h/metadata.sqlite is new or older than ...',
+      'warning: input: 2 line(s) cut to their first 10000 tokens, 5 token(s) '
+      'over 256 bytes dropped (first in /d/span-1/a.txt)']
+  summary['input_skipped'] = {'capped_lines': 0, 'dropped_long_tokens': 0,
+                              'first_skipping_file': None}
+  assert 'input:' not in local_runner.format_summary(summary)

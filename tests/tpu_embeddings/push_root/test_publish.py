@@ -13,6 +13,7 @@ import pytest
 from tests.support import publish_fixtures
 from tests.support import pusher_exports
 from tests.support.publish_fixtures import numbered_dirs as _numbered_dirs
+from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import publish
@@ -109,7 +110,8 @@ def test_rollback_refuses_missing_bad_and_corrupted_versions(tmp_path,
                            'variables.index')
   with open(variables, 'ab') as f:
     f.write(b'x')
-  with pytest.raises(publish.PushError, match='does not match its manifest'):
+  with pytest.raises(integrity.DamagedVersionError,
+                     match='does not match its manifest'):
     publish.rollback(root, 1)
   assert push_layout.list_versions(root, 'serving') == [1]
 

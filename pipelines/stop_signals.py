@@ -1,0 +1,58 @@
+"""SIGINT and SIGTERM as one exception, so that a stop unwinds like Ctrl-C.
+
+Python turns SIGINT into KeyboardInterrupt; SIGTERM (`kill`, `docker stop`,
+a Kubernetes pod being deleted or preempted) ends the process at once, with
+no `finally` run. `install()` makes both raise `Stopped`, a
+KeyboardInterrupt: cleanups run (a push removes its hidden folder, the
+exporter its staging folders), TFX's launcher neither marks the execution
+failed nor deletes its outputs (it handles `Exception` only), and the
+entry point prints one line and exits 128 + the signal number (130 for
+SIGINT, 143 for SIGTERM), as a shell reports a process a signal ended.
+
+A second signal while the first unwinds ends the process at once (the
+default action), for a user who does not want to wait for the cleanups.
+"""
+
+import signal
+from typing import Optional
+
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+
+
+class Stopped(KeyboardInterrupt):
+  """A stop signal arrived; `signum` says which."""
+
+  def __init__(self, signum: int = signal.SIGINT):
+    super().__init__(signal.Signals(signum).name)
+    self.signum = signum
+
+
+def _raise_stopped(signum, frame):
+  del frame
+  for handled in HANDLED:
+    signal.signal(handled, signal.SIG_DFL)
+  raise Stopped(signum)
+
+
+def install():
+  """From the main thread: SIGINT and SIGTERM raise `Stopped`."""
+  for handled in HANDLED:
+    signal.signal(handled, _raise_stopped)
+
+
+def signal_of(error: BaseException) -> Optional[int]:
+  """The signal behind a KeyboardInterrupt (plain ones are SIGINT), or None.
+  """
+  if isinstance(error, Stopped):
+    return error.signum
+  if isinstance(error, KeyboardInterrupt):
+    return int(signal.SIGINT)
+  return None
+
+
+def exit_code(signum: int) -> int:
+  return 128 + int(signum)
+
+
+def name(signum: int) -> str:
+  return signal.Signals(signum).name

@@ -1,0 +1,107 @@
+"""pipelines/cli/failures.py: the exit code and the one line of each failure,
+from the exceptions the libraries really raise."""
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from pipelines import stop_signals
+from pipelines.cli import failures
+from pipelines.local import failure
+from tests.support import paths
+from tpu_embeddings.push_root import integrity
+
+
+def _raised(fn):
+  try:
+    fn()
+  except BaseException as e:  # pylint: disable=broad-except
+    return e
+  raise AssertionError('nothing raised')
+
+
+def _full_disk():
+  raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), '/data/ckpt-3.data')
+
+
+def test_a_full_disk_inside_a_component(tmp_path):
+  cause = _raised(_full_disk)
+  code, line = failures.describe(failure.RunFailed(
+      'EmbeddingTrainer', cause, 'kept the outputs of Vocabulary'))
+  assert code == failures.EXIT_MACHINE == 3
+  assert line == ('EmbeddingTrainer failed: no space left on device '
+                  '(/data/ckpt-3.data): free space there and run the same '
+                  'command again; kept the outputs of Vocabulary')
+
+
+def _write_tf(path):
+  with tf.io.gfile.GFile(path, 'w') as f:
+    f.write('x' * 100_000)
+
+
+def test_tensorflow_and_sqlite_words_for_machine_failures():
+  # /dev/full fails every write with ENOSPC; TensorFlow says so in words.
+  error = _raised(lambda: _write_tf('/dev/full'))
+  assert isinstance(error, tf.errors.ResourceExhaustedError)
+  assert failures.describe(error) == (
+      3, 'no space left on device (/dev/full; No space left on device): free '
+      'space there and run the same command again')
+  error = _raised(lambda: tf.io.gfile.makedirs('/sys/not-here'))
+  assert failures.describe(error)[0] == failures.EXIT_MACHINE
+  sqlite = RuntimeError('Error when executing query: attempt to write a '
+                        'readonly database query: INSERT INTO ...')
+  assert failures.describe(sqlite) == (
+      3, 'read-only file system (Error when executing query: attempt to '
+      'write a readonly database query: INSERT INTO ...): make it writable '
+      'and run the same command again')
+  beam = ValueError("bad line [while running 'WriteSplits']\nTraceback ...")
+  assert failures.describe(beam) == (2, 'bad line')
+
+
+def test_codes_by_kind_of_failure():
+  damaged = integrity.DamagedVersionError('pushed version 2 ... is damaged')
+  assert failures.describe(damaged)[0] == failures.EXIT_DAMAGED == 1
+  assert failures.describe(ValueError('--k must be >= 1')) == (
+      2, '--k must be >= 1')
+  assert failures.describe(FileNotFoundError('no such home'))[0] == 2
+  code, line = failures.describe(failure.RunFailed(
+      'EmbeddingExporter', KeyError('x'), ''))
+  assert code == failures.EXIT_FAILED == 4
+  assert line == "EmbeddingExporter failed: KeyError: 'x'"
+  long = failures.first_line(ValueError('x' * 1000))
+  assert len(long) == 400 and long.endswith('...')
+
+
+def test_stop_signals_unwind_as_keyboard_interrupt():
+  stopped = stop_signals.Stopped(signal.SIGTERM)
+  assert isinstance(stopped, KeyboardInterrupt)
+  assert stop_signals.signal_of(stopped) == signal.SIGTERM
+  assert stop_signals.signal_of(KeyboardInterrupt()) == signal.SIGINT
+  assert stop_signals.exit_code(signal.SIGTERM) == 143
+  assert stop_signals.signal_of(ValueError()) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_is_one_line_and_its_exit_code(tmp_path, signum):
+  """Sent once `run` has started (while it imports TFX or runs): the CLI
+  unwinds, prints one line and exits 128 + the signal number."""
+  data = tmp_path / 'data' / 'span-1'
+  data.mkdir(parents=True)
+  (data / 'a.txt').write_text('a b c\n' * 100)
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'pipelines', 'run', '--data',
+       str(tmp_path / 'data'), '--home', str(tmp_path / 'home')],
+      cwd=paths.REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+      text=True)
+  assert process.stdout.readline().startswith('running pipeline')
+  process.send_signal(signum)
+  _, err = process.communicate(timeout=120)
+  assert process.returncode == 128 + signum, err
+  assert len(err.splitlines()) == 1, err
+  assert err.startswith(f'stopped by {signal.Signals(signum).name}'), err

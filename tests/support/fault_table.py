@@ -1,0 +1,276 @@
+"""Drives `python -m pipelines run` through a table of failures, in a chain.
+
+A baseline run pushes version 1; then a new span lands and each row runs the
+same command with one fault injected: a full file system at one component
+(its folder is a small tmpfs, filled with a file), a read-only home or push
+root (a read-only remount), SIGINT at one component (to the process group,
+as Ctrl-C does) or SIGTERM (to the process alone, as Kubernetes does). Each
+row's run is also the rerun of the row before, so it shows that one
+continuing; a last run without a fault must push version 2.
+
+Mounts need a mount namespace: `unshare -rm python -m
+tests.support.fault_table TABLE WORKDIR` runs a table and writes
+WORKDIR/results.json for the test to assert on.
+"""
+
+import contextlib
+import dataclasses
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Callable, Dict, List, Optional
+
+from pipelines import demo_data
+from tests.support import paths
+from tests.support import tiny_pipeline
+from tpu_embeddings.push_root import status
+
+NODES = ('FileBasedExampleGen', 'Vocabulary', 'EmbeddingTrainer',
+         'CheckpointValidator', 'EmbeddingExporter', 'EmbeddingPusher')
+SETTINGS = ['--set', 'train_steps=300', '--set', 'batch_size=256',
+            '--set', 'dim=16', '--set', 'checkpoint_every=20',
+            '--set', 'log_every=20', '--set', 'regression_margin=0.5',
+            '--neighbors', '0']
+TMPFS_BYTES = 64 << 20
+
+
+@dataclasses.dataclass
+class Row:
+  name: str
+  node: Optional[str]          # where the fault lands (None: before any)
+  fault: str                   # disk_full, read_only_home, read_only_push,
+                               # SIGINT, SIGTERM, none
+  when: str = 'start'          # start, running, checkpoint, later
+
+
+def _trainer_checkpoints(home: str) -> List[str]:
+  """Trainer checkpoints past step 0 (a warm start writes step 0)."""
+  return [p for p in glob.glob(os.path.join(
+      home, 'pipeline', 'EmbeddingTrainer', 'model', '*', 'checkpoint',
+      'ckpt-*.index')) if not p.endswith('/ckpt-0.index')]
+
+
+class Chain:
+  """One home, one data root, the CLI run again and again."""
+
+  def __init__(self, work: str, mounts: bool):
+    self.work = work
+    self.data = os.path.join(work, 'data')
+    self.home = os.path.join(work, 'home')
+    self.mounts = mounts
+    self.fillers: List[str] = []
+
+  # -- the file systems -------------------------------------------------------
+
+  def mount(self):
+    """tmpfs at the home, at each component's folder and at the push root."""
+    os.makedirs(self.home)
+    _sh('mount', '-t', 'tmpfs', '-o', f'size={TMPFS_BYTES}', 'tmpfs',
+        self.home)
+    for sub in [os.path.join('pipeline', n) for n in NODES] + ['pushed']:
+      path = os.path.join(self.home, sub)
+      os.makedirs(path)
+      _sh('mount', '-t', 'tmpfs', '-o', f'size={TMPFS_BYTES}', 'tmpfs', path)
+
+  def folder(self, node: str) -> str:
+    sub = 'pushed' if node == 'EmbeddingPusher' else f'pipeline/{node}'
+    return os.path.join(self.home, sub)
+
+  def fill(self, node: str):
+    """Leaves no free byte on the file system of `node`'s folder."""
+    path = os.path.join(self.folder(node), '.filler')
+    stats = os.statvfs(self.folder(node))
+    with open(path, 'wb', buffering=0) as f:
+      with contextlib.suppress(OSError):
+        os.posix_fallocate(f.fileno(), 0, stats.f_bavail * stats.f_frsize)
+      with contextlib.suppress(OSError):
+        while True:  # what fallocate left
+          f.write(b'\0' * 4096)
+    self.fillers.append(path)
+
+  def remount(self, path: str, mode: str):
+    _sh('mount', '-o', f'remount,{mode}', path)
+
+  def clear(self):
+    for path in self.fillers:
+      os.remove(path)
+    self.fillers = []
+
+  # -- runs -------------------------------------------------------------------
+
+  def command(self) -> List[str]:
+    return [sys.executable, '-m', 'pipelines', 'run', '--data', self.data,
+            '--home', self.home] + SETTINGS
+
+  def run(self, row: Row) -> Dict:
+    """Runs the CLI with `row`'s fault; what happened, and what consumers
+    see afterwards."""
+    before = set(_trainer_checkpoints(self.home))
+    process = subprocess.Popen(
+        self.command(), cwd=paths.REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines: List[str] = []
+    err: List[str] = []
+    readers = [threading.Thread(target=_collect, args=(s, into), daemon=True)
+               for s, into in ((process.stdout, lines), (process.stderr, err))]
+    for reader in readers:
+      reader.start()
+    fired = self._inject(row, process, lines, before)
+    process.wait(timeout=900)
+    for reader in readers:
+      reader.join()
+    return {'row': dataclasses.asdict(row), 'fired': fired,
+            'exit_code': process.returncode, 'stdout': ''.join(lines),
+            'stderr': ''.join(err), 'push_root': self.push_root_view(),
+            'trainer': self.trainer_view()}
+
+  def trainer_view(self) -> Dict:
+    """Each trainer output's newest checkpoint and where it resumed from,
+    and the checkpoints kept by failed trainings."""
+    node = os.path.join(self.home, 'pipeline', 'EmbeddingTrainer')
+    models = {}
+    for model in glob.glob(os.path.join(node, 'model', '*')):
+      metadata = os.path.join(model, 'metadata.json')
+      done = None
+      if os.path.exists(metadata):
+        with open(metadata) as f:
+          done = json.load(f)['resumed_from_step']
+      models[os.path.basename(model)] = {
+          'newest': _newest(os.path.join(model, 'checkpoint')),
+          'resumed_from_step': done}
+    kept = {os.path.basename(k): _newest(os.path.join(k, 'checkpoint'))
+            for k in glob.glob(os.path.join(node, 'resume', '*.kept'))}
+    return {'models': models, 'kept': kept}
+
+  def _inject(self, row: Row, process, lines, before) -> bool:
+    """Waits for the row's moment and acts; faults of the moment 'start' are
+    in place before the run."""
+    if row.when == 'start':
+      return True
+    trigger = _trigger(row, self.home, lines, before)
+    while process.poll() is None:
+      if trigger():
+        self._act(row, process)
+        return True
+      time.sleep(0.01)
+    return False
+
+  def _act(self, row: Row, process):
+    if row.fault == 'SIGINT':
+      os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does
+    elif row.fault == 'SIGTERM':
+      os.kill(process.pid, signal.SIGTERM)  # what Kubernetes does
+    elif row.fault == 'disk_full':
+      self.fill(row.node)
+
+  def push_root_view(self) -> Dict:
+    root = os.path.join(self.home, 'pushed')
+    versions = status.scan(root)
+    hidden = sorted(n for kind in ('serving', 'hub')
+                    for n in os.listdir(os.path.join(root, kind))
+                    if n.startswith('.')) if versions else []
+    return {'states': {v.version: v.state for v in versions},
+            'served': status.served_version(root), 'hidden': hidden}
+
+
+def _newest(checkpoints: str) -> int:
+  steps = [int(os.path.basename(p)[len('ckpt-'):-len('.index')])
+           for p in glob.glob(os.path.join(checkpoints, 'ckpt-*.index'))]
+  return max(steps, default=0)
+
+
+def _collect(stream, into):
+  for line in stream:
+    into.append(line)
+
+
+def _trigger(row: Row, home: str, lines: List[str],
+             before) -> Callable[[], bool]:
+  running = f'  {row.node:<22} running ...\n'
+  if row.when == 'running':
+    return lambda: running in lines
+  if row.when == 'checkpoint':
+    return lambda: bool(set(_trainer_checkpoints(home)) - before)
+  seen: List[float] = []
+
+  def later():  # two seconds into the component
+    if running in lines and not seen:
+      seen.append(time.monotonic())
+    return bool(seen) and time.monotonic() - seen[0] > 2
+  return later
+
+
+def _sh(*command: str):
+  subprocess.run(command, check=True, capture_output=True)
+
+
+DISK_ROWS = [
+    Row('disk full at FileBasedExampleGen', 'FileBasedExampleGen',
+        'disk_full'),
+    Row('disk full at Vocabulary', 'Vocabulary', 'disk_full'),
+    Row('disk full at EmbeddingTrainer', 'EmbeddingTrainer', 'disk_full',
+        'checkpoint'),
+    Row('disk full at CheckpointValidator', 'CheckpointValidator',
+        'disk_full'),
+    Row('disk full at EmbeddingExporter', 'EmbeddingExporter', 'disk_full'),
+    Row('disk full at EmbeddingPusher', 'EmbeddingPusher', 'disk_full'),
+    Row('read-only push root', 'EmbeddingPusher', 'read_only_push'),
+    Row('read-only home', None, 'read_only_home'),
+]
+SIGNAL_ROWS = [
+    Row('SIGINT at FileBasedExampleGen', 'FileBasedExampleGen', 'SIGINT',
+        'running'),
+    Row('SIGINT at Vocabulary', 'Vocabulary', 'SIGINT', 'running'),
+    Row('SIGINT at EmbeddingTrainer', 'EmbeddingTrainer', 'SIGINT',
+        'checkpoint'),
+    Row('SIGTERM at EmbeddingTrainer', 'EmbeddingTrainer', 'SIGTERM',
+        'checkpoint'),
+    Row('SIGINT at CheckpointValidator', 'CheckpointValidator', 'SIGINT',
+        'running'),
+    Row('SIGINT at EmbeddingExporter', 'EmbeddingExporter', 'SIGINT', 'later'),
+    Row('SIGINT at EmbeddingPusher', 'EmbeddingPusher', 'SIGINT', 'running'),
+]
+TABLES = {'disk': DISK_ROWS, 'signals': SIGNAL_ROWS}
+
+
+def run_table(name: str, work: str, only: Optional[List[str]] = None
+              ) -> Dict:
+  """The baseline, each row of table `name` (or those named in `only`), and
+  the final clean run."""
+  chain = Chain(work, mounts=name == 'disk')
+  if chain.mounts:
+    chain.mount()
+  demo_data.generate(chain.data, spans=1, seed=11, shape=tiny_pipeline.TINY)
+  clean = Row('clean run', None, 'none')
+  results = {'baseline': chain.run(clean), 'rows': []}
+  demo_data.generate(chain.data, spans=1, first_span=2, seed=12,
+                     shape=tiny_pipeline.TINY)
+  for row in TABLES[name]:
+    if only and row.name not in only:
+      continue
+    if row.fault == 'disk_full' and row.when == 'start':
+      chain.fill(row.node)
+    elif row.fault == 'read_only_push':
+      chain.remount(chain.folder('EmbeddingPusher'), 'ro')
+    elif row.fault == 'read_only_home':
+      chain.remount(chain.home, 'ro')
+    results['rows'].append(chain.run(row))
+    chain.clear()
+    if row.fault == 'read_only_push':
+      chain.remount(chain.folder('EmbeddingPusher'), 'rw')
+    elif row.fault == 'read_only_home':
+      chain.remount(chain.home, 'rw')
+  results['final'] = chain.run(clean)
+  return results
+
+
+if __name__ == '__main__':
+  table, workdir, *names = sys.argv[1:]
+  results = run_table(table, workdir, names)
+  with open(os.path.join(workdir, 'results.json'), 'w') as out:
+    json.dump(results, out, indent=2)
