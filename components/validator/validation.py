@@ -7,8 +7,9 @@
 2. Health of every table: no NaN/Inf, no collapse, no exploded norms.
 3. Quality of the `tokens` table on the eval split (and optional similarity
    and related-pairs files), candidate and pushed baseline scored alike.
-4. Gates: recall@k above the popularity ranking's; absolute thresholds;
-   baseline within the regression margin.
+4. Gates: held-out loss below the frequency-only model's (and optionally
+   recall@k above the popularity ranking's); absolute thresholds; baseline
+   within the regression margin.
 5. Warnings (not gates): held-out loss not below an untrained table's, a
    baseline that knows little of the evaluation vocabulary.
 
@@ -95,6 +96,7 @@ def _new_report(model_uri: str, examples_uri: str, vocabulary_uri: str,
           'max_recall_queries': config.max_recall_queries,
           'similarity_file': config.similarity_file,
           'related_pairs_file': config.related_pairs_file,
+          'analogy_file': config.analogy_file,
           'push_root': push_root,
           'sparsecore_restore_info': config.sparsecore_restore_info,
           'thresholds': dataclasses.asdict(config.thresholds()),
@@ -109,6 +111,7 @@ def _new_report(model_uri: str, examples_uri: str, vocabulary_uri: str,
       },
       'metrics': {'candidate': None, 'baseline': None,
                   'popularity': eval_data.popularity(data, config.k),
+                  'frequency': eval_data.frequency(data, skipgram),
                   'untrained': {'eval_loss': skipgram.untrained_loss()}},
       'health': {},
       'warnings': [],
@@ -138,6 +141,10 @@ def _candidate_gates(restored: checkpoint_restore.RestoredModel,
     # loss of a model that scores pairs with a contexts table.
     report['metrics']['baseline']['eval_loss'] = None
   report['metrics']['candidate'] = candidate
+  if thresholds.beat_frequency_model:
+    gates.append(gates_lib.frequency_gate(
+        candidate['eval_loss'], report['metrics']['frequency']['eval_loss'],
+        report['metrics']['untrained']['eval_loss']))
   if thresholds.beat_popularity:
     gates.append(gates_lib.popularity_gate(
         candidate['recall_at_k'],
