@@ -26,6 +26,7 @@ from tfx.orchestration.portable import runtime_parameter_utils
 from pipelines import pipeline as pipeline_lib
 from pipelines.local import home as home_lib
 from pipelines.local import metadata_queries
+from pipelines.local.progress_line import ProgressLine
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
 # DirectRunner in memory with one worker. Any option makes TFX package its own
@@ -41,8 +42,9 @@ class _Progress:
   exact per-component timings whatever the logging configuration is.
   """
 
-  def __init__(self, out: TextIO):
+  def __init__(self, out: TextIO, line: Optional[ProgressLine] = None):
     self._out = out
+    self._line = line  # the trainer's updating progress line, if shown
     self.timings: Dict[str, float] = {}
     self._original = None
 
@@ -58,11 +60,13 @@ class _Progress:
       try:
         result = original(launcher_self)
       except BaseException:
+        progress.end_line()
         print(f'  {node:<22} FAILED after {time.monotonic() - start:.1f}s',
               file=progress._out, flush=True)
         raise
       took = time.monotonic() - start
       progress.timings[node] = took
+      progress.end_line()
       print(f'  {node:<22} done in {took:.1f}s', file=progress._out,
             flush=True)
       return result
@@ -74,6 +78,10 @@ class _Progress:
   def __exit__(self, *exc):
     from tfx.orchestration.portable import launcher  # pylint: disable=g-import-not-at-top
     launcher.Launcher.launch = self._original
+
+  def end_line(self):
+    if self._line:
+      self._line.end_line()
 
 
 def new_run_id() -> str:
@@ -142,11 +150,14 @@ def run(data_root: str,
       warm_start_uri=warm_start_uri)
   os.makedirs(p['home'], exist_ok=True)
   start = time.monotonic()
-  progress = _Progress(out)
+  # Without --verbose the trainer's progress is shown on its own; with it,
+  # it is among the logs.
+  line = None if verbose else ProgressLine(out)
+  progress = _Progress(out, line)
   # The run id is fixed here, so the summary reads this run's executions
   # even while another run writes to the same ML Metadata.
   run_id = new_run_id()
-  with _quiet_logs(verbose), progress:
+  with _quiet_logs(verbose), progress, line or contextlib.nullcontext():
     LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
   wall = time.monotonic() - start
   summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME, run_id)
