@@ -44,7 +44,8 @@ def _wiki_articles() -> Iterator[List[str]]:
   yield from wiki.get_texts()
 
 
-def _lines(documents: Iterable[List[str]]) -> Iterator[List[str]]:
+def split_lines(documents: Iterable[List[str]]) -> Iterator[List[str]]:
+  """Documents as lines of at most MAX_LINE_TOKENS tokens."""
   for tokens in documents:
     for start in range(0, len(tokens), MAX_LINE_TOKENS):
       yield tokens[start:start + MAX_LINE_TOKENS]
@@ -63,7 +64,7 @@ def write(name: str, data_root: str) -> int:
   os.makedirs(span, exist_ok=True)
   tokens = 0
   with open(os.path.join(span, 'corpus.txt'), 'w', encoding='utf-8') as f:
-    for line in _lines(CORPORA[name]()):
+    for line in split_lines(CORPORA[name]()):
       if line:
         f.write(' '.join(line) + '\n')
         tokens += len(line)
