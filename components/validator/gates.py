@@ -216,11 +216,18 @@ def baseline_limit(metric: str, baseline: float, margin: float) -> float:
 
 def baseline_gates(candidate: Dict[str, Optional[float]],
                    baseline: Dict[str, Optional[float]],
-                   margin: float) -> List[Gate]:
-  """Candidate vs baseline on every metric the baseline has a value for."""
+                   margin: float,
+                   not_comparable: Optional[Dict[str, str]] = None
+                   ) -> List[Gate]:
+  """Candidate vs baseline on every metric the baseline has a value for;
+  `not_comparable` maps a metric to why the two cannot be compared."""
   gates = []
   for metric, higher in HIGHER_IS_BETTER.items():
     if metric not in baseline and metric not in candidate:
+      continue
+    if metric in (not_comparable or {}):
+      gates.append(Gate(f'baseline/{metric}', True,
+                        f'{metric}: not comparable ({not_comparable[metric]})'))
       continue
     base = baseline.get(metric)
     if base is None:

@@ -30,6 +30,7 @@ from absl import logging
 from components.validator import baseline as baseline_lib
 from components.validator import eval_data
 from components.validator import gates as gates_lib
+from components.validator import inspection
 from components.validator import metrics
 from components.validator.config import ValidatorConfig
 from tpu_embeddings.artifacts import checkpoint_restore
@@ -120,7 +121,8 @@ def _new_report(model_uri: str, examples_uri: str, vocabulary_uri: str,
 
 def _candidate_gates(restored: checkpoint_restore.RestoredModel,
                      data: eval_data.EvalData, config: ValidatorConfig,
-                     report: Dict[str, Any]
+                     report: Dict[str, Any],
+                     baseline: Optional[baseline_lib.Baseline] = None
                      ) -> Tuple[List[gates_lib.Gate], np.ndarray]:
   """Health, quality and gates of a restored candidate (into `report`);
   (its gates, its input table)."""
@@ -136,10 +138,10 @@ def _candidate_gates(restored: checkpoint_restore.RestoredModel,
   candidate = eval_data.quality(
       list(restored.vocabulary.tokens), table, data, config.k,
       restored.table_numpy(output_name) if output_name != table_name else None)
-  if output_name != table_name and report['metrics']['baseline']:
-    # The served baseline holds only its input table: its loss is not the
-    # loss of a model that scores pairs with a contexts table.
+  why = baseline_lib.loss_not_comparable(baseline, output_name != table_name)
+  if why and report['metrics']['baseline']:
     report['metrics']['baseline']['eval_loss'] = None
+    report['not_comparable'] = {'eval_loss': why}
   report['metrics']['candidate'] = candidate
   if thresholds.beat_frequency_model:
     gates.append(gates_lib.frequency_gate(
@@ -153,7 +155,8 @@ def _candidate_gates(restored: checkpoint_restore.RestoredModel,
   report['warnings'] += _warnings(report, thresholds)
   if report['metrics']['baseline'] is not None:
     gates += gates_lib.baseline_gates(candidate, report['metrics']['baseline'],
-                                      thresholds.regression_margin)
+                                      thresholds.regression_margin,
+                                      report.get('not_comparable'))
   return gates, table
 
 
@@ -180,7 +183,14 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
     gates = [gates_lib.restore_gate(f'{type(e).__name__}: {e}')]
     return Validation(_finish(report, gates), None, base_norms)
   report['restore'] = restored_variables_summary(restored)
-  gates, table = _candidate_gates(restored, data, config, report)
+  gates, table = _candidate_gates(restored, data, config, report, baseline)
+  p = data.pairs
+  report['inspection'] = inspection.inspect(
+      data.tokens, metrics.align_table(list(restored.vocabulary.tokens), table,
+                                       data.tokens),
+      (metrics.align_table(baseline.tokens, baseline.table, data.tokens)
+       if baseline is not None else None),
+      p.targets[data.recall_rows], p.contexts[data.recall_rows], config.k)
   return Validation(_finish(report, gates), metrics.row_norms(table),
                     base_norms)
 

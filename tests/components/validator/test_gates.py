@@ -116,3 +116,14 @@ def test_a_loss_at_the_untrained_value_says_the_table_learned_nothing():
   gate = gates.frequency_gate(4.1588, 2.6, 4.15888)
   assert not gate.passed
   assert 'learned nothing' in gate.reason and 'trainer.epochs' in gate.reason
+
+
+def test_a_metric_that_cannot_be_compared_says_so_and_passes():
+  result = gates.baseline_gates(
+      {'eval_loss': 2.5, 'recall_at_k': 0.2},
+      {'eval_loss': None, 'recall_at_k': 0.21}, 0.1,
+      {'eval_loss': 'the candidate scores pairs with a contexts table'})
+  by_name = {g.name: g for g in result}
+  assert by_name['baseline/eval_loss'].passed
+  assert 'not comparable (the candidate' in by_name['baseline/eval_loss'].reason
+  assert by_name['baseline/recall_at_k'].passed
