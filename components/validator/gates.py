@@ -37,8 +37,11 @@ class Thresholds(settings.Settings):
   `regression_margin` is the fraction of the baseline's value the candidate
   may lose on any quality metric (0.05: a loss up to 5% higher, a recall up
   to 5% lower). `beat_frequency_model`: the held-out loss must be below that
-  of the best model knowing only token counts. `beat_popularity`: recall@k
-  must exceed that of ranking tokens by frequency. A baseline knowing less
+  of the best model knowing only token counts; a model of tied vectors (no
+  contexts table), whose held-out loss stays near the untrained value even
+  when its neighbours are good, must beat the popularity ranking instead.
+  `beat_popularity`: recall@k must exceed that of ranking tokens by
+  frequency, whatever the model. A baseline knowing less
   than `min_baseline_coverage` of the evaluation vocabulary is flagged: its
   comparison says little. `max_mean_cosine` refuses a collapsed table: word2vec
   vectors of a 58k-token text reach 0.97, collapsed rows 1.

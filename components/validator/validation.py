@@ -143,11 +143,16 @@ def _candidate_gates(restored: checkpoint_restore.RestoredModel,
     report['metrics']['baseline']['eval_loss'] = None
     report['not_comparable'] = {'eval_loss': why}
   report['metrics']['candidate'] = candidate
-  if thresholds.beat_frequency_model:
+  # Tied vectors score a token against itself: their held-out loss stays
+  # near an untrained table's even when their neighbours are good, so they
+  # must beat the popularity ranking instead.
+  two_tables = output_name != table_name
+  if thresholds.beat_frequency_model and two_tables:
     gates.append(gates_lib.frequency_gate(
         candidate['eval_loss'], report['metrics']['frequency']['eval_loss'],
         report['metrics']['untrained']['eval_loss']))
-  if thresholds.beat_popularity:
+  if thresholds.beat_popularity or (thresholds.beat_frequency_model and
+                                    not two_tables):
     gates.append(gates_lib.popularity_gate(
         candidate['recall_at_k'],
         report['metrics']['popularity']['recall_at_k']))
