@@ -104,9 +104,13 @@ def compile_run(pipeline, run_id: str):
 @contextlib.contextmanager
 def _quiet_logs(verbose: bool):
   """Without --verbose, the existing handlers show errors only (_Progress
-  prints one line per component)."""
+  prints one line per component); with it, absl's INFO logs too (TFX's and
+  the trainer's progress lines)."""
   quieted = []
-  if not verbose:
+  verbosity = logging.get_verbosity()
+  if verbose:
+    logging.set_verbosity(logging.INFO)
+  else:
     for h in py_logging.getLogger().handlers + [logging.get_absl_handler()]:
       quieted.append((h, h.level))
       h.setLevel(max(h.level, py_logging.ERROR))
@@ -116,6 +120,7 @@ def _quiet_logs(verbose: bool):
   try:
     yield
   finally:
+    logging.set_verbosity(verbosity)
     for h, level in quieted:
       h.setLevel(level)
 
