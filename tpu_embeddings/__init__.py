@@ -20,7 +20,9 @@ from tpu_embeddings.push_root.consumer import list_pushed
 from tpu_embeddings.push_root.consumer import load_serving
 from tpu_embeddings.push_root.consumer import neighbors
 from tpu_embeddings.push_root.consumer import rollback
+from tpu_embeddings.push_root.consumer import unknown_tokens
 from tpu_embeddings.push_root.consumer import version_dirs
 
 __all__ = ['PushedVersion', 'embed', 'latest_version', 'list_pushed',
-           'load_serving', 'neighbors', 'rollback', 'version_dirs']
+           'load_serving', 'neighbors', 'rollback', 'unknown_tokens',
+           'version_dirs']

@@ -17,8 +17,10 @@ class LoopConfig(settings.Settings):
   """How long to train and how often to log and checkpoint.
 
   Attributes:
-    train_steps: total steps (0: run `epochs` passes over the data).
-    epochs: passes over the data (0: endless; train_steps must be set).
+    train_steps: total steps, the data repeating as often as needed; when
+      set, `epochs` is ignored. 0: train `epochs` passes.
+    epochs: passes over the data, as gensim's `epochs` (the default, 5,
+      learns on corpora from 50k tokens up; see the README).
     checkpoint_every: steps between checkpoints (a rerun resumes from the
       latest one); 0 = none by step count.
     checkpoint_seconds: a checkpoint once this many seconds have passed since
@@ -35,8 +37,8 @@ class LoopConfig(settings.Settings):
   """
   WHAT = 'training loop'
 
-  train_steps: int = 150
-  epochs: int = 0
+  train_steps: int = 0
+  epochs: int = 5
   checkpoint_every: int = 0
   checkpoint_seconds: float = 120.0
   log_every: int = 100
@@ -60,6 +62,11 @@ class LoopConfig(settings.Settings):
     if self.train_steps == 0 and self.epochs == 0:
       raise ValueError(f'{self.WHAT}: set train_steps or epochs (both are 0: '
                        'training would never end)')
+
+  @property
+  def passes(self) -> int:
+    """Passes over the data the input pipeline makes (0: it repeats)."""
+    return 0 if self.train_steps else self.epochs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,11 +123,11 @@ class TableConfig(settings.Settings):
   """
   WHAT = 'table'
 
-  dim: int = 32
+  dim: int = 64
   optimizer: str = 'adagrad'
-  learning_rate: float = 1.0
+  learning_rate: float = 8.0
   initial_accumulator_value: float = 1e-3
-  context_table: bool = False
+  context_table: bool = True
 
   def validate(self):
     super().validate()

@@ -100,14 +100,13 @@ def check_pairs(data: skipgram.SkipGramData, examples: List[types.Artifact]):
 def planned_steps(data: skipgram.SkipGramData, sequences: tf.data.Dataset,
                   config: TrainerConfig) -> int:
   """The steps the learning rate decays over: `train_steps`, or the expected
-  steps of `epochs` passes, whichever ends first; 0 without decay."""
+  steps of `epochs` passes; 0 without decay."""
   if not config.learning_rate_decay:
     return 0
-  steps = [config.train_steps] if config.train_steps else []
-  if config.epochs:
-    pairs = config.epochs * data.pairs_per_epoch(sequences)
-    steps.append(max(1, int(pairs // config.batch_size)))
-  return min(steps)
+  if config.train_steps:
+    return config.train_steps
+  pairs = config.epochs * data.pairs_per_epoch(sequences)
+  return max(1, int(pairs // config.batch_size))
 
 
 def _check_rerun(model_uri: str, spec: EmbeddingSpec,
@@ -236,7 +235,7 @@ def train(args: TrainerArgs, config: TrainerConfig) -> Dict[str, Any]:
   # Inputs are good: from here on the output is written.
   resumed, warm = _start_output(args, config, spec, vocabulary, base, key)
   result = training_loop.run(adapter, spec, data, sequences_of(args.examples),
-                             args.model_uri, logs, config)
+                             args.model_uri, logs, config, decay.total_steps)
   metadata = {
       'steps': result.steps,
       'examples_seen': result.examples_seen,

@@ -13,7 +13,7 @@ files at the end), and saves a checkpoint every `checkpoint_every` steps, once
 import dataclasses
 import math
 import time
-from typing import Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -24,6 +24,9 @@ from components.trainer.config import LoopConfig
 from components.trainer.tensorboard_logs import RunLogs
 from tpu_embeddings.models.skipgram import SkipGramData
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+
+# The attribute of a progress log record holding its fields.
+PROGRESS_RECORD = 'trainer_progress'
 
 
 def run_steps(iterator, steps, step_fn, first_step=0, before_step=None):
@@ -93,10 +96,34 @@ def _steps_in_next_call(step: int, config: LoopConfig) -> int:
   return n
 
 
-def _log_progress(step: int, config: LoopConfig, loss: float, rate: float):
-  total = f'/{config.train_steps}' if config.train_steps else ''
-  logging.info('step %d%s  loss %.4f  %.0f examples/s', step, total, loss,
-               rate)
+def progress(step: int, config: LoopConfig, loss: float, rate: float,
+             expected_steps: int, seconds_per_step: float) -> Dict[str, Any]:
+  """The fields of a progress line: step of total, epoch (estimated from the
+  expected steps of `epochs` passes), loss, examples/s, seconds left."""
+  total = config.train_steps or expected_steps
+  fields = {'step': step, 'total_steps': total or None, 'loss': loss,
+            'examples_per_sec': rate, 'epoch': None, 'epochs': None,
+            'eta_seconds': None}
+  if config.passes and expected_steps:
+    fields['epochs'] = config.passes
+    per_epoch = expected_steps / config.passes
+    fields['epoch'] = min(config.passes, int(step // per_epoch) + 1)
+  if total:
+    fields['eta_seconds'] = max(0.0, (total - step) * seconds_per_step)
+  return fields
+
+
+def _log_progress(fields: Dict[str, Any]):
+  """One progress line in the logs; `extra` carries its fields for a live
+  display (the local CLI's)."""
+  total = f'/{fields["total_steps"]}' if fields['total_steps'] else ''
+  epoch = (f' (epoch {fields["epoch"]}/{fields["epochs"]})'
+           if fields['epoch'] else '')
+  eta = ('' if fields['eta_seconds'] is None else
+         f'  ETA {fields["eta_seconds"]:.0f}s')
+  logging.info('step %d%s%s  loss %.4f  %.0f examples/s%s', fields['step'],
+               total, epoch, fields['loss'], fields['examples_per_sec'], eta,
+               extra={PROGRESS_RECORD: fields})
 
 
 def _restore_latest(adapter, spec: EmbeddingSpec, model_uri: str,
@@ -116,13 +143,16 @@ def _restore_latest(adapter, spec: EmbeddingSpec, model_uri: str,
 
 def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
         sequences: tf.data.Dataset, model_uri: str, logs: RunLogs,
-        config: LoopConfig) -> LoopResult:
-  """Trains from the latest checkpoint of `model_uri` (or from scratch)."""
+        config: LoopConfig, expected_steps: int = 0) -> LoopResult:
+  """Trains from the latest checkpoint of `model_uri` (or from scratch).
+
+  `expected_steps`: the steps `epochs` passes are expected to take (0:
+  unknown), for the epoch and time left of the progress lines."""
   batch_size = data.config.batch_size
   state, latest = _restore_latest(adapter, spec, model_uri, config)
   start_step = int(state.step)
   iterator = adapter.iterator(
-      data.batches(sequences, epochs=config.epochs, skip=start_step))
+      data.batches(sequences, epochs=config.passes, skip=start_step))
   logs.start(start_step, adapter.embedding)
   began = time.perf_counter()
   last_saved = start_step if latest else -1
@@ -143,7 +173,9 @@ def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
       state.examples_seen.assign_add(done * batch_size)
       state.loss.assign(loss)
       if step % config.log_every == 0 or done < n:
-        _log_progress(step, config, loss, rate)
+        per_step = (time.perf_counter() - began) / (step - start_step)
+        _log_progress(progress(step, config, loss, rate, expected_steps,
+                               per_step))
       due = (config.checkpoint_every and step % config.checkpoint_every == 0
              or config.checkpoint_seconds and
              time.perf_counter() - saved_at >= config.checkpoint_seconds)

@@ -134,3 +134,30 @@ def find_baseline(push_root: str
 def load_baseline(push_root: str) -> Optional[Baseline]:
   """The newest readable pushed model; None when there is none."""
   return find_baseline(push_root)[0]
+
+
+def loss_not_comparable(baseline: Optional[Baseline],
+                        candidate_two_tables: bool) -> str:
+  """Why the held-out losses of the candidate and `baseline` cannot be
+  compared ('' when they can).
+
+  The served baseline holds only its input table, so its loss is scored with
+  tied vectors: the loss of the model it came from only if that model was
+  tied too (its spec, next to its source model, says).
+  """
+  if baseline is None:
+    return ''
+  if candidate_two_tables:
+    return ('the candidate scores pairs with a contexts table, the pushed '
+            'version holds only its tokens table')
+  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec  # pylint: disable=g-import-not-at-top
+  source = baseline.manifest.get('source_model', '')
+  try:
+    tables = len(EmbeddingSpec.load(source).tables) if source else 0
+  except (ValueError, OSError, tf.errors.OpError):
+    tables = 0
+  if tables == 1:
+    return ''
+  return ('the pushed version was trained with a contexts table it does not '
+          'hold' if tables else 'the pushed version\'s source model, which '
+          'says how it scored pairs, cannot be read')

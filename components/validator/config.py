@@ -17,6 +17,8 @@ class ValidatorConfig(Thresholds):
     max_recall_queries: (target, context) pairs ranked for recall@k.
     similarity_file: optional WordSim-353 style "w1<TAB>w2<TAB>score" file.
     related_pairs_file: optional "tokenA<TAB>tokenB" file.
+    analogy_file: optional analogy questions "a b c d" with ": section"
+      headers (gensim's questions-words.txt).
     sparsecore_restore_info: for SparseCore checkpoints, e.g.
       {"num_tpu_devices": 4, "num_sc_chips_per_tpu": 4} (a dict or its JSON).
     seed: seed of the shared negative draw and recall sample.
@@ -27,6 +29,7 @@ class ValidatorConfig(Thresholds):
   max_recall_queries: int = 2000
   similarity_file: str = ''
   related_pairs_file: str = ''
+  analogy_file: str = ''
   sparsecore_restore_info: Optional[Dict[str, Any]] = None
   seed: int = 0
 

@@ -16,6 +16,7 @@ from components.validator import metrics
 from components.validator.config import ValidatorConfig
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.models import frequency_model
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 
@@ -31,6 +32,8 @@ class EvalData:
   recall_rows: np.ndarray
   similarity: Optional[List[Tuple[str, str, float]]]
   related: Optional[List[Tuple[str, str]]]
+  analogies: Optional[List[Tuple[str, str, str, str]]] = None
+  counts: Optional[List[int]] = None
 
 
 def trained_skipgram(model_uri: str) -> SkipGramConfig:
@@ -54,6 +57,8 @@ def load(examples_uri: str, vocabulary_uri: str, config: ValidatorConfig,
                 if config.similarity_file else None)
   related = (eval_files.read_related_pairs(config.related_pairs_file)
              if config.related_pairs_file else None)
+  analogies = (eval_files.read_analogy_file(config.analogy_file)
+               if config.analogy_file else None)
   pairs = heldout.read_pairs([examples_uri], vocab.tokens, vocab.counts,
                              skipgram, config.max_eval_examples, config.seed)
   if pairs.targets.size == 0:
@@ -67,7 +72,14 @@ def load(examples_uri: str, vocabulary_uri: str, config: ValidatorConfig,
     rows = np.sort(rng.choice(rows.size, config.max_recall_queries,
                               replace=False))
   return EvalData(list(vocab.tokens), vocab.ids, pairs, rows, similarity,
-                  related)
+                  related, analogies, list(vocab.counts))
+
+
+def frequency(data: EvalData, skipgram: SkipGramConfig) -> Dict[str, Any]:
+  """The held-out loss of the best model knowing only token counts."""
+  p = data.pairs
+  return {'eval_loss': frequency_model.heldout_loss(
+      data.counts, p.contexts, p.negatives, skipgram.subsample)}
 
 
 def popularity(data: EvalData, k: int) -> Dict[str, Any]:
@@ -106,4 +118,8 @@ def quality(model_tokens: List[str], table: np.ndarray, data: EvalData,
     rel = metrics.related_recall_at_k(aligned, data.ids, data.related, k)
     out['related_recall_at_k'] = rel['recall_at_k']
     out['related_covered_pairs'] = rel['covered_pairs']
+  if data.analogies is not None:
+    ana = metrics.analogy_accuracy(aligned, data.ids, data.analogies)
+    out['analogy_accuracy'] = ana['analogy_accuracy']
+    out['analogy_covered_questions'] = ana['covered_questions']
   return out

@@ -1,4 +1,5 @@
-"""The validator's optional input files: similarity scores and related pairs.
+"""The validator's optional input files: similarity scores, related pairs and
+analogy questions.
 
 Both are read with `tf.io.gfile` (local or GCS), UTF-8; blank lines and
 `#` comments are skipped; a bad line raises a one-line error naming the file
@@ -59,6 +60,23 @@ def read_related_pairs(path: str) -> List[Tuple[str, str]]:
   if not pairs:
     raise ValueError(f'related-pairs file {path} has no pairs')
   return pairs
+
+
+def read_analogy_file(path: str) -> List[Tuple[str, str, str, str]]:
+  """Analogy questions "a b c d" (a is to b as c is to d), one per line;
+  ": section" lines are headers (gensim's questions-words.txt format)."""
+  questions = []
+  for n, line in _lines(path):
+    if line.startswith(':'):
+      continue
+    parts = line.split()
+    if len(parts) != 4:
+      raise ValueError(f'analogy file {path} line {n}: expected four words '
+                       f'"a b c d" or a ": section" header, got {line[:80]!r}')
+    questions.append(tuple(parts))
+  if not questions:
+    raise ValueError(f'analogy file {path} has no questions')
+  return questions
 
 
 def _lines(path: str):

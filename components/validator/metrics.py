@@ -12,6 +12,11 @@ on the same data by the same code.
   target, over the whole evaluation vocabulary.
 * Spearman correlation with human similarity scores (WordSim-353 format).
 * recall@k of related pairs (one "tokenA<TAB>tokenB" per line).
+* analogy accuracy (3CosAdd, gensim's questions-words.txt format).
+
+Words of the similarity and analogy files match a token exactly or, failing
+that, lower-cased: those files capitalize names ("Athens"), corpora often
+do not.
 """
 
 import math
@@ -191,15 +196,34 @@ def covered(pairs: Sequence[Tuple], ids: Dict[str, int]) -> List[int]:
   return [i for i, p in enumerate(pairs) if p[0] in ids and p[1] in ids]
 
 
+def word_id(word: str, ids: Dict[str, int]) -> Optional[int]:
+  """The row of `word`, or of its lower-cased form; None if neither."""
+  found = ids.get(word)
+  return ids.get(word.lower()) if found is None else found
+
+
+def _word_rows(rows: Sequence[Sequence[str]], ids: Dict[str, int]
+               ) -> np.ndarray:
+  """[n, len(row)] ids of the rows whose words are all known (others left
+  out)."""
+  out = []
+  for words in rows:
+    found = [word_id(w, ids) for w in words]
+    if None not in found:
+      out.append(found)
+  return np.array(out, dtype=np.int64).reshape(-1, len(rows[0]) if rows else 0)
+
+
 def similarity_spearman(table: np.ndarray, ids: Dict[str, int],
                         triples: Sequence[Tuple[str, str, float]]
                         ) -> Dict[str, object]:
   """Spearman of model cosine vs human score over covered pairs."""
-  idx = covered(triples, ids)
+  idx = [i for i, t in enumerate(triples)
+         if word_id(t[0], ids) is not None and word_id(t[1], ids) is not None]
   result = {'pairs': len(triples), 'covered_pairs': len(idx), 'spearman': None}
   if len(idx) >= 3:
-    a = np.array([ids[triples[i][0]] for i in idx])
-    b = np.array([ids[triples[i][1]] for i in idx])
+    a = np.array([word_id(triples[i][0], ids) for i in idx])
+    b = np.array([word_id(triples[i][1], ids) for i in idx])
     human = [triples[i][2] for i in idx]
     result['spearman'] = spearman(cosine(table, a, b), human)
   return result
@@ -217,4 +241,29 @@ def related_recall_at_k(table: np.ndarray, ids: Dict[str, int],
     b = np.array([ids[pairs[i][1]] for i in idx])
     result['recall_at_k'] = recall_at_k(
         table, np.concatenate([a, b]), np.concatenate([b, a]), k)
+  return result
+
+
+def analogy_accuracy(table: np.ndarray, ids: Dict[str, int],
+                     questions: Sequence[Tuple[str, str, str, str]]
+                     ) -> Dict[str, object]:
+  """Share of "a b c d" questions whose nearest row to b - a + c (unit rows,
+  cosine, a, b and c left out) is d; over questions with all four known."""
+  rows = _word_rows(questions, ids)
+  result = {'questions': len(questions), 'covered_questions': len(rows),
+            'analogy_accuracy': None}
+  if not len(rows):
+    return result
+  unit, nonzero = _unit_rows(table)
+  hits = 0
+  for s in range(0, len(rows), _CHUNK):
+    q = rows[s:s + _CHUNK]
+    query = unit[q[:, 1]] - unit[q[:, 0]] + unit[q[:, 2]]
+    scores = query @ unit.T
+    scores[:, ~nonzero] = -np.inf
+    for j in range(3):
+      scores[np.arange(len(q)), q[:, j]] = -np.inf
+    best = np.argmax(scores, axis=1)
+    hits += int(np.sum((best == q[:, 3]) & nonzero[q[:, 3]]))
+  result['analogy_accuracy'] = hits / len(rows)
   return result

@@ -1,7 +1,9 @@
 """The validation report: `report.json` (everything) and `report.html` (people).
 
-The HTML page is self-contained: gate table, metric table and an inline SVG
-histogram of row norms, candidate vs baseline (no plotting library). Pushed
+The HTML page is self-contained: gate table, metric table, nearest
+neighbours, recall by frequency, a map of the top tokens
+(`report_sections`) and an inline SVG histogram of row norms, candidate vs
+baseline (no plotting library). Pushed
 versions passed over as baseline because they cannot be read are listed on
 it and by `unreadable_baseline_note`.
 """
@@ -12,6 +14,8 @@ import math
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
+
+from components.validator import report_sections
 
 REPORT_JSON = 'report.json'
 REPORT_HTML = 'report.html'
@@ -98,6 +102,7 @@ def _cell(x: Any) -> str:
 
 # Columns of the metrics table: what each model or reference scored.
 METRIC_COLUMNS = (('candidate', 'candidate'), ('baseline', 'baseline'),
+                  ('frequency', 'frequency-only model'),
                   ('popularity', 'popularity ranking'),
                   ('untrained', 'untrained table'))
 
@@ -165,6 +170,7 @@ Baseline: <code>{html.escape(baseline)}</code></p>
 <h2>Metrics</h2>
 <table><tr><th>metric</th>{headers}</tr>
 {''.join(_metric_rows(report))}</table>
+{report_sections.render(report.get('inspection'))}
 <h2>Row norms</h2>
 {histogram_svg(hist, 'Row norm histogram: candidate vs baseline')}
 </body></html>

@@ -7,8 +7,9 @@
 2. Health of every table: no NaN/Inf, no collapse, no exploded norms.
 3. Quality of the `tokens` table on the eval split (and optional similarity
    and related-pairs files), candidate and pushed baseline scored alike.
-4. Gates: recall@k above the popularity ranking's; absolute thresholds;
-   baseline within the regression margin.
+4. Gates: held-out loss below the frequency-only model's (and optionally
+   recall@k above the popularity ranking's); absolute thresholds; baseline
+   within the regression margin.
 5. Warnings (not gates): held-out loss not below an untrained table's, a
    baseline that knows little of the evaluation vocabulary.
 
@@ -29,6 +30,7 @@ from absl import logging
 from components.validator import baseline as baseline_lib
 from components.validator import eval_data
 from components.validator import gates as gates_lib
+from components.validator import inspection
 from components.validator import metrics
 from components.validator.config import ValidatorConfig
 from tpu_embeddings.artifacts import checkpoint_restore
@@ -95,6 +97,7 @@ def _new_report(model_uri: str, examples_uri: str, vocabulary_uri: str,
           'max_recall_queries': config.max_recall_queries,
           'similarity_file': config.similarity_file,
           'related_pairs_file': config.related_pairs_file,
+          'analogy_file': config.analogy_file,
           'push_root': push_root,
           'sparsecore_restore_info': config.sparsecore_restore_info,
           'thresholds': dataclasses.asdict(config.thresholds()),
@@ -109,6 +112,7 @@ def _new_report(model_uri: str, examples_uri: str, vocabulary_uri: str,
       },
       'metrics': {'candidate': None, 'baseline': None,
                   'popularity': eval_data.popularity(data, config.k),
+                  'frequency': eval_data.frequency(data, skipgram),
                   'untrained': {'eval_loss': skipgram.untrained_loss()}},
       'health': {},
       'warnings': [],
@@ -117,7 +121,8 @@ def _new_report(model_uri: str, examples_uri: str, vocabulary_uri: str,
 
 def _candidate_gates(restored: checkpoint_restore.RestoredModel,
                      data: eval_data.EvalData, config: ValidatorConfig,
-                     report: Dict[str, Any]
+                     report: Dict[str, Any],
+                     baseline: Optional[baseline_lib.Baseline] = None
                      ) -> Tuple[List[gates_lib.Gate], np.ndarray]:
   """Health, quality and gates of a restored candidate (into `report`);
   (its gates, its input table)."""
@@ -133,12 +138,21 @@ def _candidate_gates(restored: checkpoint_restore.RestoredModel,
   candidate = eval_data.quality(
       list(restored.vocabulary.tokens), table, data, config.k,
       restored.table_numpy(output_name) if output_name != table_name else None)
-  if output_name != table_name and report['metrics']['baseline']:
-    # The served baseline holds only its input table: its loss is not the
-    # loss of a model that scores pairs with a contexts table.
+  why = baseline_lib.loss_not_comparable(baseline, output_name != table_name)
+  if why and report['metrics']['baseline']:
     report['metrics']['baseline']['eval_loss'] = None
+    report['not_comparable'] = {'eval_loss': why}
   report['metrics']['candidate'] = candidate
-  if thresholds.beat_popularity:
+  # Tied vectors score a token against itself: their held-out loss stays
+  # near an untrained table's even when their neighbours are good, so they
+  # must beat the popularity ranking instead.
+  two_tables = output_name != table_name
+  if thresholds.beat_frequency_model and two_tables:
+    gates.append(gates_lib.frequency_gate(
+        candidate['eval_loss'], report['metrics']['frequency']['eval_loss'],
+        report['metrics']['untrained']['eval_loss']))
+  if thresholds.beat_popularity or (thresholds.beat_frequency_model and
+                                    not two_tables):
     gates.append(gates_lib.popularity_gate(
         candidate['recall_at_k'],
         report['metrics']['popularity']['recall_at_k']))
@@ -146,7 +160,8 @@ def _candidate_gates(restored: checkpoint_restore.RestoredModel,
   report['warnings'] += _warnings(report, thresholds)
   if report['metrics']['baseline'] is not None:
     gates += gates_lib.baseline_gates(candidate, report['metrics']['baseline'],
-                                      thresholds.regression_margin)
+                                      thresholds.regression_margin,
+                                      report.get('not_comparable'))
   return gates, table
 
 
@@ -173,7 +188,14 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
     gates = [gates_lib.restore_gate(f'{type(e).__name__}: {e}')]
     return Validation(_finish(report, gates), None, base_norms)
   report['restore'] = restored_variables_summary(restored)
-  gates, table = _candidate_gates(restored, data, config, report)
+  gates, table = _candidate_gates(restored, data, config, report, baseline)
+  p = data.pairs
+  report['inspection'] = inspection.inspect(
+      data.tokens, metrics.align_table(list(restored.vocabulary.tokens), table,
+                                       data.tokens),
+      (metrics.align_table(baseline.tokens, baseline.table, data.tokens)
+       if baseline is not None else None),
+      p.targets[data.recall_rows], p.contexts[data.recall_rows], config.k)
   return Validation(_finish(report, gates), metrics.row_norms(table),
                     base_norms)
 

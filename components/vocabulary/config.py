@@ -16,7 +16,7 @@ class VocabularyConfig(settings.Settings):
   """
   WHAT = 'Vocabulary'
 
-  min_count: int = 1
+  min_count: int = 5
   max_tokens: int = 0
   split: str = 'train'
 

@@ -128,10 +128,15 @@ def run_retrain(args) -> int:
       print(f'retrain: {decision.reason}', flush=True)
       if not decision.run:
         return 0
+      warm, warning = retrain_lib.choose_warm_start(
+          decision, config.embedding_spec(),
+          config.trainer.warm_start_from_pushed)
+      if warning:
+        print(f'warning: {warning}', flush=True)
       # TFX is imported only when there is something to run.
       from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
       summary = local_runner.run(args.data, args.home, config,
-                                 warm_start_uri=decision.warm_start_uri,
+                                 warm_start_uri=warm,
                                  beam_pipeline_args=args.beam_arg or None,
                                  verbose=args.verbose)
       summary['timing']['total_seconds'] = round(

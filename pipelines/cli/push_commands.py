@@ -8,6 +8,7 @@ import sys
 
 from pipelines.cli import arguments
 from pipelines.cli import failures
+from tpu_embeddings.core import text
 from tpu_embeddings.push_root import consumer
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
@@ -138,12 +139,20 @@ def _register_embed(sub):
 def run_embed(args) -> int:
   root = arguments.root_from_args(args)
   version, vectors = consumer.embed(root, args.sentences, version=args.version)
+  _, unknown = consumer.unknown_tokens(root, args.sentences, version=version)
   if args.json:
     print(json.dumps({'version': version, 'embeddings': [
-        {'text': s, 'vector': [float(x) for x in row]}
-        for s, row in zip(args.sentences, vectors)]}))
+        {'text': s, 'vector': [float(x) for x in row], 'unknown_tokens': u}
+        for s, row, u in zip(args.sentences, vectors, unknown)]}))
     return 0
   print(f'pushed version {version}, dim {vectors.shape[1]}', file=sys.stderr)
+  for n, (sentence, missing) in enumerate(zip(args.sentences, unknown), 1):
+    if missing:
+      total = len(text.tokenize(sentence))
+      print(f'warning: text {n}: {len(missing)} of {total} tokens not in the '
+            f'vocabulary (zero vectors): {" ".join(missing[:10])}'
+            + (' ...' if len(missing) > 10 else '') + '; tokens are '
+            'case-sensitive', file=sys.stderr)
   for sentence, row in zip(args.sentences, vectors):
     print(sentence + '\t' + ' '.join(f'{x:.6f}' for x in row))
   return 0

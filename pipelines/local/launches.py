@@ -38,14 +38,19 @@ class Launches:
   """Within the block, LocalDagRunner's launches are wrapped (module
   docstring); `current` is the node being run, `done` those finished."""
 
-  def __init__(self, out: TextIO):
+  def __init__(self, out: TextIO, progress_line=None):
     self._out = out
+    # The trainer's updating progress line (progress_line.ProgressLine), if
+    # shown: ended before each component line.
+    self._progress_line = progress_line
     self.timings: Dict[str, float] = {}
     self.done: List[str] = []
     self.current: Optional[str] = None
     self._originals = None
 
   def _line(self, node: str, text: str):
+    if self._progress_line is not None:
+      self._progress_line.end_line()
     print(f'  {node:<22} {text}', file=self._out, flush=True)
 
   def __enter__(self):

@@ -10,7 +10,7 @@ import dataclasses
 import fcntl
 import os
 import re
-from typing import Optional, TextIO
+from typing import Optional, TextIO, Tuple
 
 from tpu_embeddings.push_root import layout as push_layout
 
@@ -94,6 +94,31 @@ def decide(data_root: str, push_root: str, pattern: str) -> Decision:
   reason += (f', warm start from {warm}' if warm else
              ', cold start (the pushed model\'s source is gone)')
   return Decision(True, reason, data_span, pushed_span, version, warm)
+
+
+def choose_warm_start(decision: Decision, spec, from_pushed: bool
+                      ) -> Tuple[str, str]:
+  """(base model, warning): the pushed model's source when it can seed a
+  model with `spec` (an EmbeddingSpec), else a cold start and why.
+
+  `from_pushed` is `trainer.warm_start_from_pushed`: false asks for a cold
+  start. A base whose tables or optimizer do not fit `spec` (another `dim`,
+  tied vs a contexts table, another optimizer) cannot seed it: retraining
+  then starts cold rather than failing.
+  """
+  if not decision.warm_start_uri:
+    return '', ''
+  if not from_pushed:
+    return '', ('cold start: trainer.warm_start_from_pushed=false (not '
+                f'warm-starting from {decision.warm_start_uri})')
+  from components.trainer import warm_start  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec  # pylint: disable=g-import-not-at-top
+  base = decision.warm_start_uri
+  try:
+    warm_start.check_compatible(spec, EmbeddingSpec.load(base), base)
+  except ValueError as e:
+    return '', f'cold start: {e}'
+  return base, ''
 
 
 class LockHeld(Exception):

@@ -30,6 +30,7 @@ from pipelines.local import home as home_lib
 from pipelines.local import launches
 from pipelines.local import metadata_queries
 from pipelines.local import store_guard
+from pipelines.local.progress_line import ProgressLine
 from tpu_embeddings.core import text
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
@@ -59,10 +60,15 @@ def compile_run(pipeline, run_id: str):
 @contextlib.contextmanager
 def _quiet_logs(verbose: bool):
   """Without --verbose, library logs are off: `launches` prints one line per
-  component, and a failure is raised to the CLI, which prints one line
-  (TFX would log each failed execution at ERROR level besides)."""
+  component (progress_line the trainer's progress), and a failure is raised
+  to the CLI, which prints one line (TFX would log each failed execution at
+  ERROR level besides); with it, absl's INFO logs too (TFX's and the
+  trainer's progress lines)."""
   quieted = []
-  if not verbose:
+  verbosity = logging.get_verbosity()
+  if verbose:
+    logging.set_verbosity(logging.INFO)
+  else:
     for h in py_logging.getLogger().handlers + [logging.get_absl_handler()]:
       quieted.append((h, h.level))
       h.setLevel(max(h.level, py_logging.CRITICAL))
@@ -72,6 +78,7 @@ def _quiet_logs(verbose: bool):
   try:
     yield
   finally:
+    logging.set_verbosity(verbosity)
     for h, level in quieted:
       h.setLevel(level)
 
@@ -107,12 +114,15 @@ def run(data_root: str,
   os.makedirs(p['home'], exist_ok=True)
   store_note = store_guard.check(p['home'])
   start = time.monotonic()
-  progress = launches.Launches(out)
+  # Without --verbose the trainer's progress is shown on its own; with it,
+  # it is among the logs.
+  line = None if verbose else ProgressLine(out)
+  progress = launches.Launches(out, line)
   # The run id is fixed here, so the summary reads this run's executions
   # even while another run writes to the same ML Metadata.
   run_id = new_run_id()
   try:
-    with _quiet_logs(verbose), progress:
+    with _quiet_logs(verbose), progress, line or contextlib.nullcontext():
       LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
   except BaseException as e:  # pylint: disable=broad-except
     raise failure.wrap(e, p['home'], progress.current, progress.done) from e

@@ -37,14 +37,19 @@ def write_tpu_format_model(uri: str,
                            tokens: Sequence[str],
                            spec: Optional[EmbeddingSpec] = None,
                            table: Optional[np.ndarray] = None,
-                           seed: int = 0) -> EmbeddingSpec:
+                           seed: int = 0,
+                           tables: Optional[Dict[str, np.ndarray]] = None
+                           ) -> EmbeddingSpec:
   """A Model artifact whose checkpoint is saved by `TPUEmbedding` in CPU mode.
 
   `TPUEmbedding` built outside any TPU strategy writes the same keys as on a
-  TPU (tables and optimizer slots); `table` overrides the table values.
+  TPU (tables and optimizer slots); `table` overrides the first table's
+  values, `tables` those of the tables it names. Every table has a row per
+  token.
   """
-  spec = (spec or skipgram_spec(dim=8)).with_vocabulary_size(
-      'tokens', len(tokens))
+  spec = spec or skipgram_spec(dim=8)
+  for t in spec.tables:
+    spec = spec.with_vocabulary_size(t.name, len(tokens))
   os.makedirs(uri, exist_ok=True)
   spec.save(uri)
   vocabulary_file.write(uri, vocabulary_file.TokenCounts(
@@ -55,6 +60,9 @@ def write_tpu_format_model(uri: str,
   embedding.build()
   if table is not None:
     list(embedding.embedding_tables.values())[0].assign(table)
+  for config, variable in embedding.embedding_tables.items():
+    if tables and config.name in tables:
+      variable.assign(tables[config.name])
   ckpt = tf.train.Checkpoint(
       **{model_layout.EMBEDDING_KEY: embedding},
       step=tf.Variable(0, dtype=tf.int64))

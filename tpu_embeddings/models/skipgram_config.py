@@ -25,7 +25,7 @@ class SkipGramConfig(settings.Settings):
   WHAT = 'skip-gram'
 
   batch_size: int = 2048
-  window: int = 3
+  window: int = 5
   negatives: int = 5
   subsample: float = 1e-3
   seed: int = 0

@@ -141,6 +141,23 @@ def embed(push_root: str, sentences: Sequence[str],
   return number, out[serving_contract.EMBEDDINGS].numpy()
 
 
+def unknown_tokens(push_root: str, sentences: Sequence[str],
+                   version: Optional[Union[int, str]] = None
+                   ) -> Tuple[int, List[List[str]]]:
+  """(version, the tokens of each sentence that the version's vocabulary
+  lacks): they add a zero vector to `embed`'s result, so a typo or another
+  case ("Paris" for "paris") silently weakens it."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  number = resolve_version(push_root, version)
+  path = push_layout.join(
+      push_layout.version_dir(push_root, 'serving', number),
+      f'{serving_contract.ASSETS_DIR}/{serving_contract.TOKENS_ASSET_FILENAME}')
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    known = {line.rstrip(b'\n').decode('utf-8') for line in f}
+  return number, [[t for t in text.tokenize(s) if t not in known]
+                  for s in sentences]
+
+
 def neighbors(push_root: str, token: str, k: int = 10,
               version: Optional[Union[int, str]] = None,
               loaded=None) -> Tuple[int, List[Tuple[str, float]]]:

@@ -16,13 +16,25 @@ from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 def test_linear_decay_falls_to_the_final_fraction_and_stays():
   decay = learning_rate.LinearDecay(100)
-  assert float(decay(0)) == 1.0
+  assert decay.warmup_steps == 5
+  assert float(decay(5)) == pytest.approx(0.95)
   assert float(decay(25)) == pytest.approx(0.75)
   assert float(decay(100)) == pytest.approx(learning_rate.FINAL_FRACTION)
   assert float(decay(250)) == pytest.approx(learning_rate.FINAL_FRACTION)
   assert float(learning_rate.LinearDecay(0)(10**6)) == 1.0
   with pytest.raises(ValueError, match='total_steps must be >= 0'):
     learning_rate.LinearDecay(-1)
+
+
+def test_the_rate_warms_up_over_the_first_planned_steps():
+  decay = learning_rate.LinearDecay(100)
+  scales = [float(decay(s)) for s in range(6)]
+  assert scales[0] == pytest.approx(1 / 6)
+  assert scales == sorted(scales)
+  assert scales[4] == pytest.approx(5 / 6 * 0.96)
+  assert learning_rate.LinearDecay(10**8).warmup_steps == (
+      learning_rate.MAX_WARMUP_STEPS)
+  assert learning_rate.LinearDecay(10).warmup_steps == 0
 
 
 def test_each_step_applies_the_decayed_learning_rate():

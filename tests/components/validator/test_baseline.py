@@ -111,3 +111,23 @@ def test_no_readable_version_means_no_baseline(two_pushed):
   _damage(root, 1, 'truncate')
   found, unreadable = baseline.find_baseline(root)
   assert found is None and [u.version for u in unreadable] == [2, 1]
+
+
+@pytest.mark.parametrize('context_table, two_table_candidate, words', [
+    (False, False, ''),
+    (False, True, 'the candidate scores pairs with a contexts table'),
+    (True, False, 'trained with a contexts table it does not hold'),
+    (None, False, 'cannot be read'),
+])
+def test_held_out_losses_are_compared_only_between_tied_models(
+    tmp_path, context_table, two_table_candidate, words):
+  from components.trainer.config import TableConfig  # pylint: disable=g-import-not-at-top
+  source = ''
+  if context_table is not None:
+    source = str(tmp_path / 'source')
+    TableConfig(context_table=context_table).embedding_spec().save(source)
+  pushed = baseline.Baseline('served', 1, ['a'], np.zeros((1, 2)),
+                                 {'source_model': source})
+  why = baseline.loss_not_comparable(pushed, two_table_candidate)
+  assert (why == '') if not words else (words in why)
+  assert baseline.loss_not_comparable(None, True) == ''

@@ -41,3 +41,22 @@ def test_fields_keep_unicode_spaces_inside_tokens(tmp_path):
   sim = tmp_path / 'sim.tab'
   sim.write_text('x\u00a0\ty\t1.5\n', encoding='utf-8')
   assert eval_files.read_similarity_file(str(sim)) == [('x\u00a0', 'y', 1.5)]
+
+
+def test_read_analogy_file_reads_gensims_questions_words():
+  import gensim.test.utils  # pylint: disable=g-import-not-at-top
+  questions = eval_files.read_analogy_file(
+      gensim.test.utils.datapath('questions-words.txt'))
+  assert len(questions) == 19544
+  assert questions[0] == ('Athens', 'Greece', 'Baghdad', 'Iraq')
+
+
+def test_read_analogy_file_names_a_bad_line(tmp_path):
+  bad = tmp_path / 'analogies.txt'
+  bad.write_text(': capitals\nAthens Greece Baghdad Iraq\nParis France\n')
+  with pytest.raises(ValueError, match='analogies.txt line 3: expected four'):
+    eval_files.read_analogy_file(str(bad))
+  empty = tmp_path / 'empty.txt'
+  empty.write_text(': capitals\n')
+  with pytest.raises(ValueError, match='has no questions'):
+    eval_files.read_analogy_file(str(empty))

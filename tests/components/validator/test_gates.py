@@ -33,7 +33,7 @@ def test_healthy_table_passes_every_health_gate():
 
 @pytest.mark.parametrize('overrides, failing, words', [
     ({'nonfinite_values': 3, 'nonfinite_rows': 1}, 'finite', '3 NaN/Inf'),
-    ({'mean_pairwise_cosine': 0.97}, 'not_collapsed', 'collapsed'),
+    ({'mean_pairwise_cosine': 0.995}, 'not_collapsed', 'collapsed'),
     ({'mean_pairwise_cosine': None}, 'not_collapsed', 'fewer than two'),
     ({'max_norm': 1e6}, 'norms', 'exploded'),
     ({'max_norm': None}, 'norms', 'exploded'),
@@ -102,3 +102,28 @@ def test_popularity_gate_needs_strictly_better_recall():
 def test_min_baseline_coverage_is_a_fraction():
   with pytest.raises(ValueError, match='min_baseline_coverage must be in'):
     gates.Thresholds(min_baseline_coverage=1.5)
+
+
+def test_frequency_gate_needs_a_loss_below_the_frequency_model():
+  assert gates.frequency_gate(2.4, 2.6, 4.159).passed
+  above = gates.frequency_gate(2.7, 2.6, 4.159)
+  assert not above.passed and 'no better than token counts' in above.reason
+  assert not gates.frequency_gate(None, 2.6, 4.159).passed
+  assert gates.frequency_gate(2.4, None, 4.159).passed  # nothing to compare
+
+
+def test_a_loss_at_the_untrained_value_says_the_table_learned_nothing():
+  gate = gates.frequency_gate(4.1588, 2.6, 4.15888)
+  assert not gate.passed
+  assert 'learned nothing' in gate.reason and 'trainer.epochs' in gate.reason
+
+
+def test_a_metric_that_cannot_be_compared_says_so_and_passes():
+  result = gates.baseline_gates(
+      {'eval_loss': 2.5, 'recall_at_k': 0.2},
+      {'eval_loss': None, 'recall_at_k': 0.21}, 0.1,
+      {'eval_loss': 'the candidate scores pairs with a contexts table'})
+  by_name = {g.name: g for g in result}
+  assert by_name['baseline/eval_loss'].passed
+  assert 'not comparable (the candidate' in by_name['baseline/eval_loss'].reason
+  assert by_name['baseline/recall_at_k'].passed

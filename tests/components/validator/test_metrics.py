@@ -183,3 +183,33 @@ def test_negatives_follow_the_trainer_distribution():
   share = np.mean(p.negatives == 0)
   weights = np.power(counts, skipgram.NEGATIVE_SAMPLING_POWER)
   assert share == pytest.approx(weights[0] / weights.sum(), abs=0.05)
+
+
+def test_analogy_accuracy_finds_b_minus_a_plus_c_leaving_out_the_question():
+  words = ['man', 'woman', 'king', 'queen', 'apple', 'Paris']
+  ids = {w: i for i, w in enumerate(words)}
+  table = np.array([[1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 0],
+                    [0, 0, 0, 1], [0, 0, 0, 0]], np.float32)
+  questions = [('man', 'woman', 'king', 'queen'),   # hit
+               ('MAN', 'King', 'woman', 'queen'),   # lower-cased, hit
+               ('man', 'woman', 'king', 'apple'),   # miss
+               ('man', 'woman', 'king', 'rome')]    # not covered
+  result = metrics.analogy_accuracy(table, ids, questions)
+  assert result['covered_questions'] == 3
+  assert result['analogy_accuracy'] == pytest.approx(2 / 3)
+  # A zero row (unknown to this model) is never an answer.
+  zero_answer = [('man', 'woman', 'apple', 'Paris')]
+  assert metrics.analogy_accuracy(table, ids, zero_answer)[
+      'analogy_accuracy'] == 0.0
+  assert metrics.analogy_accuracy(table, ids, questions[3:])[
+      'analogy_accuracy'] is None
+
+
+def test_similarity_matches_capitalized_words_lower_cased():
+  ids = {'tiger': 0, 'cat': 1, 'car': 2, 'paris': 3}
+  table = np.array([[1, 0.1], [1, 0.2], [0, 1], [0.5, 0.5]], np.float32)
+  triples = [('Tiger', 'cat', 9.0), ('tiger', 'car', 1.0),
+             ('cat', 'Paris', 5.0), ('cat', 'rome', 3.0)]
+  result = metrics.similarity_spearman(table, ids, triples)
+  assert result['covered_pairs'] == 3
+  assert result['spearman'] == pytest.approx(1.0)

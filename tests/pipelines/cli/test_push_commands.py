@@ -49,6 +49,19 @@ def test_cli_pushed_embed_neighbors(pushed, capsys):
       pushed_home.sentence_vector(pushed['tables'][1], 'the cat sat'),
       atol=1e-5)
 
+  # Tokens the vocabulary lacks are named, not silently zero.
+  code, out, err = _cli(capsys, 'embed', '--home', pushed['home'],
+                        'The cat sat', 'dog', '--json')
+  assert code == 0
+  assert [e['unknown_tokens'] for e in json.loads(out)['embeddings']] == [
+      ['The'], []]
+  code, _, err = _cli(capsys, 'embed', '--home', pushed['home'], 'dog',
+                      'The caat sat')
+  assert code == 0
+  assert ('warning: text 2: 2 of 3 tokens not in the vocabulary (zero '
+          'vectors): The caat; tokens are case-sensitive') in err
+  assert 'text 1' not in err
+
   code, out, _ = _cli(capsys, 'neighbors', '--home', pushed['home'], 'dog',
                       '-k', '2', '--json')
   assert code == 0

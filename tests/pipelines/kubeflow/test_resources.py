@@ -11,12 +11,16 @@ def _config(**settings):
 
 
 def test_table_size_counts_rows_dim_and_optimizer_slots():
-  adagrad = _config(**{'vocabulary.max_tokens': 999, 'table.dim': 10})
+  adagrad = _config(**{'vocabulary.max_tokens': 999, 'table.dim': 10,
+                       'table.context_table': False})
   size = resources.table_size(adagrad.embedding_spec(), 999)
   assert size.rows == 1000  # the cap plus the out-of-vocabulary row
+  two = _config(**{'vocabulary.max_tokens': 999, 'table.dim': 10})
+  assert resources.table_size(two.embedding_spec(), 999).rows == 2000
   assert size.weights_bytes == 1000 * 10 * 4
   assert size.state_bytes == 2 * size.weights_bytes  # + accumulators
-  adam = _config(**{'table.optimizer': 'adam', 'table.dim': 10})
+  adam = _config(**{'table.optimizer': 'adam', 'table.dim': 10,
+                    'table.context_table': False})
   assert resources.table_size(adam.embedding_spec(), 999).state_bytes == (
       3 * size.weights_bytes)  # + momenta + velocities
   # Without a cap, ASSUMED_ROWS.

@@ -37,3 +37,40 @@ def test_lock_is_exclusive_and_released(tmp_path):
         pass
   with retrain.RetrainLock(str(tmp_path)):
     pass
+
+
+def _decision(base):
+  return retrain.Decision(True, 'span 2 is newer', 2, 1, 1, base)
+
+
+def test_a_base_that_fits_the_spec_warm_starts(tmp_path):
+  from components.trainer.config import TableConfig  # pylint: disable=g-import-not-at-top
+  spec = TableConfig().embedding_spec()
+  spec.save(str(tmp_path))
+  assert retrain.choose_warm_start(_decision(str(tmp_path)), spec,
+                                   True) == (str(tmp_path), '')
+  assert retrain.choose_warm_start(_decision(''), spec, True) == ('', '')
+
+
+@pytest.mark.parametrize('changed, words', [
+    ({'dim': 16}, 'dim'),
+    ({'context_table': True}, "no table 'contexts'"),
+    ({'optimizer': 'sgd'}, 'optimizer'),
+])
+def test_a_changed_spec_cold_starts_saying_why(tmp_path, changed, words):
+  from components.trainer.config import TableConfig  # pylint: disable=g-import-not-at-top
+  TableConfig(context_table=False).embedding_spec().save(str(tmp_path))
+  spec = TableConfig(**{'context_table': False, **changed}).embedding_spec()
+  uri, warning = retrain.choose_warm_start(_decision(str(tmp_path)), spec,
+                                           True)
+  assert uri == ''
+  assert warning.startswith('cold start: ') and words in warning
+
+
+def test_warm_start_from_pushed_false_is_honoured(tmp_path):
+  from components.trainer.config import TableConfig  # pylint: disable=g-import-not-at-top
+  spec = TableConfig().embedding_spec()
+  spec.save(str(tmp_path))
+  uri, warning = retrain.choose_warm_start(_decision(str(tmp_path)), spec,
+                                           False)
+  assert uri == '' and 'warm_start_from_pushed=false' in warning

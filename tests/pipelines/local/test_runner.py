@@ -14,3 +14,27 @@ def test_beam_components_start_without_packaging_tfx():
   executor = vocabulary_executor.Executor(context)
   assert not any(a.startswith('--extra_package')
                  for a in executor._beam_pipeline_args)  # pylint: disable=protected-access
+
+
+def test_verbose_shows_absl_info_logs_and_quiet_hides_them():
+  import logging as py_logging  # pylint: disable=g-import-not-at-top
+
+  from absl import logging  # pylint: disable=g-import-not-at-top
+
+  from pipelines.local import runner  # pylint: disable=g-import-not-at-top
+  seen = []
+  handler = py_logging.Handler(py_logging.DEBUG)
+  handler.emit = lambda record: seen.append(record.getMessage())
+  py_logging.getLogger('absl').addHandler(handler)
+  before = logging.get_verbosity()
+  try:
+    logging.set_verbosity(logging.WARNING)
+    with runner._quiet_logs(True):  # pylint: disable=protected-access
+      logging.info('trainer step 100')
+    with runner._quiet_logs(False):  # pylint: disable=protected-access
+      logging.info('hidden step')
+    assert logging.get_verbosity() == logging.WARNING
+  finally:
+    py_logging.getLogger('absl').removeHandler(handler)
+    logging.set_verbosity(before)
+  assert seen == ['trainer step 100']

@@ -1,0 +1,225 @@
+"""The pipeline with no settings on real corpora, next to gensim's defaults.
+
+    python -m benchmarks.real_corpora [--corpora lee,head500,enwiki,items]
+
+For each corpus the whole local pipeline runs once in a fresh home with
+`PipelineConfig()` as it comes (no `--set`), and gensim `Word2Vec(sg=1)` with
+its own defaults (dim 100, window 5, min_count 5, 5 epochs, 3 workers) learns
+from the same text: the pipeline's train split, read back from its Examples.
+Text corpora (`benchmarks.text_corpora`, shipped with gensim) are judged by
+WordSim-353 Spearman and questions-words analogy accuracy, both on the words
+the two models know (the same pairs, the same questions, the same candidate
+words for both); the generated interaction corpus (`items`,
+`benchmarks.interaction_corpus`) by next-item HR@10 and category P@10.
+
+Per corpus it prints: blessed (the pipeline's own verdict with its default
+gates; gensim's vectors are put through the same held-out loss test, on the
+validator's pairs), the held-out loss of each and of the frequency-only model
+the gate compares with, the quality figures, trainer / gensim training
+seconds and whole-run seconds (the pipeline's wall from start to push vs
+gensim's read + train).
+"""
+
+import argparse
+import io
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from benchmarks import embedding_quality as quality
+from benchmarks import interaction_corpus
+from benchmarks import text_corpora
+from benchmarks import time_to_quality
+
+TEXT = ('lee', 'head500', 'enwiki')
+
+
+def run_pipeline(data_root, home):
+  """The local pipeline with every default; (summary, its tokens table)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
+  from pipelines.local import runner  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  summary = runner.run(data_root, home, config_lib.PipelineConfig(),
+                       out=io.StringIO())
+  reader = tf.train.load_checkpoint(
+      model_layout.latest_checkpoint(summary['model']))
+  tokens = vocabulary_file.read(summary['model']).tokens
+  return summary, quality.Table(tokens, reader.get_tensor(
+      model_layout.table_key('tokens')))
+
+
+def run_gensim(train_file):
+  """gensim Word2Vec(sg=1), its own defaults; (read s, train s, model)."""
+  from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+  start = time.perf_counter()
+  with open(train_file, encoding='utf-8') as f:
+    sentences = [line.split() for line in f]
+  read = time.perf_counter() - start
+  start = time.perf_counter()
+  model = Word2Vec(sentences, sg=1)
+  return read, time.perf_counter() - start, model
+
+
+def _newest(home, node, channel):
+  import glob  # pylint: disable=g-import-not-at-top
+  runs = glob.glob(os.path.join(home, 'pipeline', node, channel, '*'))
+  return max(runs, key=lambda p: int(os.path.basename(p)))
+
+
+def gensim_heldout(home, model):
+  """gensim's held-out skip-gram loss (vectors + syn1neg) on the validator's
+  pairs, and the frequency-only model's; what the default gate compares."""
+  from components.validator import eval_data  # pylint: disable=g-import-not-at-top
+  from components.validator import metrics  # pylint: disable=g-import-not-at-top
+  from components.validator.config import ValidatorConfig  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models import heldout  # pylint: disable=g-import-not-at-top
+  skipgram = eval_data.trained_skipgram(
+      _newest(home, 'EmbeddingTrainer', 'model'))
+  data = eval_data.load(_newest(home, 'FileBasedExampleGen', 'examples'),
+                        _newest(home, 'Vocabulary', 'vocabulary'),
+                        ValidatorConfig(), skipgram)
+  words = model.wv.index_to_key
+  table = metrics.align_table(words, model.wv.vectors, data.tokens)
+  contexts = metrics.align_table(words, model.syn1neg, data.tokens)
+  p = data.pairs
+  return (heldout.skipgram_loss(table, p.targets, p.contexts, p.negatives,
+                                contexts),
+          eval_data.frequency(data, skipgram)['eval_loss'])
+
+
+def judged(ours, theirs):
+  """{name: (ours, gensim, items judged)} on the words both models know."""
+  from components.validator import eval_files  # pylint: disable=g-import-not-at-top
+  from components.validator import metrics  # pylint: disable=g-import-not-at-top
+  common = sorted(set(ours.tokens) & set(theirs.tokens))
+  ids = {t: i for i, t in enumerate(common)}
+  tables = [metrics.align_table(t.tokens, t.unit, common)
+            for t in (ours, theirs)]
+  pairs = eval_files.read_similarity_file(
+      text_corpora.datapath(text_corpora.WORDSIM))
+  questions = eval_files.read_analogy_file(
+      text_corpora.datapath(text_corpora.ANALOGIES))
+  sim = [metrics.similarity_spearman(t, ids, pairs) for t in tables]
+  ana = [metrics.analogy_accuracy(t, ids, questions) for t in tables]
+  return {'wordsim': (sim[0]['spearman'], sim[1]['spearman'],
+                      sim[0]['covered_pairs']),
+          'analogy': (ana[0]['analogy_accuracy'], ana[1]['analogy_accuracy'],
+                      ana[0]['covered_questions'])}
+
+
+def _fmt(x, spec='.3f'):
+  return '-' if x is None else format(x, spec)
+
+
+def print_corpus(name, tokens, rows, figures):
+  """One corpus: a row per side, then what the figures were judged on."""
+  print(f'\n== {name}: {tokens:,} tokens', flush=True)
+  print(f'{"side":<10} {"blessed":>7} {"heldout":>8} {"freq":>7} '
+        f'{"wordsim":>8} {"analogy":>8} {"HR@10":>6} {"catP@10":>7} '
+        f'{"train s":>8} {"whole s":>8}')
+  for side, row in rows.items():
+    print(f'{side:<10} {row["blessed"]:>7} {_fmt(row["loss"]):>8} '
+          f'{_fmt(row["frequency"]):>7} {_fmt(row.get("wordsim")):>8} '
+          f'{_fmt(row.get("analogy")):>8} {_fmt(row.get("hr")):>6} '
+          f'{_fmt(row.get("catp")):>7} {row["train"]:>8.1f} '
+          f'{row["whole"]:>8.1f}')
+  ours, theirs = rows['pipeline'], rows['gensim']
+  print(f'ratios pipeline / gensim: train {ours["train"] / theirs["train"]:.2f}'
+        f', whole {ours["whole"] / theirs["whole"]:.2f}; ' + figures)
+
+
+def _sides(home, summary, ours, train_file):
+  """The two rows of a corpus, and gensim's model for its own figures."""
+  read, train, model = run_gensim(train_file)
+  loss, frequency = gensim_heldout(home, model)
+  metrics = summary.get('metrics') or {}
+  rows = {
+      'pipeline': {
+          'blessed': 'yes' if summary.get('blessed') else 'NO',
+          'loss': (metrics.get('candidate') or {}).get('eval_loss'),
+          'frequency': (metrics.get('frequency') or {}).get('eval_loss'),
+          'train': summary['timing']['per_component'].get(
+              time_to_quality.TRAINER_NODE, float('nan')),
+          'whole': summary['timing']['wall_seconds']},
+      'gensim': {
+          'blessed': 'yes' if loss is not None and loss < frequency else 'NO',
+          'loss': loss, 'frequency': frequency, 'train': train,
+          'whole': read + train},
+  }
+  return rows, quality.Table(model.wv.index_to_key, model.wv.vectors)
+
+
+def run_text(name, work):
+  data_root = os.path.join(work, f'data-{name}')
+  tokens = text_corpora.write(name, data_root)
+  home = os.path.join(work, f'home-{name}')
+  summary, ours = run_pipeline(data_root, home)
+  train_file = time_to_quality.train_split_file(
+      home, os.path.join(work, f'train-{name}.txt'))
+  rows, theirs = _sides(home, summary, ours, train_file)
+  figures = judged(ours, theirs)
+  for key, (mine, gensims, _) in figures.items():
+    rows['pipeline'][key], rows['gensim'][key] = mine, gensims
+  print_corpus(name, tokens, rows,
+               f'wordsim on {figures["wordsim"][2]} pairs, analogy on '
+               f'{figures["analogy"][2]} questions both models know')
+  return rows
+
+
+def run_items(work, sequences, seed):
+  corpus = interaction_corpus.generate(
+      os.path.join(work, 'data-items'),
+      interaction_corpus.Shape(sequences=sequences, seed=seed))
+  home = os.path.join(work, 'home-items')
+  summary, ours = run_pipeline(corpus.data_root, home)
+  train_file = time_to_quality.train_split_file(
+      home, os.path.join(work, 'train-items.txt'))
+  rows, theirs = _sides(home, summary, ours, train_file)
+  counts = {}
+  with open(corpus.corpus_file, encoding='utf-8') as f:
+    for line in f:
+      for item in line.split():
+        counts[item] = counts.get(item, 0) + 1
+  items = quality.query_items(counts, 2000, seed=seed)
+  for side, table in (('pipeline', ours), ('gensim', theirs)):
+    rows[side]['hr'] = quality.hit_rate(table, corpus.heldout)
+    rows[side]['catp'] = quality.category_precision(
+        table, corpus.categories, items)
+  print_corpus('items', corpus.events, rows,
+               f'HR@10 of {len(corpus.heldout):,} held-out next items, '
+               f'category P@10 of {len(items):,} items')
+  return rows
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--corpora', default=','.join(TEXT + ('items',)))
+  parser.add_argument('--item-sequences', type=int, default=2_000,
+                      help='sequences of the generated interaction corpus')
+  parser.add_argument('--seed', type=int, default=0)
+  parser.add_argument('--work', help='keep corpora and homes here')
+  args = parser.parse_args(argv)
+  names = args.corpora.split(',')
+  unknown = sorted(set(names) - set(TEXT) - {'items'})
+  if unknown:
+    parser.error(f'unknown corpus {unknown[0]!r}; choose from '
+                 f'{", ".join(TEXT + ("items",))}')
+  print(f'pipeline: PipelineConfig() defaults; gensim: Word2Vec(sg=1) '
+        f'defaults; {os.cpu_count()} cores')
+  with tempfile.TemporaryDirectory() as tmp:
+    work = args.work or tmp
+    for name in names:
+      if name == 'items':
+        run_items(work, args.item_sequences, args.seed)
+      else:
+        run_text(name, work)
+
+
+if __name__ == '__main__':
+  np.seterr(all='ignore')
+  main()
