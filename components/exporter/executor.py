@@ -43,10 +43,10 @@ from components.exporter import canaries
 from components.exporter import fresh_process
 from components.exporter import hub_export
 from components.exporter import serving_export
-from components.exporter import token_ids
 from components.exporter.config import ExporterConfig
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.core import file_system
 from tpu_embeddings.models import skipgram_features

@@ -11,7 +11,7 @@ import uuid
 
 import tensorflow as tf
 
-from components.exporter import token_ids
+from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_file
 
 
@@ -30,7 +30,7 @@ def _shared_name(kind: str) -> str:
 
 
 class TokenIds(tf.saved_model.experimental.TrackableResource):
-  """Token -> row id (`components.exporter.token_ids`), built at load time.
+  """Token -> row id (`tpu_embeddings.artifacts.token_ids`), built at load time.
 
   Nothing is built while exporting; the table exists only in the process that
   loads the SavedModel. `keyed_by_string=True` (for vocabularies in which two
