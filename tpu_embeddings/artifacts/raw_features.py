@@ -87,6 +87,7 @@ def tokens(values) -> tf.RaggedTensor:
   if not isinstance(values, tf.RaggedTensor):
     values = tf.convert_to_tensor(values)
     values = tf.RaggedTensor.from_tensor(tf.reshape(values, [-1, 1]))
+  values = values.with_row_splits_dtype(tf.int64)  # tf.strings.split's
   flat = values.flat_values
   if flat.dtype != tf.string:
     flat = tf.strings.as_string(flat)

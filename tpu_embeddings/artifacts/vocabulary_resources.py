@@ -67,6 +67,12 @@ class TokenIds(tf.saved_model.experimental.TrackableResource):
     return tf.raw_ops.InitializeTableV2(
         table_handle=self.resource_handle, keys=keys, values=values)
 
+  def initialize_now(self):
+    """Fills the table in this process, to look tokens up before the model
+    is saved (a loaded SavedModel initializes it itself)."""
+    with tf.init_scope():
+      self._initialize()
+
   def lookup(self, tokens):
     """`(ids, known)`: ids in [0, vocabulary size) (0 for OOV), OOV mask."""
     if self._keyed_by_string:

@@ -136,14 +136,17 @@ class ModelContext:
     spaces, ready for raw-feature signatures (default: every FEATURES)."""
     self._require('examples_uris', bool(self.examples_uris),
                   'without Examples')
-    files = raw_features.split_files(self.examples_uris, split)
     names = tuple(features) or tuple(sorted(self.features))
-    kinds = {n: self.feature_kinds[n] for n in names
-             if n in self.feature_kinds}
-    if len(kinds) < len(names):
-      kinds.update(raw_features.feature_kinds(
-          files, [n for n in names if n not in kinds]))
-    return raw_features.read_joined(files, kinds, limit)
+    key = ('read_split', split, names, limit)
+    if key not in self.cache:  # eval_fn scores several models on it
+      files = raw_features.split_files(self.examples_uris, split)
+      kinds = {n: self.feature_kinds[n] for n in names
+               if n in self.feature_kinds}
+      if len(kinds) < len(names):
+        kinds.update(raw_features.feature_kinds(
+            files, [n for n in names if n not in kinds]))
+      self.cache[key] = raw_features.read_joined(files, kinds, limit)
+    return self.cache[key]
 
   def eval_examples(self, features: Sequence[str] = ()
                     ) -> Dict[str, np.ndarray]:

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from components.trainer import cpu_adapter
 from components.trainer import device
 from components.trainer import tpu_adapter
-from components.trainer import cpu_adapter
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 B, K, D = 8, 3, 4

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from components.trainer import cpu_adapter
 from components.trainer import executor
 from components.trainer import learning_rate
-from components.trainer import cpu_adapter
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models.skipgram_features import skipgram_spec

@@ -1,0 +1,48 @@
+"""Small two-tower inputs on disk: interaction Examples and vocabularies."""
+
+import collections
+import os
+
+import tensorflow as tf
+
+from pipelines import demo_interactions
+from tests.support import paths
+from tpu_embeddings.artifacts import vocabularies
+from tpu_embeddings.artifacts import vocabulary_file
+
+MODULE_FILE = os.path.join(paths.REPO, 'examples', 'two_tower',
+                           'two_tower_model.py')
+SMALL = demo_interactions.Shape(items=200, categories=8, sequences=120,
+                                min_length=10, max_length=30)
+# Vocabulary -> the features counted into it (the module's FEATURES).
+VOCABULARIES = {'user_id': ('user_id',), 'item_id': ('history', 'item_id'),
+                'item_category': ('item_category',)}
+
+
+def write_examples(uri: str, shape=SMALL) -> dict:
+  """An Examples artifact in TFX's layout; {split: rows}."""
+  rows = demo_interactions.rows(shape)
+  for split, records in rows.items():
+    directory = os.path.join(uri, f'Split-{split}')
+    os.makedirs(directory, exist_ok=True)
+    options = tf.io.TFRecordOptions(compression_type='GZIP')
+    with tf.io.TFRecordWriter(os.path.join(
+        directory, 'data_tfrecord-00000-of-00001.gz'), options) as w:
+      for r in records:
+        w.write(tf.train.Example(features=tf.train.Features(feature={
+            k: tf.train.Feature(bytes_list=tf.train.BytesList(
+                value=[v.encode('utf-8')])) for k, v in r.items()
+        })).SerializeToString())
+  return rows
+
+
+def write_vocabularies(uri: str, rows) -> vocabularies.Vocabularies:
+  """The vocabularies of the train rows, as VocabularyGen counts them."""
+  by_name = {}
+  for name, features in VOCABULARIES.items():
+    counts = collections.Counter(
+        t for r in rows['train'] for f in features for t in r[f].split())
+    by_name[name] = vocabulary_file.from_counts(counts)
+  found = vocabularies.Vocabularies(by_name, VOCABULARIES)
+  vocabularies.write(uri, found)
+  return found
