@@ -54,6 +54,7 @@ class RestoredModule:
     """Each table's vocabulary as a token file `<name>.txt` in `directory`
     (the exports' assets); {name: path}."""
     found = {}
+    tf.io.gfile.makedirs(directory)
     for name in self.vocabulary_names:
       found[name] = os.path.join(directory, f'{name}.txt')
       vocabulary_file.write_tokens(found[name], self.ctx.vocabulary(name))
@@ -76,7 +77,6 @@ class RestoredModule:
       raise checkpoint_restore.CheckpointError(
           f'checkpoint {self.checkpoint_path}: the model has variables the '
           f'checkpoint does not hold ({str(e).splitlines()[0][:300]})') from e
-    self.status.expect_partial()  # optimizer slots are not read
 
 
 def context(model_uri: str, module, examples_uris: Sequence[str] = (),
@@ -112,6 +112,7 @@ def restore(model_uri: str, module, ctx: Optional[ModelContext] = None,
   try:
     # Restore before build(): SparseCore layouts are only read this way.
     status = tf.train.Checkpoint(**objects).restore(path)
+    status.expect_partial()  # optimizer slots are never read
     embedding.build()
   except (tf.errors.OpError, ValueError, IndexError) as e:
     raise checkpoint_restore.CheckpointError(
