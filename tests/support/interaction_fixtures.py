@@ -46,3 +46,32 @@ def write_vocabularies(uri: str, rows) -> vocabularies.Vocabularies:
   found = vocabularies.Vocabularies(by_name, VOCABULARIES)
   vocabularies.write(uri, found)
   return found
+
+
+def inputs(root: str):
+  """Writes SMALL's Examples and vocabularies under `root`."""
+  rows = write_examples(os.path.join(root, 'examples'))
+  write_vocabularies(os.path.join(root, 'vocabulary'), rows)
+
+
+def module():
+  from components import module_file  # pylint: disable=g-import-not-at-top
+  return module_file.from_exec_properties({'module_file': MODULE_FILE})
+
+
+def train(root: str, name: str = 'model', module_object=None, **settings):
+  """Trains the two-tower module on SMALL; its metadata."""
+  from components.trainer import executor  # pylint: disable=g-import-not-at-top
+  from tests.support import artifact_fixtures  # pylint: disable=g-import-not-at-top
+  if not os.path.exists(os.path.join(root, 'examples')):
+    inputs(root)
+  examples = [artifact_fixtures.SpanlessExamples(
+      os.path.join(root, 'examples'))]
+  vocabulary = os.path.join(root, 'vocabulary')
+  config = dict(batch_size=64, train_steps=12, epochs=0, log_every=4,
+                learning_rate_decay=False, projector_tokens=50)
+  config.update(settings)
+  return executor.train(
+      executor.TrainerArgs(examples, vocabulary, os.path.join(root, name),
+                           os.path.join(root, name + '-run')),
+      executor.TrainerConfig(**config), module_object or module())
