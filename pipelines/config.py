@@ -68,16 +68,22 @@ class PipelineConfig:
         for section, fields in changes.items()})
 
   @classmethod
-  def from_dict(cls, values: Mapping[str, Any]) -> 'PipelineConfig':
-    """From {"trainer": {"window": 5}}, {"trainer.window": 5} or {"window": 5}.
-    """
+  def flat(cls, values: Mapping[str, Any]) -> Dict[str, Any]:
+    """{"trainer": {"window": 5}} -> {"trainer.window": 5}; flat names
+    ("trainer.window", "window") stay."""
     flat = {}
     for name, value in values.items():
       if name in cls.sections() and isinstance(value, dict):
         flat.update({f'{name}.{k}': v for k, v in value.items()})
       else:
         flat[name] = value
-    return cls().replace(**flat)
+    return flat
+
+  @classmethod
+  def from_dict(cls, values: Mapping[str, Any]) -> 'PipelineConfig':
+    """From {"trainer": {"window": 5}}, {"trainer.window": 5} or {"window": 5}.
+    """
+    return cls().replace(**cls.flat(values))
 
   @classmethod
   def from_json(cls, text: str) -> 'PipelineConfig':

@@ -18,14 +18,20 @@ class ExampleGenConfig(settings.Settings):
     eval_buckets: hash buckets of the eval split.
     follow_symlinks: read files that are, or sit below, symlinks (refused by
       default: a link may point anywhere on the machine).
+    format: 'text' (sequences, one per line: this ExampleGen), or what stock
+      TFX ExampleGens read, pre-split into `<pattern's folder>/train/*` and
+      `<pattern's folder>/eval/*`: 'csv' (CsvExampleGen) or 'tfrecord'
+      (tf.Examples, ImportExampleGen).
   """
   WHAT = 'ExampleGen'
+  FORMATS = ('text', 'csv', 'tfrecord')
 
   pattern: str = 'span-{SPAN}/*'
   span_window: int = 1
   train_buckets: int = 9
   eval_buckets: int = 1
   follow_symlinks: bool = False
+  format: str = 'text'
 
   def validate(self):
     super().validate()
@@ -36,3 +42,9 @@ class ExampleGenConfig(settings.Settings):
       raise ValueError(
           f'example_gen.pattern {self.pattern!r} must be a relative pattern '
           'without ".." segments: it is read under the data root')
+    if self.format not in self.FORMATS:
+      raise ValueError(f'{self.WHAT} parameter format must be one of '
+                       f'{self.FORMATS}, got {self.format!r}')
+    if self.format != 'text' and self.span_window != 1:
+      raise ValueError(f'{self.WHAT}: span_window > 1 reads several spans '
+                       'of text only; stock ExampleGens read one')

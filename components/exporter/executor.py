@@ -26,11 +26,9 @@ nothing.
 """
 
 import concurrent.futures
-import contextlib
 import gc
 import os
 import shutil
-import time
 from typing import Any, Dict, List, Optional
 
 from absl import logging
@@ -39,14 +37,17 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
 from components import keys
+from components import module_file
 from components.exporter import canaries
 from components.exporter import fresh_process
 from components.exporter import hub_export
+from components.exporter import model_export
 from components.exporter import serving_export
-from components.exporter import token_ids
+from components.exporter import staging
 from components.exporter.config import ExporterConfig
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.core import file_system
 from tpu_embeddings.models import skipgram_features
@@ -56,29 +57,6 @@ from tpu_embeddings.spec import embedding_spec
 SEPARATE_HUB_CHECK_BYTES = 1 << 30
 
 
-def _move_into_output(built_dir: str, output_uri: str, subdir: str = ''):
-  """Moves a complete export to `output_uri[/subdir]`; the URI may exist, empty.
-  """
-  if file_system.exists(output_uri):
-    if file_system.listdir(output_uri):
-      raise FileExistsError(
-          f'exporter: output {output_uri} is not empty; give each run a new '
-          'output URI')
-    if not subdir:
-      file_system.remove_tree(output_uri)
-  elif subdir:
-    file_system.makedirs(output_uri)
-  file_system.move_dir(built_dir, file_system.join(output_uri, subdir)
-                       if subdir else output_uri)
-
-
-@contextlib.contextmanager
-def _phase(name: str):
-  start = time.perf_counter()
-  yield
-  logging.info('Export phase %s: %.1f s', name, time.perf_counter() - start)
-
-
 def _write_token_file(model_uri: str, tokens_path: str, rows: int):
   """vocabulary.tsv -> the token asset; `(count, known lines, collide)`.
 
@@ -86,12 +64,12 @@ def _write_token_file(model_uri: str, tokens_path: str, rows: int):
   about half the table's memory); the fingerprint check holds 8 bytes per
   token.
   """
-  with _phase('vocabulary asset'):
+  with staging.phase('vocabulary asset'):
     count, known = vocabulary_file.write_tokens_asset(
         model_uri, tokens_path, lines=(0, rows // 2, rows - 1))
   if count != rows:
     return count, known, False
-  with _phase('fingerprint check'):
+  with staging.phase('fingerprint check'):
     return count, known, token_ids.fingerprints_collide(tokens_path)
 
 
@@ -104,7 +82,7 @@ def _restore_table(model_uri: str, serving_stage: str, table_name: str,
                              vocabulary_file.TOKENS_ASSET_FILENAME)
   with concurrent.futures.ThreadPoolExecutor(1) as pool:
     token_file = pool.submit(_write_token_file, model_uri, tokens_path, rows)
-    with _phase('restore'):
+    with staging.phase('restore'):
       restored = checkpoint_restore.restore_for_serving(
           model_uri, read_vocabulary=False, tables=[table_name])
     count, known, keyed_by_string = token_file.result()
@@ -142,7 +120,7 @@ def _build_exports(model_uri: str, serving_stage: str, serving_dir: str,
       spec.table(table_name).vocabulary_size)
   tokens_path = os.path.join(serving_stage,
                              vocabulary_file.TOKENS_ASSET_FILENAME)
-  with _phase('serving export'):
+  with staging.phase('serving export'):
     serving_export.export_serving_model(restored, serving_dir, table_name,
                                         tokens_path=tokens_path,
                                         keyed_by_string=keyed_by_string)
@@ -155,7 +133,7 @@ def _build_exports(model_uri: str, serving_stage: str, serving_dir: str,
     # written. It loads the module once this process has released the
     # module's table, while the serving check may still be running.
     checkers.append(fresh_process.FreshProcess(checkers[0].timeout))
-  with _phase('hub export'):
+  with staging.phase('hub export'):
     # The module's table is read back from the serving export's variables.
     hub_export.export_hub_module(
         hub_export.TableRows.from_checkpoint(
@@ -186,33 +164,34 @@ def export_model(model_uri: str,
   TensorFlow; by default it is on for tables of SEPARATE_HUB_CHECK_BYTES and
   more.
   """
-  staging: List[str] = []
+  stages: List[str] = []
   checkers: List[fresh_process.FreshProcess] = []
   try:
-    staging += [file_system.staging_dir(uri, 'exporting')
-                for uri in (serving_uri, hub_uri)]
+    stages += [file_system.staging_dir(uri, 'exporting')
+               for uri in (serving_uri, hub_uri)]
     serving_dir, hub_dir = (os.path.join(stage, 'export')
-                            for stage in staging)
+                            for stage in stages)
     # Imports TensorFlow while this process restores and exports.
     checkers.append(fresh_process.FreshProcess(load_check_timeout_seconds))
-    _build_exports(model_uri, staging[0], serving_dir, hub_dir, checkers,
+    _build_exports(model_uri, stages[0], serving_dir, hub_dir, checkers,
                    num_oov_buckets, l2_regularization, separate_hub_check)
-    with _phase('load check (rest)'):
+    with staging.phase('load check (rest)'):
       for checker in checkers:
         checker.wait()
-    _move_into_output(serving_dir, serving_uri,
-                      serving_contract.SERVING_MODEL_DIR)
-    _move_into_output(hub_dir, hub_uri)
+    staging.move_into_output(serving_dir, serving_uri,
+                             serving_contract.SERVING_MODEL_DIR)
+    staging.move_into_output(hub_dir, hub_uri)
   finally:
     for checker in checkers:
       checker.close()
-    for path in staging:
+    for path in stages:
       shutil.rmtree(path, ignore_errors=True)
 
 
 class Executor(base_executor.BaseExecutor):
   """Exports `model` as `serving_model` and `hub_module`, unless the given
-  `model_blessing` is not blessed."""
+  `model_blessing` is not blessed: a module file's model with its own code
+  (`model_export`), skip-gram's table as above."""
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
@@ -228,9 +207,14 @@ class Executor(base_executor.BaseExecutor):
     exported = not blessings or all(
         b.get_int_custom_property(keys.BLESSED) == 1 for b in blessings)
     if exported:
-      export_model(model.uri, serving.uri, hub_module.uri,
-                   num_oov_buckets=config.num_oov_buckets,
-                   l2_regularization=config.l2_regularization)
+      module = module_file.from_model(model.uri)
+      if module.builtin:
+        export_model(model.uri, serving.uri, hub_module.uri,
+                     num_oov_buckets=config.num_oov_buckets,
+                     l2_regularization=config.l2_regularization)
+      else:
+        model_export.export_model_module(model.uri, serving.uri,
+                                         hub_module.uri, module)
     else:
       logging.info('Model %s is not blessed (%s); nothing exported.',
                    model.uri, ', '.join(b.uri for b in blessings))

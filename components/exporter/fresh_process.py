@@ -147,7 +147,8 @@ def _serve() -> int:
     request = json.loads(line)
     kind, path = request['kind'], request['path']
     try:
-      load_check.check(kind, path, Canary.load(request['canary']))
+      load_check.check(kind, path,
+                       load_check.load_canary(kind, request['canary']))
       gc.collect()  # release one export before loading the next
       answer = {}
     except Exception as e:  # pylint: disable=broad-except

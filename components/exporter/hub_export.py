@@ -44,8 +44,8 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from components.exporter import token_ids
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.core import text
 
@@ -72,9 +72,9 @@ def _token_id_lookup(vocabulary_path: str, vocabulary_size: int,
                      num_oov_buckets: int, keyed_by_string: bool):
   """In the module's graph: tokens -> ids, V.. for OOV (hashed into buckets).
 
-  The table is fingerprint-keyed (`components.exporter.token_ids`, as in the
-  serving SavedModel) unless `keyed_by_string`, for vocabularies in which two
-  tokens share a fingerprint. Either way an OOV token goes to bucket
+  The table is fingerprint-keyed (`tpu_embeddings.artifacts.token_ids`, as in
+  the serving SavedModel) unless `keyed_by_string`, for vocabularies in which
+  two tokens share a fingerprint. Either way an OOV token goes to bucket
   Fingerprint64(token) % num_oov_buckets.
   """
   if keyed_by_string:

@@ -16,7 +16,8 @@ import numpy as np
 from components.exporter.canaries import Canary
 from tpu_embeddings.artifacts import serving_contract
 
-KINDS = ('serving', 'hub')
+# Skip-gram's exports, and a module file's (components.exporter.model_canary).
+KINDS = ('serving', 'hub', 'model_serving', 'model_hub')
 RTOL, ATOL = 1e-5, 1e-6
 
 
@@ -167,7 +168,22 @@ def check_hub(export_dir: str, canary: Canary):
     _compare(f'hub signature {name}', out[serving_contract.HUB_OUTPUT], want)
 
 
-def check(kind: str, export_dir: str, canary: Canary):
+def load_canary(kind: str, path: str):
+  """The canary of an export of `kind`, saved at `path`."""
+  check_kind(kind)
+  if kind.startswith('model_'):
+    from components.exporter import model_canary  # pylint: disable=g-import-not-at-top
+    return model_canary.ModelCanary.load(path)
+  return Canary.load(path)
+
+
+def check(kind: str, export_dir: str, canary):
   """Load-checks one export of `kind` in this process."""
   check_kind(kind)
-  (check_serving if kind == 'serving' else check_hub)(export_dir, canary)
+  if kind.startswith('model_'):
+    from components.exporter import model_canary  # pylint: disable=g-import-not-at-top
+    check_export = (model_canary.check_serving if kind == 'model_serving'
+                    else model_canary.check_hub)
+  else:
+    check_export = check_serving if kind == 'serving' else check_hub
+  check_export(export_dir, canary)

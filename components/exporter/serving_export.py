@@ -23,7 +23,7 @@ to id -1 and to a zero vector):
 
 Every signature reads the table densely (never ResourceGather), so a loaded
 table is never switched to copy-on-read and is held once. The vocabulary's
-resources (`components.exporter.vocabulary_resources`) are named, so the
+resources (`tpu_embeddings.artifacts.vocabulary_resources`) are named, so the
 signatures answer under session loaders (TF Serving, `saved_model_cli run`) as
 under `tf.saved_model.load`.
 
@@ -46,11 +46,11 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from components.exporter import token_ids
-from components.exporter import vocabulary_resources
 from components.exporter import warmup
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.artifacts import vocabulary_resources
 from tpu_embeddings.artifacts.checkpoint_restore import RestoredModel
 from tpu_embeddings.core import text
 

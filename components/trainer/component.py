@@ -1,18 +1,19 @@
-"""TFX component `EmbeddingTrainer`: skip-gram token embeddings, CPU or TPU.
+"""TFX component `EmbeddingTrainer`: a module file's model (default
+skip-gram token embeddings) on the TPU embedding core, CPU or TPU.
 
     trainer = EmbeddingTrainer(
         examples=example_gen.outputs['examples'],
         vocabulary=vocabulary_gen.outputs['vocabulary'],
-        embedding_spec=skipgram_spec(dim=64, optimizer='adagrad',
-                                     learning_rate=0.05),
-        batch_size=1024, train_steps=20_000, tpu='auto')
-    trainer.outputs['model']      # checkpoint + spec + vocabulary + metadata
+        module_file='two_tower.py',            # default: skip-gram
+        batch_size=512, epochs=3, train_steps=0, tpu='auto')
+    trainer.outputs['model']      # checkpoint + spec + vocabularies + module
     trainer.outputs['model_run']  # TensorBoard: curves, hparams, projector
 """
 
 from typing import Optional, Union
 
 from tfx import types
+from tfx.components.util import udf_utils
 from tfx.dsl.components.base import base_component
 from tfx.dsl.components.base import executor_spec
 from tfx.types import standard_artifacts
@@ -21,6 +22,7 @@ from tfx.types.component_spec import ExecutionParameter
 
 from components import artifact_types
 from components import keys
+from components import module_file as module_file_lib
 from components.trainer import executor
 from components.trainer.config import TrainerConfig
 from tpu_embeddings.core import settings
@@ -33,6 +35,10 @@ class EmbeddingTrainerSpec(types.ComponentSpec):
       settings.CONFIG_KEY: ExecutionParameter(type=str),
       keys.PUSH_ROOT: ExecutionParameter(type=str, optional=True),
       keys.RESUME_ROOT: ExecutionParameter(type=str, optional=True),
+      module_file_lib.MODULE_FILE_KEY: ExecutionParameter(
+          type=str, optional=True),
+      module_file_lib.MODULE_PATH_KEY: ExecutionParameter(
+          type=str, optional=True),
   }
   INPUTS = {
       keys.EXAMPLES: ChannelParameter(type=standard_artifacts.Examples),
@@ -49,12 +55,19 @@ class EmbeddingTrainerSpec(types.ComponentSpec):
 
 
 class EmbeddingTrainer(base_component.BaseComponent):
-  """Learns token embeddings with skip-gram and negative sampling.
+  """Trains a module file's model, by default skip-gram token embeddings.
 
-  Skip-gram over the `train` split's token sequences (context window with
-  word2vec's reduced windows, frequent-token subsampling, negatives from the
-  unigram^0.75 distribution of the vocabulary counts), one `tokens` table
-  with tied target/context vectors. On a TPU it trains with
+  With `module_file` (TFX's convention: a Python file defining the model,
+  see tpu_embeddings/models/model_module.py) the module's features, tables,
+  dense model and loss train on the same core; the module is shipped as TFX
+  ships Trainer modules (a wheel beside the pipeline root on Kubeflow) and
+  copied into the Model, so the validator and the exporter read the model
+  with its own code.
+
+  Without one: skip-gram over the `train` split's token sequences (context
+  window with word2vec's reduced windows, frequent-token subsampling,
+  negatives from the unigram^0.75 distribution of the vocabulary counts), one
+  `tokens` table with tied target/context vectors. On a TPU it trains with
   `tf.tpu.experimental.embedding.TPUEmbedding`; on CPU with
   `TPUEmbeddingForServing` and the embedding optimizer's own update rule, so
   both write the same checkpoint (tables and optimizer slots) and either can
@@ -62,11 +75,13 @@ class EmbeddingTrainer(base_component.BaseComponent):
   settings (`trainer_config`).
 
   Args:
-    examples: `Examples` with a `train` split (bytes feature `tokens`).
-    vocabulary: the `Vocabulary` artifact; row i of the table = line i.
-    embedding_spec: an `EmbeddingSpec` (or its JSON) with the features
-      target, context and negatives on one table, e.g. `skipgram_spec(...)`;
-      the same as `config.embedding_spec`.
+    examples: `Examples` with a `train` split (skip-gram: bytes feature
+      `tokens`; a module file: its FEATURES).
+    vocabulary: the `Vocabulary` artifact; row i of a table = line i of its
+      vocabulary.
+    embedding_spec: skip-gram only: an `EmbeddingSpec` (or its JSON) with
+      the features target, context and negatives on one table, e.g.
+      `skipgram_spec(...)`; the same as `config.embedding_spec`.
     base_model: optional earlier `Model` to warm-start from (tables and
       slots; rows remapped by token when the vocabulary changed).
     push_root: the pusher's destination, read for
@@ -75,6 +90,7 @@ class EmbeddingTrainer(base_component.BaseComponent):
       the trainer notes the output it is training; a rerun on the same inputs
       and settings after a crash continues from that output's newest intact
       checkpoint (components/trainer/resume.py). '' = never resume there.
+    module_file: path of the model's module file ('' = skip-gram).
     config: a `TrainerConfig`; `**settings` override its fields by name.
   """
 
@@ -88,6 +104,7 @@ class EmbeddingTrainer(base_component.BaseComponent):
                base_model: Optional[types.BaseChannel] = None,
                push_root: str = '',
                resume_root: str = '',
+               module_file: str = '',
                config: Optional[TrainerConfig] = None,
                **settings_by_name):
     if isinstance(embedding_spec, EmbeddingSpec):
@@ -103,5 +120,13 @@ class EmbeddingTrainer(base_component.BaseComponent):
         config=config.to_json(),
         push_root=push_root,
         resume_root=resume_root,
+        module_file=module_file or None,
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun)))
+    if module_file and udf_utils.should_package_user_modules():
+      # Compiling for Kubeflow packages the module as a wheel under the
+      # pipeline root and replaces `module_file` by `module_path`, as for
+      # TFX's Trainer; the local runner reads the file itself.
+      udf_utils.add_user_module_dependency(
+          self, module_file_lib.MODULE_FILE_KEY,
+          module_file_lib.MODULE_PATH_KEY)

@@ -5,6 +5,7 @@ the heavy imports.
 """
 
 import dataclasses
+from typing import Any, Dict
 
 from tpu_embeddings.core import settings
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
@@ -85,6 +86,8 @@ class TrainerConfig(SkipGramConfig, LoopConfig):
       pushed version or an incompatible spec means a logged cold start).
     projector_tokens: rows of the table (the most frequent tokens) written
       for the TensorBoard projector next to the run's scalars; 0 = none.
+    custom_config: free-form settings of a module file (`ctx.custom_config`,
+      as TFX Trainer's `custom_config`).
   """
   WHAT = 'EmbeddingTrainer'
 
@@ -93,6 +96,7 @@ class TrainerConfig(SkipGramConfig, LoopConfig):
   warm_start_uri: str = ''
   warm_start_from_pushed: bool = True
   projector_tokens: int = 10_000
+  custom_config: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def validate(self):
     super().validate()

@@ -1,15 +1,22 @@
 """CPU adapter: `TPUEmbeddingForServing` lookups + the embedding optimizer's
-rule.
+rule, the dense model beside it.
 
 The embedding object is built from the spec with the spec's optimizer, so the
 mid-level API creates the slot variables itself (same names, same initial
-values, same checkpoint keys as `TPUEmbedding`). Per step:
+values, same checkpoint keys as `TPUEmbedding`). Per step (`tape_step`):
 
-1. look the batch's ids up with the serving API (dense ids keep their shape:
-   target [B] -> [B, D], negatives [B, K] -> [B, K, D]);
-2. loss and gradients w.r.t. the activations from the shared core;
-3. per table: the rows' gradients, duplicate ids summed, then the optimizer's
-   own update rule on the parameters and their slots.
+1. look the batch's ids up with the serving API (ragged ids are combined per
+   the table's combiner, dense ids keep their shape: [B] -> [B, D],
+   [B, K] -> [B, K, D]), as TPUEmbedding's activations;
+2. the module's loss on the activations, differentiated w.r.t. the table
+   variables (IndexedSlices: the rows the batch read) and the model's;
+3. per table: the rows' gradients, duplicate ids summed, then the embedding
+   optimizer's own update rule on the parameters and their slots; the dense
+   variables through the module's Keras optimizer.
+
+A built-in without a dense model may give its loss's gradients w.r.t. the
+activations itself (`activation_gradients`): `fast_step` then replaces step 2
+with them, as the TPU adapter does.
 """
 
 import collections
@@ -17,25 +24,25 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
+from components import module_file
+from components.trainer import dense_model
 from components.trainer import embedding_optimizers
 from components.trainer import training_loop
 from components.trainer.learning_rate import LinearDecay
-from tpu_embeddings.models import skipgram
-from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
-from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
-from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
+from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 
 class CpuAdapter:
-  """Trains the spec's tables on CPU, writing TPU-format checkpoints."""
+  """Trains a module's tables and dense model on CPU, writing TPU-format
+  checkpoints."""
 
   device = 'cpu'
 
-  def __init__(self, spec: EmbeddingSpec, global_batch_size: int,
-               decay: Optional[LinearDecay] = None):
-    self.spec = spec
-    self.global_batch_size = global_batch_size
+  def __init__(self, spec: EmbeddingSpec, module, ctx,
+               decay: Optional[LinearDecay] = None, fast_path: bool = True):
+    self.spec, self.module, self.ctx = spec, module, ctx
+    self.global_batch_size = ctx.global_batch_size
     self.learning_rate_scale = tf.Variable(1.0, trainable=False)
     feature_config = spec.build_feature_config()
     self.embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
@@ -49,12 +56,23 @@ class CpuAdapter:
         list)
     for name, f in sorted(feature_config.items()):
       self._features_of_table[f.table.name].append(name)
+    self.model = module.build_model(ctx)
+    self.dense_optimizer = (module.build_dense_optimizer(ctx)
+                            if self.model is not None else None)
+    fast = (fast_path and self.model is None and
+            module.activation_gradients is not None)
+    self.step = self.fast_step if fast else self.tape_step
     # train(iterator, steps, first_step) -> the steps' batch losses.
     self.train = training_loop.CompiledSteps(
         self.step, self.learning_rate_scale, decay or LinearDecay(0))
 
-  def build(self):
+  def build(self, element_spec=None):
+    """Creates the tables and slots, and the dense model and its slots on a
+    zero batch shaped as `element_spec` (the input's (ids, extras))."""
     self.embedding.build()
+    if self.model is not None:
+      dense_model.build(self.module, self.ctx, self.spec, element_spec,
+                        self.model, self.dense_optimizer)
 
   @property
   def variables(self) -> Dict[str, Dict[str, tf.Variable]]:
@@ -64,17 +82,45 @@ class CpuAdapter:
   def iterator(self, dataset: tf.data.Dataset):
     return iter(dataset)
 
-  def step(self, features: Dict[str, tf.Tensor]) -> tf.Tensor:
-    """One training step on a batch; returns the batch's mean loss."""
-    activations = self.embedding.embedding_lookup(features)
-    loss, gradients = skipgram.loss_and_gradients(
-        activations[TARGET_FEATURE], activations[CONTEXT_FEATURE],
-        activations[NEGATIVES_FEATURE], self.global_batch_size)
+  def tape_step(self, batch) -> tf.Tensor:
+    """One step of any module: the loss differentiated by a tape."""
+    ids, extras = batch
+    tables = sorted(self._features_of_table)
+    parameters = [self.variables[t]['parameters'] for t in tables]
+    dense = list(self.model.trainable_variables) if self.model else []
+    with tf.GradientTape() as tape:
+      activations = self.embedding.embedding_lookup(ids)
+      loss = self.module.loss(self.model, activations, extras, self.ctx, True)
+    gradients = tape.gradient(loss, parameters + dense)
+    for table, gradient in zip(tables, gradients):
+      embedding_optimizers.apply_gradient(
+          self._rules[table], self.variables[table], gradient,
+          self.spec.table(table).dim)
+    if dense:
+      self.dense_optimizer.apply_gradients(
+          [(g, v) for g, v in zip(gradients[len(tables):], dense)
+           if g is not None])
+    return loss
+
+  def fast_step(self, batch) -> tf.Tensor:
+    """One step with the gradients w.r.t. the activations derived by hand."""
+    ids, _ = batch
+    activations = self.embedding.embedding_lookup(ids)
+    loss, gradients = self.module.activation_gradients(activations, self.ctx)
     for table, names in self._features_of_table.items():
       dim = self.spec.table(table).dim
-      ids = tf.concat([tf.reshape(features[n], [-1]) for n in names], 0)
-      rows = tf.concat([tf.reshape(gradients[n], [-1, dim]) for n in names],
-                       0)
+      rows = tf.concat([tf.reshape(ids[n], [-1]) for n in names], 0)
+      values = tf.concat([tf.reshape(gradients[n], [-1, dim]) for n in names],
+                         0)
       embedding_optimizers.apply_sparse(self._rules[table],
-                                        self.variables[table], ids, rows)
+                                        self.variables[table], rows, values)
     return loss
+
+
+def for_skipgram(spec: EmbeddingSpec, global_batch_size: int,
+                 decay: Optional[LinearDecay] = None,
+                 fast_path: bool = True) -> CpuAdapter:
+  """A CPU adapter of the built-in skip-gram on batches of (ids, {})."""
+  return CpuAdapter(spec, module_file.builtin(),
+                    ModelContext(global_batch_size=global_batch_size), decay,
+                    fast_path)

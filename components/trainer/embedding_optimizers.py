@@ -186,3 +186,23 @@ def apply_sparse(rule: SparseRule, variables: Dict[str, tf.Variable],
   """Sums duplicate ids' gradients, then applies the rule once per id."""
   unique_ids, summed = sum_duplicates(ids, row_gradients)
   rule.apply(variables, unique_ids, summed)
+
+
+def apply_gradient(rule: SparseRule, variables: Dict[str, tf.Variable],
+                   gradient, dim: int):
+  """Applies a tape's gradient of one table.
+
+  IndexedSlices (a lookup's gradient) update the rows the batch read, each
+  once with its summed gradient, as on the TPU; None (the loss did not read
+  the table) is the TPU's zero update: nothing for lazy optimizers, every row
+  for non-lazy Adam; a dense gradient updates every row.
+  """
+  if gradient is None:
+    ids = tf.zeros([0], tf.int32)
+    rows = tf.zeros([0, dim], variables[PARAMETERS].dtype)
+  elif isinstance(gradient, tf.IndexedSlices):
+    ids, rows = gradient.indices, gradient.values
+  else:
+    ids = tf.range(tf.shape(gradient)[0])
+    rows = gradient
+  apply_sparse(rule, variables, ids, tf.reshape(rows, [-1, dim]))

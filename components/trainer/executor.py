@@ -1,9 +1,11 @@
 """EmbeddingTrainer executor: checks everything, then trains on CPU or TPU.
 
-1. Parameters, spec, vocabulary, Examples and the base model are checked and
-   the device is resolved (and a TPU connected) before anything is written.
-2. The output Model gets `embedding_spec.json` (vocabulary size set) and
-   `vocabulary.tsv`; a rerun on the same output checks they still match.
+1. The module (a module file, else the built-in skip-gram), parameters,
+   spec, vocabularies, Examples and the base model are checked and the
+   device is resolved (and a TPU connected) before anything is written.
+2. The output Model gets `embedding_spec.json` (vocabularies and sizes
+   set), the vocabularies and the module's source (`user_module.py`); a
+   rerun on the same output checks they still match.
 3. Without a checkpoint in the output and with a base model, the warm-start
    checkpoint (step 0) is written first.
 4. Without a checkpoint in the output, a rerun of an interrupted training
@@ -15,8 +17,7 @@ A failure keeps the checkpoints for the rerun (kept.py).
 
 import dataclasses
 import os
-import time
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -25,11 +26,15 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
 from components import keys
+from components import module_file
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
+from components.trainer import dense_model
 from components.trainer import device
 from components.trainer import kept
 from components.trainer import learning_rate
+from components.trainer import model_inputs
+from components.trainer import model_output
 from components.trainer import resume
 from components.trainer import tensorboard_logs
 from components.trainer import tpu_adapter
@@ -38,91 +43,10 @@ from components.trainer import warm_start
 from components.trainer.config import TrainerConfig
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
-from tpu_embeddings.models import skipgram
-from tpu_embeddings.models.skipgram_features import skipgram_tables
+from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
+from tpu_embeddings.models.context import ModelContext
+from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-
-
-def resolve_spec(spec: EmbeddingSpec,
-                 vocabulary: vocabulary_file.TokenCounts) -> EmbeddingSpec:
-  """The spec with its tables sized from the vocabulary, checked."""
-  skipgram_tables(spec)
-  for table in spec.tables:
-    if table.vocabulary_size == 0:
-      spec = spec.with_vocabulary_size(table.name, len(vocabulary))
-    elif table.vocabulary_size != len(vocabulary):
-      raise ValueError(
-          f'embedding_spec: table {table.name!r} has vocabulary_size '
-          f'{table.vocabulary_size} but the vocabulary has {len(vocabulary)} '
-          'tokens; set it to 0 to size it from the vocabulary')
-  # Fail here, not mid-training, on optimizer options TF itself rejects.
-  spec.build_optimizer()
-  return spec
-
-
-def examples_spans(examples: List[types.Artifact]) -> List[int]:
-  spans = set()
-  for artifact in examples:
-    if artifact.has_custom_property(keys.SPAN):
-      spans.add(int(artifact.get_int_custom_property(keys.SPAN)))
-    elif artifact.has_property(keys.SPAN):
-      spans.add(int(getattr(artifact, keys.SPAN)))
-  return sorted(spans)
-
-
-def sequences_of(examples: List[types.Artifact],
-                 split: str = keys.TRAIN_SPLIT) -> tf.data.Dataset:
-  datasets = [examples_io.token_dataset(a.uri, split) for a in examples]
-  ds = datasets[0]
-  for other in datasets[1:]:
-    ds = ds.concatenate(other)
-  return ds
-
-
-def check_pairs(data: skipgram.SkipGramData, examples: List[types.Artifact]):
-  """The train split, and the eval split the validator scores on (where
-  there is one), must give skip-gram pairs: else training never ends or the
-  model is trained only to be refused."""
-  for split in (keys.TRAIN_SPLIT, keys.EVAL_SPLIT):
-    present = [a for a in examples
-               if split == keys.TRAIN_SPLIT or tf.io.gfile.glob(
-                   f'{a.uri.rstrip("/")}/Split-{split}/*')]
-    if present and not data.yields_pairs(sequences_of(present, split)):
-      raise ValueError(
-          f'examples {", ".join(a.uri for a in present)}: split {split!r} '
-          'gives no skip-gram pairs: it is empty, or no sequence keeps two '
-          'in-vocabulary tokens after subsampling (subsample='
-          f'{data.config.subsample}, window={data.config.window}); use more '
-          'varied data or a lower subsample')
-
-
-def planned_steps(data: skipgram.SkipGramData, sequences: tf.data.Dataset,
-                  config: TrainerConfig) -> int:
-  """The steps the learning rate decays over: `train_steps`, or the expected
-  steps of `epochs` passes; 0 without decay."""
-  if not config.learning_rate_decay:
-    return 0
-  if config.train_steps:
-    return config.train_steps
-  pairs = config.epochs * data.pairs_per_epoch(sequences)
-  return max(1, int(pairs // config.batch_size))
-
-
-def _check_rerun(model_uri: str, spec: EmbeddingSpec,
-                 vocabulary: vocabulary_file.TokenCounts):
-  """A rerun on the same output must train the same spec and vocabulary."""
-  path = model_layout.join(model_uri, 'embedding_spec.json')
-  if tf.io.gfile.exists(path) and EmbeddingSpec.load(model_uri) != spec:
-    raise ValueError(
-        f'model {model_uri} holds a checkpoint of another embedding spec; '
-        'use a new output or the same embedding_spec')
-  if tf.io.gfile.exists(model_layout.join(
-      model_uri, vocabulary_file.VOCABULARY_FILENAME)):
-    if vocabulary_file.read(model_uri) != vocabulary:
-      raise ValueError(
-          f'model {model_uri} holds a checkpoint of another vocabulary; use a '
-          'new output or the same vocabulary')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,9 +80,24 @@ class TrainerArgs:
         resume_root=exec_properties.get(keys.RESUME_ROOT) or '')
 
 
-def _base_model(args: TrainerArgs, config: TrainerConfig,
-                spec: EmbeddingSpec) -> Tuple[str, List[Dict[str, Any]]]:
+@dataclasses.dataclass
+class _Run:
+  """One training run's checked inputs."""
+  args: TrainerArgs
+  config: TrainerConfig
+  module: ModelModule
+  ctx: ModelContext
+  spec: EmbeddingSpec
+  vocabularies: vocabularies_lib.Vocabularies
+
+  @property
+  def uris(self) -> List[str]:
+    return [a.uri for a in self.args.examples]
+
+
+def _base_model(run: _Run) -> Tuple[str, List[Dict[str, Any]]]:
   """(the model to warm-start from or '', the pushed versions passed over)."""
+  args, config, spec = run.args, run.config, run.spec
   base = args.base_model_uri or config.warm_start_uri
   if (args.base_model_uri and config.warm_start_uri and
       args.base_model_uri.rstrip('/') != config.warm_start_uri.rstrip('/')):
@@ -174,89 +113,117 @@ def _base_model(args: TrainerArgs, config: TrainerConfig,
   return base, []
 
 
-def _adapter(config: TrainerConfig, spec: EmbeddingSpec,
-             data: skipgram.SkipGramData, examples: Sequence[types.Artifact]):
+def _adapter(run: _Run):
   """(the CPU or TPU adapter, its learning-rate decay), inputs checked."""
-  choice = device.choose(config.tpu)
-  check_pairs(data, examples)
+  choice = device.choose(run.config.tpu)
+  model_inputs.check(run.module, run.ctx)
   decay = learning_rate.LinearDecay(
-      planned_steps(data, sequences_of(examples), config))
+      model_inputs.planned_steps(run.module, run.ctx, run.config))
   if decay.total_steps:
     logging.info('Learning rate decays linearly over %d steps',
                  decay.total_steps)
-  tf.random.set_seed(config.seed)  # initial table values
+  tf.random.set_seed(run.config.seed)  # initial table and dense values
   if choice.kind == 'tpu':
-    return tpu_adapter.TpuAdapter(spec, config.batch_size, config.negatives,
-                                  device.connect(choice), decay), decay
-  return cpu_adapter.CpuAdapter(spec, config.batch_size, decay), decay
+    strategy = device.connect(choice)
+    run.ctx.num_replicas = strategy.num_replicas_in_sync
+    return tpu_adapter.TpuAdapter(run.spec, run.module, run.ctx, strategy,
+                                  decay), decay
+  return cpu_adapter.CpuAdapter(run.spec, run.module, run.ctx, decay), decay
 
 
-def _start_output(args: TrainerArgs, config: TrainerConfig,
-                  spec: EmbeddingSpec,
-                  vocabulary: vocabulary_file.TokenCounts, base: str,
-                  key: str):
-  """Writes the spec and vocabulary, adopts an interrupted run's checkpoint
-  or warm-starts; (the adopted run or None, the warm-start report)."""
-  spec.save(args.model_uri)
-  vocabulary_file.write(args.model_uri, vocabulary)
+def _start_output(run: _Run, base: str, key: str, element_spec):
+  """Writes the spec, vocabularies and module, adopts an interrupted run's
+  checkpoint or warm-starts; (the adopted run or None, the warm-start
+  report)."""
+  args = run.args
+  model_output.write_inputs(args.model_uri, run.spec, run.vocabularies,
+                            run.module)
   kept.write_owner(args.model_uri, key)
-  resumed = resume.adopt(args.resume_root, key, args.model_uri, spec)
+  resumed = resume.adopt(args.resume_root, key, args.model_uri, run.spec)
   warm = resumed.warm_start if resumed else None
   if base and checkpoints.latest(args.model_uri) is None:
     report = warm_start.write_initial_checkpoint(
-        base, spec, vocabulary, args.model_uri, config.seed)
-    logging.info('Warm start from %s: %d tokens kept, %d new, %d dropped',
+        base, run.spec, run.vocabularies, args.model_uri, run.config.seed,
+        dense_model.warm_start(run.module, run.ctx, run.spec, element_spec))
+    logging.info('Warm start from %s: %d tokens kept, %d new, %d dropped%s',
                  base, report.kept_tokens, report.new_tokens,
-                 report.dropped_tokens)
+                 report.dropped_tokens,
+                 f'; dense model {report.dense}' if report.dense else '')
     warm = report.to_dict()
   if args.resume_root:
     resume.claim(args.resume_root, key, args.model_uri, warm)
   return resumed, warm
 
 
-def train(args: TrainerArgs, config: TrainerConfig) -> Dict[str, Any]:
-  """Everything the executor does; returns the metadata written."""
+def _prepare(args: TrainerArgs, config: TrainerConfig,
+             module: ModelModule) -> _Run:
+  """Every input read and checked; nothing written yet."""
   if not args.examples:
     raise ValueError('EmbeddingTrainer: no Examples artifact given')
-  vocabulary = vocabulary_file.read(args.vocabulary_uri)
-  spec = resolve_spec(config.spec(), vocabulary)
-  data = skipgram.SkipGramData(vocabulary.tokens, vocabulary.counts, config)
+  if not module.builtin and config.embedding_spec.strip():
+    raise ValueError(
+        f'EmbeddingTrainer: trainer.embedding_spec is skip-gram\'s; module '
+        f'file {module.path} defines its spec in embedding_spec(ctx)')
+  vocabularies = vocabularies_lib.read(args.vocabulary_uri)
   for artifact in args.examples:
     examples_io.split_files(artifact.uri, keys.TRAIN_SPLIT)
-  base, warm_start_skipped = _base_model(args, config, spec)
-  _check_rerun(args.model_uri, spec, vocabulary)
-  logs = tensorboard_logs.RunLogs.create(
-      args.model_run_uri, config, spec, vocabulary,
-      [a.uri for a in args.examples])
-  key = resume.resume_key(args.examples, keys.TRAIN_SPLIT, vocabulary, base,
-                          config)
-  kept.check_owner(args.model_uri, key)
-  adapter, decay = _adapter(config, spec, data, args.examples)
-  # Inputs are good: from here on the output is written.
-  resumed, warm = _start_output(args, config, spec, vocabulary, base, key)
-  result = training_loop.run(adapter, spec, data, sequences_of(args.examples),
-                             args.model_uri, logs, config, decay.total_steps)
+  ctx = model_inputs.context(module, config, vocabularies,
+                             [a.uri for a in args.examples])
+  spec = model_inputs.resolve_spec(module, ctx)
+  return _Run(args, config, module, ctx, spec, vocabularies)
+
+
+def _metadata(run: _Run, result: training_loop.LoopResult, device_name: str,
+              decay: learning_rate.LinearDecay, **outcome) -> Dict[str, Any]:
+  """metadata.json: the run's results, settings and `outcome` (warm start,
+  resume)."""
   metadata = {
       'steps': result.steps,
       'examples_seen': result.examples_seen,
       'final_loss': result.final_loss,
-      'spans': examples_spans(args.examples),
-      'device': adapter.device,
-      'optimizer': spec.optimizer.kind,
-      'dim': spec.table(skipgram_tables(spec)[0]).dim,
-      'vocabulary_size': len(vocabulary),
+      'spans': model_output.spans(run.args.examples, keys.SPAN),
+      'device': device_name,
+      'optimizer': run.spec.optimizer.kind,
+      **model_output.model_figures(run.spec, run.vocabularies, run.module),
       'resumed_from_step': result.start_step,
       'steps_this_run': result.steps_this_run,
       'learning_rate_decay_steps': decay.total_steps,
       'examples_per_sec': result.examples_per_sec,
       'checkpoint': os.path.basename(result.checkpoint or ''),
-      'warm_start': warm,
-      'warm_start_skipped': warm_start_skipped,
-      'resumed_from': resumed.model_uri if resumed else None,
-      'resume_key': key or None,
-      'trained_at': int(time.time()),
-      model_layout.TRAINER_CONFIG_KEY: dataclasses.asdict(config),
+      **outcome,
+      'trained_at': model_output.now(),
+      model_layout.TRAINER_CONFIG_KEY: dataclasses.asdict(run.config),
   }
+  if not run.module.builtin:
+    metadata[model_layout.USER_MODULE_SHA256_KEY] = run.module.sha256
+    metadata[model_layout.FEATURE_KINDS_KEY] = dict(run.ctx.feature_kinds)
+  return metadata
+
+
+def train(args: TrainerArgs, config: TrainerConfig,
+          module: Optional[ModelModule] = None) -> Dict[str, Any]:
+  """Everything the executor does; returns the metadata written."""
+  run = _prepare(args, config, module or module_file.builtin())
+  base, warm_start_skipped = _base_model(run)
+  model_output.check_rerun(args.model_uri, run.spec, run.vocabularies,
+                           run.module)
+  logs = tensorboard_logs.RunLogs.create(
+      args.model_run_uri, config, run.spec, run.vocabularies, run.uris,
+      run.module)
+  key = resume.resume_key(args.examples, keys.TRAIN_SPLIT, run.vocabularies,
+                          base, config, run.module.sha256)
+  kept.check_owner(args.model_uri, key)
+  adapter, decay = _adapter(run)
+  batches = model_inputs.batches(run.module, run.spec, run.ctx, config.passes)
+  # Inputs are good: from here on the output is written.
+  resumed, warm = _start_output(run, base, key, batches.element_spec)
+  result = training_loop.run(adapter, run.spec, batches, args.model_uri, logs,
+                             config, decay.total_steps)
+  metadata = _metadata(
+      run, result, adapter.device, decay, warm_start=warm,
+      warm_start_skipped=warm_start_skipped,
+      resumed_from=resumed.model_uri if resumed else None,
+      resume_key=key or None)
   model_layout.write_metadata(args.model_uri, metadata)
   if args.resume_root:
     resume.release(args.resume_root, key, args.model_uri)
@@ -267,18 +234,20 @@ def train(args: TrainerArgs, config: TrainerConfig) -> Dict[str, Any]:
 
 
 class Executor(base_executor.BaseExecutor):
-  """Trains token embeddings with skip-gram on CPU or TPU."""
+  """Trains a module file's model (default: skip-gram) on CPU or TPU."""
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
-    config = TrainerConfig.from_exec_properties(exec_properties,
-                                                wiring=[keys.PUSH_ROOT,
-                                                        keys.RESUME_ROOT])
+    config = TrainerConfig.from_exec_properties(
+        exec_properties, wiring=[keys.PUSH_ROOT, keys.RESUME_ROOT,
+                                 module_file.MODULE_FILE_KEY,
+                                 module_file.MODULE_PATH_KEY])
+    module = module_file.from_exec_properties(exec_properties)
     model = artifact_utils.get_single_instance(output_dict[keys.MODEL])
     args = TrainerArgs.from_tfx(input_dict, output_dict, exec_properties)
     with kept.kept_on_failure(args.resume_root, args.model_uri):
-      metadata = train(args, config)
+      metadata = train(args, config, module)
     model.set_int_custom_property('steps', metadata['steps'])
     model.set_string_custom_property('device', metadata['device'])

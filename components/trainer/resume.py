@@ -26,7 +26,8 @@ The key is a SHA-256 of:
   * each Examples artifact's span, version, input fingerprint (the corpus
     files' names, sizes and times) and the names and sizes of its `train`
     files: not its URI, because Kubeflow reruns ExampleGen on every run;
-  * the vocabulary's tokens and counts;
+  * the vocabularies' tokens and counts;
+  * the module file's SHA-256 (none for skip-gram);
   * the base model's URI (warm start), resolved;
   * every TrainerConfig setting but `tpu`: a checkpoint is the same on CPU
     and TPU, and a preempted TPU often comes back under another address.
@@ -59,7 +60,7 @@ from components.trainer.config import TrainerConfig
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 # Settings that do not change what is trained (see the module docstring).
@@ -97,19 +98,20 @@ def examples_identity(artifact, split: str) -> Dict[str, Any]:
 
 
 def resume_key(examples: Sequence[Any], split: str,
-               vocabulary: vocabulary_file.TokenCounts, base_model_uri: str,
-               config: TrainerConfig) -> str:
+               vocabularies: vocabularies_lib.Vocabularies,
+               base_model_uri: str, config: TrainerConfig,
+               module_sha256: str = '') -> str:
   """The key of a training: its inputs and settings (module docstring)."""
   settings = {k: v for k, v in json.loads(config.to_json()).items()
               if k not in DEVICE_SETTINGS}
   material = {
       'examples': [examples_identity(a, split) for a in examples],
-      'vocabulary': hashlib.sha256('\n'.join(
-          f'{t}\t{c}' for t, c in zip(vocabulary.tokens, vocabulary.counts)
-      ).encode('utf-8')).hexdigest(),
+      'vocabulary': vocabularies_lib.digest(vocabularies),
       'base_model': base_model_uri.rstrip('/'),
       'settings': settings,
   }
+  if module_sha256:
+    material['module'] = module_sha256
   text = json.dumps(material, sort_keys=True, default=str)
   return hashlib.sha256(text.encode('utf-8')).hexdigest()[:32]
 

@@ -3,11 +3,11 @@
     <model_run>/               hparams of the run (the trainer's settings)
     <model_run>/train/         loss every `summary_every` steps (mean batch
                                loss of those steps), examples_per_sec per call
-      projector_config.pbtxt   the projector's entry for the trained table:
-      metadata.tsv             token<TAB>count of its `projector_tokens` most
-                               frequent tokens (the first rows),
-      checkpoint, projector-*  a checkpoint of just those rows
-    <model_run>/eval/          loss: held-out skip-gram loss
+      projector_config.pbtxt,  the projector's files (components/trainer/
+      metadata*.tsv, ...       projector.py): skip-gram's exported table,
+                               or every table of a module file, its
+                               `projector_tokens` most frequent tokens
+    <model_run>/eval/          loss: skip-gram's held-out loss
                                (tpu_embeddings.models.heldout) at the start
                                and at every checkpoint
 
@@ -25,13 +25,13 @@ from typing import Any, Dict, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 from absl import logging
-from tensorboard.plugins import projector
 from tensorboard.plugins.hparams import api as hp
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 
+from components.trainer import projector
 from components.trainer.config import TrainerConfig
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models.skipgram_features import skipgram_tables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
@@ -41,17 +41,17 @@ EVAL_SUBDIR = 'eval'
 # Eval sequences scored at each checkpoint: the validator's default sample
 # (max_eval_examples), so with equal seeds the last point is its eval_loss.
 EVAL_SEQUENCES = 1000
-METADATA_FILENAME = 'metadata.tsv'
-PROJECTOR_CHECKPOINT = 'projector'
+METADATA_FILENAME = projector.METADATA_FILENAME
 METRICS = (('train', 'loss'), ('eval', 'loss'), ('train', 'examples_per_sec'))
 
 
-def hparams(config: TrainerConfig, spec: EmbeddingSpec) -> Dict[str, Any]:
-  """The run's settings as hparams: the config, the spec's table and optimizer.
-  """
+def hparams(config: TrainerConfig, spec: EmbeddingSpec,
+            table: str = '') -> Dict[str, Any]:
+  """The run's settings as hparams: the config, a table of the spec (default
+  skip-gram's exported one) and the optimizer."""
   values = {k: v for k, v in dataclasses.asdict(config).items()
-            if k != 'embedding_spec'}
-  table = spec.table(skipgram_tables(spec)[0])
+            if k != 'embedding_spec' and not isinstance(v, dict)}
+  table = spec.table(table or skipgram_tables(spec)[0])
   values.update(dim=table.dim, vocabulary_size=table.vocabulary_size,
                 optimizer=spec.optimizer.kind)
   for name, value in spec.optimizer.hyperparameters.items():
@@ -103,22 +103,31 @@ class RunLogs:
   """Writes a run's scalars, hparams and projector files."""
 
   def __init__(self, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
-               vocabulary: vocabulary_file.TokenCounts,
-               eval_pairs: Optional[heldout.EvalPairs]):
+               projected: Sequence[projector.Projected],
+               eval_pairs: Optional[heldout.EvalPairs] = None):
+    """`projected`: (table, vocabulary) of the tables the projector shows;
+    `eval_pairs`: skip-gram's held-out sample (its first table scores it)."""
     self.run_uri = run_uri
     self.config = config
     self.spec = spec
-    self.table, self.output_table = skipgram_tables(spec)
-    self.vocabulary = vocabulary
+    self.projected = list(projected)
     self.eval_pairs = eval_pairs
+    if eval_pairs is not None:
+      self.table, self.output_table = skipgram_tables(spec)
     self._writers = {}
     self._pending = []
 
   @classmethod
   def create(cls, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
-             vocabulary: vocabulary_file.TokenCounts,
-             examples_uris: Sequence[str]) -> 'RunLogs':
-    """Reads the held-out sample; without an eval split, no eval scalars."""
+             vocabularies: vocabularies_lib.Vocabularies,
+             examples_uris: Sequence[str], module) -> 'RunLogs':
+    """Skip-gram reads its held-out sample (without an eval split, no eval
+    scalars) and projects its exported table; a module projects every
+    table."""
+    if not module.builtin:
+      return cls(run_uri, config, spec, [
+          (t.name, vocabularies[t.vocabulary]) for t in spec.tables])
+    vocabulary = vocabularies[vocabularies_lib.SINGLE]
     pairs = None
     try:
       pairs = heldout.read_pairs(examples_uris, vocabulary.tokens,
@@ -131,7 +140,8 @@ class RunLogs:
       logging.warning('EmbeddingTrainer: no held-out loss in TensorBoard: the '
                       'eval split gives no skip-gram pairs')
       pairs = None
-    return cls(run_uri, config, spec, vocabulary, pairs)
+    return cls(run_uri, config, spec,
+               [(skipgram_tables(spec)[0], vocabulary)], pairs)
 
   def _scalars(self, subdir: str = '') -> _Scalars:
     if subdir not in self._writers:
@@ -144,9 +154,9 @@ class RunLogs:
     with self._scalars().writer.as_default():
       hp.hparams_config(
           hparams=[hp.HParam(name) for name in sorted(
-              hparams(self.config, self.spec))],
+              hparams(self.config, self.spec, self.projected[0][0]))],
           metrics=[hp.Metric(tag, group=group) for group, tag in METRICS])
-      hp.hparams(hparams(self.config, self.spec),
+      hp.hparams(hparams(self.config, self.spec, self.projected[0][0]),
                  trial_id=self.run_uri.rstrip('/').rsplit('/', 1)[-1],
                  start_time_secs=time.time())
     self.evaluate(step, embedding)
@@ -193,26 +203,8 @@ class RunLogs:
       scalars.writer.flush()
 
   def write_projector(self, embedding):
-    """The most frequent tokens' rows as a checkpoint, labels, config last."""
-    rows = min(self.config.projector_tokens, len(self.vocabulary))
-    # vocabulary.tsv is ordered by count, so the first rows are the most
-    # frequent tokens.
-    values = read_rows(table_variable(embedding, self.table), np.arange(rows))
-    directory = model_layout.join(self.run_uri, TRAIN_SUBDIR)
-    with tf.device('/cpu:0'):
-      checkpoint = tf.train.Checkpoint(**{self.table: tf.Variable(values)})
-    tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1,
-                               checkpoint_name=PROJECTOR_CHECKPOINT).save()
-    with tf.io.gfile.GFile(model_layout.join(directory, METADATA_FILENAME),
-                           'w') as f:
-      f.write('token\tcount\n')
-      for token, count in zip(self.vocabulary.tokens[:rows],
-                              self.vocabulary.counts[:rows]):
-        f.write(f'{token}\t{count}\n')
-    config = projector.ProjectorConfig()
-    entry = config.embeddings.add()
-    entry.tensor_name = f'{self.table}/.ATTRIBUTES/VARIABLE_VALUE'
-    entry.metadata_path = METADATA_FILENAME
-    projector.visualize_embeddings(directory, config)
-    logging.info('TensorBoard projector: %d most frequent tokens of %d in %s',
-                 rows, len(self.vocabulary), directory)
+    """The projected tables' most frequent rows, labelled by token."""
+    projector.write(
+        model_layout.join(self.run_uri, TRAIN_SUBDIR), self.projected,
+        self.config.projector_tokens,
+        lambda table, ids: read_rows(table_variable(embedding, table), ids))

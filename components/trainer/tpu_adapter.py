@@ -1,95 +1,117 @@
-"""TPU adapter: `TPUEmbedding` under `TPUStrategy`, driven by the shared core.
+"""TPU adapter: `TPUEmbedding` under `TPUStrategy`, the dense model beside it.
 
-Per step, on the host: `enqueue(features, training=True)`; on the TPU, in
-`strategy.run`: `dequeue()` the activations, the shared loss and its
-gradients w.r.t. the activations, `apply_gradients`. The TPU applies the
-embedding optimizer itself (duplicate ids summed, one update per id).
+The mid-level API's documented pattern. On the host, per step:
+`enqueue(ids, training=True)`; on the TPU, in `strategy.run`: `dequeue()` the
+activations, the module's loss on them (this replica's share of the global
+batch), its gradients w.r.t. the activations and the model's variables, then
+`apply_gradients` (the TPU applies the embedding optimizer itself: duplicate
+ids summed, one update per id) and the dense optimizer's `apply_gradients`.
+A built-in without a dense model may give the gradients w.r.t. the
+activations itself (`activation_gradients`), as the CPU adapter's fast step.
 
 TPUEmbedding reduces the last dimension of a rank >= 2 dense input and
-rejects one whose last dimension is not 1, so `negatives` [B, K] is enqueued
-as [B, K, 1]; the activations then have the shapes the CPU adapter sees:
-target [B, D], context [B, D], negatives [B, K, D].
+rejects one whose last dimension is not 1, so such ids ([B, K]) are enqueued
+as [B, K, 1]; the activations then have the shapes the CPU adapter sees
+([B, K, D]). Ragged ids [B, None] give combined [B, D] activations on both.
 """
 
 from typing import Dict, Optional
 
 import tensorflow as tf
 
+from components.trainer import dense_model
 from components.trainer import training_loop
 from components.trainer.learning_rate import LinearDecay
-from tpu_embeddings.models import skipgram
-from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
-from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
-from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 
-def tpu_features(batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-  """The shared core's batch as TPUEmbedding takes it (negatives [B, K, 1])."""
-  features = dict(batch)
-  features[NEGATIVES_FEATURE] = tf.expand_dims(batch[NEGATIVES_FEATURE], -1)
-  return features
+def tpu_features(ids: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+  """Ids as TPUEmbedding takes them: dense rank >= 2 ids get a trailing 1."""
+  return {name: tf.expand_dims(t, -1)
+          if not isinstance(t, tf.RaggedTensor) and t.shape.rank >= 2 else t
+          for name, t in ids.items()}
 
 
-def per_replica_input_shapes(per_replica_batch_size: int,
-                             negatives: int) -> Dict[str, tf.TensorShape]:
-  """Input shapes of `tpu_features` per replica, for `TPUEmbedding.build`."""
-  return {
-      TARGET_FEATURE: tf.TensorShape([per_replica_batch_size]),
-      CONTEXT_FEATURE: tf.TensorShape([per_replica_batch_size]),
-      NEGATIVES_FEATURE: tf.TensorShape([per_replica_batch_size, negatives,
-                                         1]),
-  }
+def per_replica_input_shapes(ids_spec, replicas: int
+                             ) -> Dict[str, tf.TensorShape]:
+  """Input shapes of `tpu_features` per replica, for `TPUEmbedding.build`,
+  from the global batch's ids spec (`dataset.element_spec[0]`)."""
+  shapes = {}
+  for name, spec in ids_spec.items():
+    dims = spec.shape.as_list()
+    dims[0] = dims[0] // replicas if dims[0] else dims[0]
+    if not isinstance(spec, tf.RaggedTensorSpec) and len(dims) >= 2:
+      dims.append(1)
+    shapes[name] = tf.TensorShape(dims)
+  return shapes
 
 
 class TpuAdapter:
-  """Trains the spec's tables with TPUEmbedding on a TPUStrategy."""
+  """Trains a module's tables and dense model with TPUEmbedding on a
+  TPUStrategy."""
 
   device = 'tpu'
 
-  def __init__(self, spec: EmbeddingSpec, global_batch_size: int,
-               negatives: int, strategy: tf.distribute.TPUStrategy,
-               decay: Optional[LinearDecay] = None):
+  def __init__(self, spec: EmbeddingSpec, module, ctx,
+               strategy: tf.distribute.TPUStrategy,
+               decay: Optional[LinearDecay] = None, fast_path: bool = True):
     replicas = strategy.num_replicas_in_sync
-    if global_batch_size % replicas:
-      raise ValueError(f'batch_size {global_batch_size} must be a multiple of '
-                       f'the {replicas} TPU replicas')
-    self.spec = spec
+    if ctx.global_batch_size % replicas:
+      raise ValueError(f'batch_size {ctx.global_batch_size} must be a '
+                       f'multiple of the {replicas} TPU replicas')
+    self.spec, self.module, self.ctx = spec, module, ctx
     self.strategy = strategy
-    self.global_batch_size = global_batch_size
-    self.per_replica_batch_size = global_batch_size // replicas
-    self.negatives = negatives
+    self.global_batch_size = ctx.global_batch_size
     with strategy.scope():
       # Read by the mid-level API's dynamic learning rate at every step.
       self.learning_rate_scale = tf.Variable(1.0, trainable=False)
       self.embedding = tf.tpu.experimental.embedding.TPUEmbedding(
           spec.build_feature_config(),
           spec.build_optimizer(self.learning_rate_scale))
+      self.model = module.build_model(ctx)
+      self.dense_optimizer = (module.build_dense_optimizer(ctx)
+                              if self.model is not None else None)
+    self._fast = (fast_path and self.model is None and
+                  module.activation_gradients is not None)
     # train(iterator, steps, first_step) -> the steps' batch losses.
     self.train = training_loop.CompiledSteps(
         self._host_step, self.learning_rate_scale, decay or LinearDecay(0))
 
-  def build(self):
+  def build(self, element_spec):
     with self.strategy.scope():
       self.embedding.build(per_replica_input_shapes(
-          self.per_replica_batch_size, self.negatives))
+          element_spec[0], self.strategy.num_replicas_in_sync))
+      if self.model is not None:
+        dense_model.build(self.module, self.ctx, self.spec, element_spec,
+                          self.model, self.dense_optimizer)
 
   def iterator(self, dataset: tf.data.Dataset):
     distributed = self.strategy.experimental_distribute_dataset(
-        dataset.map(tpu_features),
+        dataset.map(lambda ids, extras: (tpu_features(ids), extras)),
         options=tf.distribute.InputOptions(experimental_fetch_to_device=False))
     return iter(distributed)
 
-  def _tpu_step(self):
+  def _tpu_step(self, extras):
     activations = self.embedding.dequeue()
-    loss, gradients = skipgram.loss_and_gradients(
-        activations[TARGET_FEATURE], activations[CONTEXT_FEATURE],
-        activations[NEGATIVES_FEATURE], self.global_batch_size)
+    if self._fast:
+      loss, gradients = self.module.activation_gradients(activations,
+                                                         self.ctx)
+      self.embedding.apply_gradients(gradients)
+      return loss
+    dense = list(self.model.trainable_variables) if self.model else []
+    with tf.GradientTape() as tape:
+      tape.watch(activations)
+      loss = self.module.loss(self.model, activations, extras, self.ctx, True)
+    gradients, dense_gradients = tape.gradient(loss, (activations, dense))
     self.embedding.apply_gradients(gradients)
+    if dense:
+      self.dense_optimizer.apply_gradients(
+          [(g, v) for g, v in zip(dense_gradients, dense) if g is not None])
     return loss
 
   def _host_step(self, batch):
     """Enqueues one batch, runs the TPU step; the global batch's loss."""
-    self.embedding.enqueue(batch, training=True)
-    loss = self.strategy.run(self._tpu_step)
+    ids, extras = batch
+    self.embedding.enqueue(ids, training=True)
+    loss = self.strategy.run(self._tpu_step, args=(extras,))
     return self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)

@@ -22,7 +22,6 @@ from absl import logging
 from components.trainer import checkpoints
 from components.trainer.config import LoopConfig
 from components.trainer.tensorboard_logs import RunLogs
-from tpu_embeddings.models.skipgram import SkipGramData
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 # The attribute of a progress log record holding its fields.
@@ -126,14 +125,16 @@ def _log_progress(fields: Dict[str, Any]):
                extra={PROGRESS_RECORD: fields})
 
 
-def _restore_latest(adapter, spec: EmbeddingSpec, model_uri: str,
-                    config: LoopConfig):
+def _restore_latest(adapter, spec: EmbeddingSpec, element_spec,
+                    model_uri: str, config: LoopConfig):
   """(the checkpoint state, its latest checkpoint or None), restored."""
-  adapter.build()
-  state = checkpoints.create(adapter.embedding, model_uri)
+  adapter.build(element_spec)
+  state = checkpoints.create(adapter.embedding, model_uri, adapter.model,
+                             adapter.dense_optimizer)
   latest = state.manager.latest_checkpoint
   if latest:
-    checkpoints.restore(state, spec, latest)
+    checkpoints.restore(state, spec, latest, adapter.model,
+                        adapter.dense_optimizer)
     logging.info('Resuming from %s (step %d)', latest, int(state.step))
   if config.train_steps and int(state.step) >= config.train_steps:
     logging.info('Checkpoint step %d already reaches train_steps=%d; nothing '
@@ -141,18 +142,21 @@ def _restore_latest(adapter, spec: EmbeddingSpec, model_uri: str,
   return state, latest
 
 
-def run(adapter, spec: EmbeddingSpec, data: SkipGramData,
-        sequences: tf.data.Dataset, model_uri: str, logs: RunLogs,
-        config: LoopConfig, expected_steps: int = 0) -> LoopResult:
-  """Trains from the latest checkpoint of `model_uri` (or from scratch).
+def run(adapter, spec: EmbeddingSpec, batches: tf.data.Dataset,
+        model_uri: str, logs: RunLogs, config: LoopConfig,
+        expected_steps: int = 0) -> LoopResult:
+  """Trains from the latest checkpoint of `model_uri` (or from scratch) on
+  `batches` (the module's input of `config.passes` passes; a resumed run
+  skips the batches it trained on, and the data continues exactly).
 
   `expected_steps`: the steps `epochs` passes are expected to take (0:
   unknown), for the epoch and time left of the progress lines."""
-  batch_size = data.config.batch_size
-  state, latest = _restore_latest(adapter, spec, model_uri, config)
+  batch_size = adapter.global_batch_size
+  state, latest = _restore_latest(adapter, spec, batches.element_spec,
+                                  model_uri, config)
   start_step = int(state.step)
-  iterator = adapter.iterator(
-      data.batches(sequences, epochs=config.passes, skip=start_step))
+  iterator = adapter.iterator(batches.skip(start_step) if start_step else
+                              batches)
   logs.start(start_step, adapter.embedding)
   began = time.perf_counter()
   last_saved = start_step if latest else -1

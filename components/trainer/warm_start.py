@@ -5,7 +5,10 @@ The base model's table and optimizer slots are read from its checkpoint
 token: a token in both vocabularies keeps its vector and slot values
 bit-exact, a new token gets the table initializer's value and the
 optimizer's initial slot values, a token that left the vocabulary is
-dropped. The result is saved as checkpoint 0 of the new model, so training
+dropped; each table follows its own vocabulary. A module's dense model and
+its optimizer are restored from the base when the base was trained with the
+same module file (same SHA-256), and initialized otherwise: their keys follow
+the code. The result is saved as checkpoint 0 of the new model, so training
 (on CPU or TPU) starts by restoring it like any other checkpoint.
 
 A damaged base checkpoint (truncated, flipped bytes) is found before the
@@ -27,7 +30,7 @@ What happens then depends on who chose the base:
 
 import dataclasses
 import glob
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -35,6 +38,7 @@ from absl import logging
 
 from components.trainer import checkpoints
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
@@ -51,6 +55,9 @@ class WarmStartReport:
   kept_tokens: int
   new_tokens: int
   dropped_tokens: int
+  # The dense model's values: restored from the base, or initialized when
+  # the base was trained with another module file ('' without a model).
+  dense: str = ''
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -154,32 +161,56 @@ def check_compatible(spec: EmbeddingSpec, base: EmbeddingSpec, base_uri: str):
           f'{base_tables[table.name].dim} there but {table.dim} here')
 
 
-def write_initial_checkpoint(base_uri: str, spec: EmbeddingSpec,
-                             vocabulary: vocabulary_file.TokenCounts,
-                             model_uri: str, seed: int) -> WarmStartReport:
-  """Saves checkpoint 0 of `model_uri` with every table's rows (and slots)
-  remapped from `base_uri` by token."""
-  try:
-    base_spec = EmbeddingSpec.load(base_uri)
-    base_vocabulary = vocabulary_file.read(base_uri)
-  except ValueError as e:
-    raise WarmStartError(f'warm start from {base_uri}: {e}') from e
-  check_compatible(spec, base_spec, base_uri)
-  base_path = model_layout.latest_checkpoint(base_uri)
-  checkpoints.check_embedding_keys(base_spec, base_path)
-  for table in spec.tables:
-    base_rows = base_spec.table(table.name).vocabulary_size
-    if len(base_vocabulary) != base_rows:
-      raise WarmStartError(
-          f'warm start from {base_uri}: vocabulary.tsv has '
-          f'{len(base_vocabulary)} tokens but table {table.name!r} has '
-          f'{base_rows} rows')
-
+def _row_pairs(vocabulary: vocabulary_file.TokenCounts,
+               base_vocabulary: vocabulary_file.TokenCounts):
+  """(new rows, old rows) of the tokens in both vocabularies."""
   old_ids = base_vocabulary.ids
   pairs = [(i, old_ids[t]) for i, t in enumerate(vocabulary.tokens)
            if t in old_ids]
-  new_rows = np.asarray([p[0] for p in pairs], dtype=np.int64)
-  old_rows = np.asarray([p[1] for p in pairs], dtype=np.int64)
+  return (np.asarray([p[0] for p in pairs], dtype=np.int64),
+          np.asarray([p[1] for p in pairs], dtype=np.int64))
+
+
+def _read_base(base_uri: str):
+  try:
+    return (EmbeddingSpec.load(base_uri), vocabularies_lib.read(base_uri))
+  except ValueError as e:
+    raise WarmStartError(f'warm start from {base_uri}: {e}') from e
+
+
+def write_initial_checkpoint(
+    base_uri: str, spec: EmbeddingSpec,
+    vocabularies: vocabularies_lib.Vocabularies, model_uri: str, seed: int,
+    dense: Optional[Callable[[str, str], Tuple[Any, Any, str]]] = None
+) -> WarmStartReport:
+  """Saves checkpoint 0 of `model_uri` with every table's rows (and slots)
+  remapped from `base_uri` by token of the table's vocabulary.
+
+  `dense(base_uri, base_checkpoint)` gives the dense model and optimizer to
+  save beside the tables (and what became of their values), when the module
+  has a model.
+  """
+  base_spec, base_vocabularies = _read_base(base_uri)
+  check_compatible(spec, base_spec, base_uri)
+  base_path = model_layout.latest_checkpoint(base_uri)
+  checkpoints.check_embedding_keys(base_spec, base_path)
+  rows, base_sizes = {}, {}
+  for table in spec.tables:
+    base_table = base_spec.table(table.name)
+    try:
+      base_vocabulary = base_vocabularies[base_table.vocabulary]
+    except vocabulary_file.VocabularyError as e:
+      raise WarmStartError(f'warm start from {base_uri}: {e}') from e
+    if len(base_vocabulary) != base_table.vocabulary_size:
+      raise WarmStartError(
+          f'warm start from {base_uri}: its vocabulary has '
+          f'{len(base_vocabulary)} tokens but table {table.name!r} has '
+          f'{base_table.vocabulary_size} rows')
+    rows[table.name] = _row_pairs(vocabularies[table.vocabulary],
+                                  base_vocabulary)
+    base_sizes[table.vocabulary] = (len(vocabularies[table.vocabulary]),
+                                    len(base_vocabulary),
+                                    len(rows[table.name][0]))
 
   tf.random.set_seed(seed)
   embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
@@ -191,14 +222,19 @@ def write_initial_checkpoint(base_uri: str, spec: EmbeddingSpec,
     keys = {'parameters': model_layout.table_key(table.name)}
     keys.update({s: model_layout.slot_key(table.name, s)
                  for s in spec.optimizer.slot_names})
+    new_rows, old_rows = rows[table.name]
     for name, key in keys.items():
-      if len(pairs):
+      if len(new_rows):
         values = reader.get_tensor(key)[old_rows]
         variables[name].scatter_update(tf.IndexedSlices(
             tf.constant(values, tf.float32), tf.constant(new_rows)))
-  saved = checkpoints.create(embedding, model_uri)
+  model, optimizer, dense_note = (dense(base_uri, base_path) if dense else
+                                  (None, None, ''))
+  saved = checkpoints.create(embedding, model_uri, model, optimizer)
   saved.manager.save(checkpoint_number=0)
+  kept = sum(k for _, _, k in base_sizes.values())
   return WarmStartReport(
-      base_model=base_uri, base_checkpoint=base_path, kept_tokens=len(pairs),
-      new_tokens=len(vocabulary) - len(pairs),
-      dropped_tokens=len(base_vocabulary) - len(pairs))
+      base_model=base_uri, base_checkpoint=base_path, kept_tokens=kept,
+      new_tokens=sum(n for n, _, _ in base_sizes.values()) - kept,
+      dropped_tokens=sum(b for _, b, _ in base_sizes.values()) - kept,
+      dense=dense_note)

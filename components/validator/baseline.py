@@ -15,7 +15,7 @@ read); a load that fails anyway is explained by the manifest's checksums.
 """
 
 import dataclasses
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -107,9 +107,16 @@ def _read(push_root: str, version: int) -> Baseline:
                   table=read_serving_table(path), manifest=manifest)
 
 
-def find_baseline(push_root: str
+def find_baseline(push_root: str,
+                  read: Optional[Callable[[str, int], Any]] = None
                   ) -> Tuple[Optional[Baseline], List[Unreadable]]:
-  """The newest readable pushed version (or None), and the newer unreadable."""
+  """The newest readable pushed version (or None), and the newer unreadable.
+
+  `read(push_root, version)` reads one version (default: skip-gram's table,
+  through its `lookup` signature); an error it raises passes the version
+  over.
+  """
+  read = read or _read
   unreadable: List[Unreadable] = []
   if not push_root:
     return None, unreadable
@@ -119,7 +126,7 @@ def find_baseline(push_root: str
                                                    kinds=('serving',))
     if not problems:
       try:
-        return _read(push_root, version), unreadable
+        return read(push_root, version), unreadable
       except (BaselineError, OSError, ValueError, IndexError,
               tf.errors.OpError) as e:
         problems = integrity.version_problems(

@@ -9,7 +9,9 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
 from components import keys
+from components import module_file
 from components.validator import blessing as blessing_lib
+from components.validator import module_validation
 from components.validator import validation
 from components.validator.config import ValidatorConfig
 
@@ -27,9 +29,14 @@ class Executor(base_executor.BaseExecutor):
     examples = artifact_utils.get_single_instance(input_dict[keys.EXAMPLES])
     vocabulary = artifact_utils.get_single_instance(input_dict[keys.VOCABULARY])
     blessing = artifact_utils.get_single_instance(output_dict[keys.BLESSING])
-    result = validation.validate(
-        model.uri, examples.uri, vocabulary.uri, config,
-        exec_properties.get(keys.PUSH_ROOT) or '')
+    push_root = exec_properties.get(keys.PUSH_ROOT) or ''
+    module = module_file.from_model(model.uri)
+    if module.builtin:
+      result = validation.validate(model.uri, examples.uri, vocabulary.uri,
+                                   config, push_root)
+    else:  # a module file's model, read with its own code
+      result = module_validation.validate(model.uri, examples.uri, config,
+                                          module, push_root)
     # TFX passes input artifacts with their MLMD ids.
     blessing_lib.write(blessing, result.report, result.candidate_norms,
                        result.baseline_norms, model_id=model.id)

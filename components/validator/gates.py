@@ -211,21 +211,27 @@ def absolute_gates(metrics: Dict[str, Optional[float]],
           for m, limit in thresholds.absolute().items()]
 
 
-def baseline_limit(metric: str, baseline: float, margin: float) -> float:
+def baseline_limit(metric: str, baseline: float, margin: float,
+                   higher_is_better: Optional[Dict[str, bool]] = None
+                   ) -> float:
   """The worst candidate value still within `margin` of the baseline."""
   slack = margin * abs(baseline)
-  return baseline - slack if HIGHER_IS_BETTER[metric] else baseline + slack
+  higher = (higher_is_better or HIGHER_IS_BETTER)[metric]
+  return baseline - slack if higher else baseline + slack
 
 
 def baseline_gates(candidate: Dict[str, Optional[float]],
                    baseline: Dict[str, Optional[float]],
                    margin: float,
-                   not_comparable: Optional[Dict[str, str]] = None
+                   not_comparable: Optional[Dict[str, str]] = None,
+                   higher_is_better: Optional[Dict[str, bool]] = None
                    ) -> List[Gate]:
-  """Candidate vs baseline on every metric the baseline has a value for;
+  """Candidate vs baseline on every metric the baseline has a value for
+  (skip-gram's metrics, or a module's METRICS as {metric: higher?});
   `not_comparable` maps a metric to why the two cannot be compared."""
   gates = []
-  for metric, higher in HIGHER_IS_BETTER.items():
+  directions = higher_is_better or HIGHER_IS_BETTER
+  for metric, higher in directions.items():
     if metric not in baseline and metric not in candidate:
       continue
     if metric in (not_comparable or {}):
@@ -237,7 +243,7 @@ def baseline_gates(candidate: Dict[str, Optional[float]],
       gates.append(Gate(f'baseline/{metric}', True,
                         f'{metric}: baseline has no value; not compared'))
       continue
-    limit = baseline_limit(metric, base, margin)
+    limit = baseline_limit(metric, base, margin, directions)
     gate = _compare(f'baseline/{metric}', candidate.get(metric), limit, higher,
                     f'{metric} vs baseline {_fmt(base)} (margin {margin:g})')
     gates.append(gate)

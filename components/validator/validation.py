@@ -186,7 +186,7 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
           vocabulary_file.VocabularyError, FileNotFoundError) as e:
     logging.error('CheckpointValidator: %s', e)
     gates = [gates_lib.restore_gate(f'{type(e).__name__}: {e}')]
-    return Validation(_finish(report, gates), None, base_norms)
+    return Validation(finish(report, gates), None, base_norms)
   report['restore'] = restored_variables_summary(restored)
   gates, table = _candidate_gates(restored, data, config, report, baseline)
   p = data.pairs
@@ -196,7 +196,7 @@ def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
       (metrics.align_table(baseline.tokens, baseline.table, data.tokens)
        if baseline is not None else None),
       p.targets[data.recall_rows], p.contexts[data.recall_rows], config.k)
-  return Validation(_finish(report, gates), metrics.row_norms(table),
+  return Validation(finish(report, gates), metrics.row_norms(table),
                     base_norms)
 
 
@@ -222,7 +222,7 @@ def _warnings(report: Dict[str, Any],
   return out
 
 
-def _finish(report: Dict[str, Any], gates: List[gates_lib.Gate]
+def finish(report: Dict[str, Any], gates: List[gates_lib.Gate]
             ) -> Dict[str, Any]:
   report['gates'] = [g.to_dict() for g in gates]
   report['blessed'] = gates_lib.blessed(gates)

@@ -1,6 +1,7 @@
 """VocabularyConfig: which tokens the vocabulary keeps."""
 
 import dataclasses
+from typing import Any, Dict
 
 from tpu_embeddings.core import settings
 
@@ -13,14 +14,29 @@ class VocabularyConfig(settings.Settings):
     min_count: tokens seen fewer times are dropped.
     max_tokens: the most frequent tokens kept (0: no cap).
     split: the Examples split counted.
+    vocabularies: {vocabulary: [feature, ...]}: one vocabulary per name,
+      counting the tokens of its features (a module file's FEATURES, grouped
+      by vocabulary); {} counts skip-gram's `tokens` into the single
+      vocabulary.
   """
   WHAT = 'Vocabulary'
 
   min_count: int = 5
   max_tokens: int = 0
   split: str = 'train'
+  vocabularies: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def validate(self):
     super().validate()
     self.check_int('min_count', 1)
     self.check_int('max_tokens', 0)
+    for name, features in self.vocabularies.items():
+      if not name or '/' in name or name.startswith('.'):
+        raise ValueError(f'{self.WHAT} parameter vocabularies: bad name '
+                         f'{name!r} (non-empty, no "/", not starting with '
+                         '".")')
+      if not isinstance(features, (list, tuple)) or not features or not all(
+          isinstance(f, str) and f for f in features):
+        raise ValueError(f'{self.WHAT} parameter vocabularies: {name!r} '
+                         'needs a list of feature names, got '
+                         f'{features!r}')

@@ -1,5 +1,9 @@
 """Vocabulary executor: count tokens of the train split with Beam.
 
+With `vocabularies` set (a module file's FEATURES, grouped by vocabulary),
+each named vocabulary counts the tokens of its features
+(`named_counts`); otherwise skip-gram's `tokens` make the single one:
+
 When the Examples carry token counts (the corpus ExampleGen writes them, see
 examples_io), they are summed. Otherwise Beam counts the records: one element
 per TFRecord file, each parsed and counted in batches by TensorFlow, the
@@ -18,8 +22,10 @@ from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
 
 from components import keys
+from components.vocabulary import named_counts
 from components.vocabulary.config import VocabularyConfig
 from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.artifacts import vocabularies
 from tpu_embeddings.artifacts import vocabulary_file
 
 _RECORDS_PER_BATCH = 8192
@@ -131,7 +137,15 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     config = VocabularyConfig.from_exec_properties(exec_properties)
     files = examples_io.split_files(examples.uri, config.split)
     counted = examples_io.token_count_files(examples.uri, config.split)
-    if counted:  # summed by the corpus ExampleGen per file: just add them
+    if config.vocabularies:  # a module file's FEATURES, by vocabulary
+      min_count, max_tokens = config.min_count, config.max_tokens
+      with self._make_beam_pipeline() as pipeline:
+        named_counts.count_and_write(
+            pipeline, files, vocab.uri, config.vocabularies, _SumCounts(),
+            lambda counts, directory: _write(counts, directory, min_count,
+                                             max_tokens))
+      vocabularies.write_index(vocab.uri, config.vocabularies)
+    elif counted:  # summed by the corpus ExampleGen per file: just add them
       logging.info('vocabulary: summing %d token count files', len(counted))
       _write_table(_fold([examples_io.read_counts(p) for p in counted]),
                    vocab.uri, config.min_count, config.max_tokens)

@@ -9,6 +9,10 @@ from tpu_embeddings.push_root import layout as push_layout
 
 
 def add_config_arguments(p):
+  p.add_argument('--module-file', default='',
+                 help='the model\'s module file (TFX\'s module_file: '
+                 'FEATURES, embedding_spec, model_fn, loss_fn, signatures, '
+                 '...; see the README); default: skip-gram')
   p.add_argument('--config',
                  help='JSON file of settings, e.g. {"trainer": {"window": 5}}')
   p.add_argument('--set', action='append', default=[], metavar='NAME=VALUE',
@@ -20,8 +24,11 @@ def add_config_arguments(p):
 
 
 def config_from_args(args):
-  """PipelineConfig from --config, --set and --tpu."""
-  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
+  """PipelineConfig from --config, --set and --tpu, over the SETTINGS of
+  --module-file."""
+  from pipelines import model_settings  # pylint: disable=g-import-not-at-top
+  if args.module_file and not os.path.isfile(args.module_file):
+    raise FileNotFoundError(f'--module-file {args.module_file}: no such file')
   values = {}
   if args.config:
     if not os.path.exists(args.config):
@@ -48,7 +55,7 @@ def config_from_args(args):
       values[field] = raw
   if args.tpu is not None:
     values['trainer.tpu'] = args.tpu
-  return config_lib.PipelineConfig.from_dict(values)
+  return model_settings.with_module_defaults(values, args.module_file)
 
 
 def check_data_root(data_root: str, pattern: str):

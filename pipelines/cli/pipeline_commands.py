@@ -1,10 +1,12 @@
 """Commands that run the pipeline locally: demo-data, run, retrain, lineage."""
 
+import dataclasses
 import json
 import os
 import time
 
 from pipelines import demo_data
+from pipelines import demo_interactions
 from pipelines.cli import arguments
 from pipelines.local import home as home_lib
 from pipelines.local import retrain as retrain_lib
@@ -35,10 +37,29 @@ def _register_demo_data(sub):
                  default=demo_data.CorpusShape.lines_per_span,
                  help='sentences per span (default '
                  f'{demo_data.CorpusShape.lines_per_span})')
+  p.add_argument('--interactions', choices=demo_interactions.FORMATS,
+                 nargs='?', const='csv', default=None,
+                 help='write user-item interactions for a recommendation '
+                 'model instead (e.g. examples/two_tower): pre-split '
+                 'train/eval spans as csv (the default) or tfrecord; run '
+                 'them with --set example_gen.format=<the same>')
   p.set_defaults(func=run_demo_data)
 
 
+def run_interaction_data(args) -> int:
+  shape = demo_interactions.EXAMPLE_SHAPE
+  for span in range(args.first_span, args.first_span + args.spans):
+    shape = dataclasses.replace(shape, seed=args.seed + span - 1)
+    written = demo_interactions.write_examples(args.out, shape, span,
+                                               args.interactions)
+    print(f'wrote span {span}: ' + ', '.join(
+        f'{split} {path}' for split, path in written.items()))
+  return 0
+
+
 def run_demo_data(args) -> int:
+  if args.interactions:
+    return run_interaction_data(args)
   shape = demo_data.CorpusShape(lines_per_span=args.lines_per_span)
   demo_data.generate(args.out, spans=args.spans, seed=args.seed,
                      first_span=args.first_span, shape=shape)
@@ -80,13 +101,32 @@ def run_run(args) -> int:
   from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
   summary = local_runner.run(args.data, args.home, config,
                              beam_pipeline_args=args.beam_arg or None,
-                             verbose=args.verbose)
+                             verbose=args.verbose,
+                             module_file=args.module_file)
   summary['timing']['total_seconds'] = round(time.monotonic() - STARTED, 1)
   print(local_runner.format_summary(summary))
-  if args.neighbors and summary.get('pushed_version') is not None:
-    print_neighbors(home_lib.push_root(args.home), args.neighbors,
+  if summary.get('pushed_version') is None:
+    return 0
+  push_root = home_lib.push_root(args.home)
+  if args.module_file:
+    print_signatures(push_root, summary['pushed_version'])
+  elif args.neighbors:
+    print_neighbors(push_root, args.neighbors,
                     version=summary['pushed_version'])
   return 0
+
+
+def print_signatures(push_root: str, version: int):
+  """What the pushed serving model of a module file answers."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  from tpu_embeddings.push_root import layout as push_layout  # pylint: disable=g-import-not-at-top
+  path = push_layout.version_dir(push_root, 'serving', version)
+  print(f'serving signatures (pushed version {version}, {path}):')
+  for name, fn in sorted(tf.saved_model.load(path).signatures.items()):
+    inputs = ', '.join(sorted(fn.structured_input_signature[1]))
+    outputs = ', '.join(sorted(fn.structured_outputs))
+    print(f'  {name}({inputs}) -> {outputs}')
 
 
 def print_neighbors(push_root: str, n: int, k: int = 5, version=None):
@@ -138,7 +178,8 @@ def run_retrain(args) -> int:
       summary = local_runner.run(args.data, args.home, config,
                                  warm_start_uri=warm,
                                  beam_pipeline_args=args.beam_arg or None,
-                                 verbose=args.verbose)
+                                 verbose=args.verbose,
+                                 module_file=args.module_file)
       summary['timing']['total_seconds'] = round(
           time.monotonic() - STARTED, 1)
       print(local_runner.format_summary(summary))

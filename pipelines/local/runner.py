@@ -89,8 +89,10 @@ def run(data_root: str,
         warm_start_uri: str = '',
         beam_pipeline_args: Optional[List[str]] = None,
         out: Optional[TextIO] = None,
-        verbose: bool = False) -> Dict[str, Any]:
-  """Runs the pipeline locally and returns the summary dict."""
+        verbose: bool = False,
+        module_file: str = '') -> Dict[str, Any]:
+  """Runs the pipeline locally and returns the summary dict (`module_file`:
+  the model's module file, '' for skip-gram)."""
   out = out or sys.stdout
   if not os.path.isdir(data_root):
     raise FileNotFoundError(f'data root {data_root} is not a directory; '
@@ -110,7 +112,7 @@ def run(data_root: str,
           metadata.sqlite_metadata_connection_config(
               p['metadata'])),
       beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
-      warm_start_uri=warm_start_uri)
+      warm_start_uri=warm_start_uri, module_file=module_file)
   os.makedirs(p['home'], exist_ok=True)
   store_note = store_guard.check(p['home'])
   start = time.monotonic()
@@ -240,7 +242,7 @@ def format_summary(summary: Dict[str, Any]) -> str:
   else:
     lines.append('pushed: nothing (model not blessed)')
   metrics = summary.get('metrics') or {}
-  for role in ('candidate', 'baseline', 'popularity'):
+  for role in ('candidate', 'baseline', 'popularity', 'untrained'):
     shown = {k: v for k, v in (metrics.get(role) or {}).items()
              if isinstance(v, (int, float)) and not isinstance(v, bool)}
     if shown:

@@ -1,16 +1,25 @@
 """What the trainer's `Model` artifact holds and how to find it.
 
-    <model uri>/embedding_spec.json   the resolved spec (vocabulary sizes set)
-    <model uri>/vocabulary.tsv        table row i = line i
+    <model uri>/embedding_spec.json   the resolved spec (vocabularies and
+                                      their sizes set)
+    <model uri>/vocabulary.tsv        skip-gram: table row i = line i
+    <model uri>/vocabularies.json,    a module's named vocabularies
+      vocabularies/<name>/            (tpu_embeddings.artifacts.vocabularies)
+    <model uri>/user_module.py        the module file it was trained with,
+                                      read by the validator and the exporter
+                                      (sha256 in metadata.json)
     <model uri>/metadata.json         steps, examples seen, final loss, spans,
-                                      device
+                                      device; written last
     <model uri>/checkpoint/           tf.train.CheckpointManager directory
 
 The checkpoint is `tf.train.Checkpoint(embedding=<TPUEmbedding or
-TPUEmbeddingForServing>, step=<int64>, examples_seen=<int64>)`: the tables are
+TPUEmbeddingForServing>, model=<the module's dense model>,
+dense_optimizer=<its Keras optimizer>, step=<int64>, examples_seen=<int64>,
+loss=<float32>)` (skip-gram has no model): the tables are
 `embedding/<table>/.ATTRIBUTES/VARIABLE_VALUE`, their optimizer slots
 `embedding/<table>.S<slot>/.ATTRIBUTES/VARIABLE_VALUE`, exactly as the TPU
-writes them.
+writes them, the dense variables under `model/` and their optimizer's under
+`dense_optimizer/`, side by side: the embedding is never inside the model.
 """
 
 import json
@@ -21,6 +30,13 @@ METADATA_FILENAME = 'metadata.json'
 # Key of metadata.json holding the trainer's settings (asdict(TrainerConfig)).
 TRAINER_CONFIG_KEY = 'trainer_config'
 EMBEDDING_KEY = 'embedding'
+MODEL_KEY = 'model'
+DENSE_OPTIMIZER_KEY = 'dense_optimizer'
+USER_MODULE_FILENAME = 'user_module.py'
+# Keys of metadata.json: the module file's SHA-256 ('' for skip-gram) and
+# the kind ('bytes' or 'int64') of each Examples feature it looked up.
+USER_MODULE_SHA256_KEY = 'user_module_sha256'
+FEATURE_KINDS_KEY = 'feature_kinds'
 
 
 def table_key(table: str) -> str:

@@ -238,6 +238,27 @@ class SkipGramData:
 
 
 # -- loss on activations ------------------------------------------------------
+def _scores(target, context, negatives):
+  """(t.c [B], t.n [B, K]): the logits of the pairs and of the negatives."""
+  # Batched matmuls, not einsum: einsum's [B] tiny products are the slower
+  # CPU kernel (XLA lowers both to the same dot on TPU).
+  pos = tf.reduce_sum(target * context, axis=-1)
+  neg = tf.squeeze(tf.matmul(negatives, target[:, :, None]), -1)
+  return pos, neg
+
+
+def _loss_of_scores(pos, neg, scale):
+  return (tf.reduce_sum(tf.nn.softplus(-pos)) +
+          tf.reduce_sum(tf.nn.softplus(neg))) * scale
+
+
+def loss(target: tf.Tensor, context: tf.Tensor, negatives: tf.Tensor,
+         global_batch_size) -> tf.Tensor:
+  """The loss of `loss_and_gradients`, for automatic differentiation."""
+  scale = 1.0 / tf.cast(global_batch_size, target.dtype)
+  return _loss_of_scores(*_scores(target, context, negatives), scale)
+
+
 def loss_and_gradients(target: tf.Tensor, context: tf.Tensor,
                        negatives: tf.Tensor, global_batch_size
                       ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
@@ -256,13 +277,9 @@ def loss_and_gradients(target: tf.Tensor, context: tf.Tensor,
     (this replica's share of the loss, {feature: gradient}) with gradients
     shaped like the activations, as `TPUEmbedding.apply_gradients` expects.
   """
-  # Batched matmuls, not einsum: the cheaper lowering on CPU (XLA lowers
-  # both to the same dot on TPU).
   scale = 1.0 / tf.cast(global_batch_size, target.dtype)
-  pos = tf.reduce_sum(target * context, axis=-1)                # [B]
-  neg = tf.squeeze(tf.matmul(negatives, target[:, :, None]), -1)  # [B, K]
-  loss = (tf.reduce_sum(tf.nn.softplus(-pos)) +
-          tf.reduce_sum(tf.nn.softplus(neg))) * scale
+  pos, neg = _scores(target, context, negatives)
+  loss = _loss_of_scores(pos, neg, scale)
   d_pos = (tf.sigmoid(pos) - 1.0) * scale                       # dL/dpos
   d_neg = tf.sigmoid(neg) * scale                               # dL/dneg
   d_target = (d_pos[:, None] * context +

@@ -19,7 +19,10 @@ from tpu_embeddings.spec.checks import fail
 from tpu_embeddings.spec.optimizer_spec import OptimizerSpec
 
 SPEC_FILENAME = 'embedding_spec.json'
-FORMAT_VERSION = 1
+# Version 2 names each table's vocabulary; a spec without one is written as
+# version 1, byte for byte what earlier releases wrote.
+FORMAT_VERSION = 2
+FORMAT_VERSIONS = (1, 2)
 
 INITIALIZERS = ('truncated_normal', 'uniform', 'zeros')
 COMBINERS = ('mean', 'sum', 'sqrtn')
@@ -27,7 +30,11 @@ COMBINERS = ('mean', 'sum', 'sqrtn')
 
 @dataclasses.dataclass(frozen=True)
 class TableSpec:
-  """One embedding table. `vocabulary_size` 0 means "set from the vocabulary".
+  """One embedding table; row i is token i of its vocabulary.
+
+  `vocabulary` names the vocabulary the rows follow ('' is the artifact's
+  single vocabulary, as skip-gram has); `vocabulary_size` 0 means "set from
+  that vocabulary".
   """
   name: str
   dim: int
@@ -37,9 +44,12 @@ class TableSpec:
   # (default 0.5/dim, word2vec's choice).
   initializer_scale: Optional[float] = None
   combiner: str = 'mean'
+  vocabulary: str = ''
 
   def validate(self, field: str):
     check_name(f'{field}.name', self.name)
+    if self.vocabulary:
+      check_name(f'{field}.vocabulary', self.vocabulary)
     check_int(f'{field}.dim', self.dim, 1)
     check_int(f'{field}.vocabulary_size', self.vocabulary_size, 0)
     if self.initializer not in INITIALIZERS:
@@ -125,11 +135,19 @@ class EmbeddingSpec:
 
   def with_vocabulary_size(self, table: str, size: int) -> 'EmbeddingSpec':
     """A copy with `table`'s vocabulary size set (validated)."""
+    return self.with_table(table, vocabulary_size=size)
+
+  def with_table(self, table: str, **changes) -> 'EmbeddingSpec':
+    """A copy with fields of table `table` changed (validated)."""
     self.table(table)
     tables = tuple(
-        dataclasses.replace(t, vocabulary_size=size) if t.name == table else t
+        dataclasses.replace(t, **changes) if t.name == table else t
         for t in self.tables)
     return dataclasses.replace(self, tables=tables)
+
+  def features_of(self, table: str) -> Tuple[str, ...]:
+    """Names of the features looked up in `table`, in spec order."""
+    return tuple(f.name for f in self.features if f.table == table)
 
   def only_tables(self, names) -> 'EmbeddingSpec':
     """A copy with just the tables `names` and the features reading them."""
@@ -174,9 +192,10 @@ class EmbeddingSpec:
 
   # -- JSON -------------------------------------------------------------------
   def to_dict(self) -> Dict[str, Any]:
+    named = any(t.vocabulary for t in self.tables)
     return {
-        'format_version': FORMAT_VERSION,
-        'tables': [dataclasses.asdict(t) for t in self.tables],
+        'format_version': FORMAT_VERSION if named else 1,
+        'tables': [_table_dict(t, named) for t in self.tables],
         'features': [
             dict(dataclasses.asdict(f), output_shape=list(f.output_shape))
             for f in self.features
@@ -193,8 +212,9 @@ class EmbeddingSpec:
     if not isinstance(d, dict):
       fail('(root)', f'must be a JSON object, got {type(d).__name__}')
     version = d.get('format_version', FORMAT_VERSION)
-    if version != FORMAT_VERSION:
-      fail('format_version', f'unsupported version {version!r}')
+    if version not in FORMAT_VERSIONS:
+      fail('format_version', f'unsupported version {version!r}; this '
+           f'release reads {list(FORMAT_VERSIONS)}')
     unknown = set(d) - {'format_version', 'tables', 'features', 'optimizer'}
     if unknown:
       fail(sorted(unknown)[0], 'unknown field')
@@ -244,6 +264,13 @@ class EmbeddingSpec:
       raise SpecError(f'embedding spec: no {SPEC_FILENAME} at {path}')
     with tf.io.gfile.GFile(path) as f:
       return cls.from_json(f.read())
+
+
+def _table_dict(table: TableSpec, named: bool) -> Dict[str, Any]:
+  d = dataclasses.asdict(table)
+  if not named:
+    del d['vocabulary']  # version 1 had no such field
+  return d
 
 
 def _as_list(value: Any, field: str) -> List[Any]:

@@ -13,11 +13,11 @@ from components import keys
 from components.exporter import canaries
 from components.exporter import load_check
 from components.exporter import serving_export
-from components.exporter import vocabulary_resources
 from tests.support import artifact_fixtures
 from tests.support import exporter_fixtures
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import vocabulary_resources
 
 TOKENS = ['x', 'y', 'z', 'w']
 

@@ -14,12 +14,12 @@ import pytest
 import tensorflow as tf
 
 from components.exporter import serving_export
-from components.exporter import token_ids
 from tests.support import artifact_fixtures
 from tests.support import serving_export_fixtures
 from tests.support.serving_export_fixtures import TOKENS
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 

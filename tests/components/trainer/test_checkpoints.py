@@ -112,7 +112,7 @@ def test_tpu_checkpoint_restores_into_cpu_trainer_and_training_continues(
                              max_to_keep=3).save(checkpoint_number=7)
 
   # The CPU adapter restores it bit-exact (table and slot)...
-  adapter = cpu_adapter.CpuAdapter(spec, 16)
+  adapter = cpu_adapter.for_skipgram(spec, 16)
   adapter.build()
   state = checkpoints.create(adapter.embedding, str(tmp_path / 'scratch'))
   checkpoints.restore(state, spec, model_layout.latest_checkpoint(model))

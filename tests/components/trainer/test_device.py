@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from components.trainer import cpu_adapter
 from components.trainer import device
 from components.trainer import tpu_adapter
-from components.trainer.cpu_adapter import CpuAdapter
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 B, K, D = 8, 3, 4
@@ -211,11 +211,12 @@ def test_tpu_activation_shapes_equal_the_cpu_adapters():
   names = sorted(features)  # nest order of the feature dict
   tpu_activation_shapes = {
       n: s.as_list() + [D] for n, s in zip(names, output_shapes)}
-  expected = tpu_adapter.per_replica_input_shapes(B, K)
+  expected = tpu_adapter.per_replica_input_shapes(
+      {n: tf.TensorSpec.from_tensor(t) for n, t in batch().items()}, 1)
   assert [s.as_list() for s in input_shapes] == [
       expected[n].as_list() for n in names]
 
-  adapter = CpuAdapter(spec, B)
+  adapter = cpu_adapter.for_skipgram(spec, B)
   adapter.build()
   cpu = adapter.embedding.embedding_lookup(batch())
   assert tpu_activation_shapes == {n: cpu[n].shape.as_list() for n in names}

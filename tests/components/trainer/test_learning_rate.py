@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from components.trainer import cpu_adapter
 from components.trainer import executor
 from components.trainer import learning_rate
-from components.trainer.cpu_adapter import CpuAdapter
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models.skipgram_features import skipgram_spec
@@ -42,8 +42,8 @@ def test_each_step_applies_the_decayed_learning_rate():
   step-s update divided by the step-0 one is 1 - s / total."""
   spec = skipgram_spec(dim=2, optimizer='sgd', vocabulary_size=3,
                        learning_rate=1.0, initializer='zeros')
-  adapter = CpuAdapter(spec, global_batch_size=1,
-                       decay=learning_rate.LinearDecay(4))
+  adapter = cpu_adapter.for_skipgram(spec, global_batch_size=1,
+                                     decay=learning_rate.LinearDecay(4))
   adapter.build()
   table = adapter.variables['tokens']['parameters']
   context = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]], np.float32)
@@ -52,7 +52,7 @@ def test_each_step_applies_the_decayed_learning_rate():
     table.assign(context)
     batch = {'target': [0], 'context': [1], 'negatives': [[2]]}
     ds = tf.data.Dataset.from_tensors(
-        {k: tf.constant(v, tf.int32) for k, v in batch.items()})
+        ({k: tf.constant(v, tf.int32) for k, v in batch.items()}, {}))
     adapter.train(iter(ds), 1, first_step=step)
     # d loss / d target = (sigmoid(0) - 1) * context = -0.5 * context.
     moves.append(float(table.numpy()[0, 0]))

@@ -25,6 +25,7 @@ from tests.support.killed_trainer import TRAIN_STEPS
 from tests.support.killed_trainer import trainer_props
 from tests.support.killed_trainer import write_inputs
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabularies
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
@@ -51,12 +52,13 @@ def _checkpoint_files(model):
   return sorted(found, reverse=True)
 
 
-def _key(root, examples='examples', base='', **changes):
+def _key(root, examples='examples', base='', module_sha256='', **changes):
   artifact = standard_artifacts.Examples()
   artifact.uri = f'{root}/{examples}'
   return resume.resume_key(
-      [artifact], 'train', vocabulary_file.read(f'{root}/vocabulary'), base,
-      TrainerConfig.from_json(trainer_props(root, **changes)['config']))
+      [artifact], 'train', vocabularies.read(f'{root}/vocabulary'), base,
+      TrainerConfig.from_json(trainer_props(root, **changes)['config']),
+      module_sha256)
 
 
 def test_key_follows_inputs_and_settings_not_uris_or_the_device(tmp_path):
@@ -72,6 +74,7 @@ def test_key_follows_inputs_and_settings_not_uris_or_the_device(tmp_path):
   assert _key(root, seed=1) != key
   assert _key(root, train_steps=TRAIN_STEPS + 1) != key
   assert _key(root, base=f'{root}/base') != key
+  assert _key(root, module_sha256='0' * 64) != key
   vocabulary = vocabulary_file.read(f'{root}/vocabulary')
   vocabulary_file.write(f'{root}/vocabulary', vocabulary_file.TokenCounts(
       vocabulary.tokens, (vocabulary.counts[0] + 1,) + vocabulary.counts[1:]))

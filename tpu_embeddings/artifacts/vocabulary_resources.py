@@ -11,7 +11,7 @@ import uuid
 
 import tensorflow as tf
 
-from components.exporter import token_ids
+from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_file
 
 
@@ -30,7 +30,7 @@ def _shared_name(kind: str) -> str:
 
 
 class TokenIds(tf.saved_model.experimental.TrackableResource):
-  """Token -> row id (`components.exporter.token_ids`), built at load time.
+  """Token -> row id (`tpu_embeddings.artifacts.token_ids`), built at load time.
 
   Nothing is built while exporting; the table exists only in the process that
   loads the SavedModel. `keyed_by_string=True` (for vocabularies in which two
@@ -66,6 +66,12 @@ class TokenIds(tf.saved_model.experimental.TrackableResource):
                                                self._vocabulary_size)
     return tf.raw_ops.InitializeTableV2(
         table_handle=self.resource_handle, keys=keys, values=values)
+
+  def initialize_now(self):
+    """Fills the table in this process, to look tokens up before the model
+    is saved (a loaded SavedModel initializes it itself)."""
+    with tf.init_scope():
+      self._initialize()
 
   def lookup(self, tokens):
     """`(ids, known)`: ids in [0, vocabulary size) (0 for OOV), OOV mask."""

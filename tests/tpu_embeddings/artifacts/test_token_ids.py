@@ -1,4 +1,4 @@
-"""Tests for components/exporter/token_ids.py."""
+"""Tests for tpu_embeddings/artifacts/token_ids.py."""
 
 import os
 import threading
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.exporter import token_ids
+from tpu_embeddings.artifacts import token_ids
 
 TOKENS = ['the', 'cat', 'é', 'sat']
 

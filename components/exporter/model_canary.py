@@ -1,0 +1,127 @@
+"""The load check of a module file's exports: they answer as the restored
+model does.
+
+A `ModelCanary` holds, for every signature of the serving model, sample
+inputs and the outputs the restored model gave them in the exporting
+process, and the same for the Hub call. A fresh process
+(`fresh_process`, kinds `model_serving` and `model_hub`) loads each export
+from disk and compares: the serving SavedModel through
+`tf.saved_model.load` and through a TF1 session loader (TF Serving's and
+`saved_model_cli run`'s path) with its warm-up requests replayed, the Hub
+module through `hub.load(...).signatures['default']`.
+"""
+
+import dataclasses
+import json
+from typing import Dict
+
+import numpy as np
+
+from components.exporter.load_check import LoadCheckError
+
+KINDS = ('model_serving', 'model_hub')
+RTOL, ATOL = 1e-5, 1e-5
+
+Arrays = Dict[str, np.ndarray]
+
+
+@dataclasses.dataclass
+class ModelCanary:
+  """{signature: (inputs, outputs)}, and the Hub call's (inputs, outputs)."""
+  signatures: Dict[str, Dict[str, Arrays]]
+  hub: Dict[str, Arrays]
+
+  def save(self, path: str):
+    arrays, index = {}, {'signatures': {}, 'hub': {}}
+    def put(prefix, group):
+      names = {}
+      for part, values in group.items():
+        names[part] = {}
+        for key, value in values.items():
+          slot = f'a{len(arrays)}'
+          # Strings as JSON text: numpy string arrays drop trailing NULs.
+          if np.asarray(value).dtype == object:
+            arrays[slot] = np.array(json.dumps(
+                [v.decode('utf-8') if isinstance(v, bytes) else v
+                 for v in np.asarray(value).tolist()]))
+            names[part][key] = [slot, 'text']
+          else:
+            arrays[slot] = np.asarray(value)
+            names[part][key] = [slot, 'array']
+      return names
+    for name, group in self.signatures.items():
+      index['signatures'][name] = put(name, group)
+    index['hub'] = put('hub', self.hub)
+    np.savez(path, index=np.array(json.dumps(index)), **arrays)
+
+  @classmethod
+  def load(cls, path: str) -> 'ModelCanary':
+    with np.load(path) as d:
+      index = json.loads(str(d['index']))
+      def get(names):
+        return {part: {key: (np.array(json.loads(str(d[slot])), dtype=object)
+                             if how == 'text' else d[slot])
+                       for key, (slot, how) in keys.items()}
+                for part, keys in names.items()}
+      return cls({n: get(g) for n, g in index['signatures'].items()},
+                 get(index['hub']))
+
+
+def compare(what: str, got: Arrays, want: Arrays):
+  for key, value in want.items():
+    if key not in got:
+      raise LoadCheckError(f'{what}: no output {key!r} (it gives '
+                           f'{sorted(got)})')
+    found = np.asarray(got[key])
+    if found.shape != value.shape:
+      raise LoadCheckError(f'{what} {key}: shape {found.shape}, expected '
+                           f'{value.shape}')
+    if not np.allclose(found, value, rtol=RTOL, atol=ATOL):
+      worst = float(np.max(np.abs(found - value)))
+      raise LoadCheckError(f'{what} {key}: differs from the restored model '
+                           f'by up to {worst}')
+
+
+def _tensors(inputs: Arrays):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return {k: tf.constant(v.tolist() if v.dtype == object else v)
+          for k, v in inputs.items()}
+
+
+def check_serving(export_dir: str, canary: ModelCanary):
+  """Every signature through `tf.saved_model.load` and a session loader;
+  the warm-up requests in the session too."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  from components.exporter import warmup  # pylint: disable=g-import-not-at-top
+  loaded = tf.saved_model.load(export_dir)
+  for name, group in canary.signatures.items():
+    if name not in loaded.signatures:
+      raise LoadCheckError(f'serving export lacks signature {name!r}')
+    out = loaded.signatures[name](**_tensors(group['inputs']))
+    compare(f'serving {name}', {k: v.numpy() for k, v in out.items()},
+            group['outputs'])
+  requests = warmup.read(export_dir)
+  with tf.Graph().as_default() as graph, tf.compat.v1.Session(
+      graph=graph) as session:
+    meta_graph = tf.compat.v1.saved_model.load(
+        session, [tf.saved_model.SERVING], export_dir)
+    def run(name, inputs):
+      signature = meta_graph.signature_def[name]
+      return session.run(
+          {k: v.name for k, v in signature.outputs.items()},
+          {signature.inputs[k].name: v for k, v in inputs.items()})
+    for name, group in canary.signatures.items():
+      compare(f'serving {name} (session)', run(name, group['inputs']),
+              group['outputs'])
+    for name, inputs in requests:
+      run(name, inputs)
+
+
+def check_hub(export_dir: str, canary: ModelCanary):
+  """The Hub module's `default` signature, loaded with `hub.load`."""
+  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  loaded = hub.load(export_dir)
+  out = loaded.signatures['default'](**_tensors(canary.hub['inputs']))
+  compare('hub default', {k: v.numpy() for k, v in out.items()},
+          canary.hub['outputs'])

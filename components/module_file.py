@@ -1,0 +1,101 @@
+"""Loading a model's module file with TFX's udf utilities.
+
+The trainer takes TFX's `module_file` (a path) or, on Kubeflow, the
+`module_path` that `udf_utils.add_user_module_dependency` puts in its place
+(the module packaged as a wheel beside the pipeline root), and loads it with
+`udf_utils.get_fn`, as TFX's Trainer, Transform and Tuner load theirs.
+Without either, the model is the built-in skip-gram.
+
+The trainer copies the module's source into its Model
+(`<model>/user_module.py`, SHA-256 in `metadata.json`), and the validator and
+the exporter load that copy: every model, a pushed baseline included, is
+read with the code it was trained with, whatever the pipeline's module file
+says today.
+"""
+
+import hashlib
+import sys
+from typing import Any, Dict, Mapping
+
+import tensorflow as tf
+from tfx.components.util import udf_utils
+
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.models import skipgram_module
+from tpu_embeddings.models.model_module import ModelModule
+from tpu_embeddings.models.model_module import ModelModuleError
+
+# TFX's execution-property keys (tfx.types.standard_component_specs).
+MODULE_FILE_KEY = 'module_file'
+MODULE_PATH_KEY = 'module_path'
+# The name every module file defines, fetched to import it.
+_ANCHOR = 'embedding_spec'
+
+
+def builtin() -> ModelModule:
+  """The built-in skip-gram model."""
+  return ModelModule(skipgram_module)
+
+
+def _source_of(module) -> str:
+  path = getattr(module, '__file__', None) or module.__spec__.origin
+  with tf.io.gfile.GFile(path) as f:
+    return f.read()
+
+
+def _load(properties: Mapping[str, Any], where: str) -> ModelModule:
+  try:
+    anchor = udf_utils.get_fn(dict(properties), _ANCHOR)
+  except AttributeError as e:
+    raise ModelModuleError(f'module file {where}: {_ANCHOR}: is missing (a '
+                           'module file defines the model: see the README)'
+                           ) from e
+  except (ImportError, OSError, SyntaxError) as e:
+    raise ModelModuleError(f'module file {where} cannot be imported '
+                           f'({type(e).__name__}: {e})') from e
+  module = sys.modules[anchor.__module__]
+  return ModelModule(module, path=where, source=_source_of(module))
+
+
+def from_exec_properties(properties: Mapping[str, Any]) -> ModelModule:
+  """The trainer's module: `module_file` / `module_path`, else skip-gram."""
+  where = (properties.get(MODULE_FILE_KEY) or
+           properties.get(MODULE_PATH_KEY) or '')
+  if not where:
+    return builtin()
+  if properties.get(MODULE_FILE_KEY) and not tf.io.gfile.exists(where):
+    raise ModelModuleError(f'module file {where}: no such file')
+  return _load({k: properties.get(k) for k in (MODULE_FILE_KEY,
+                                               MODULE_PATH_KEY)}, where)
+
+
+def user_module_path(model_uri: str) -> str:
+  return model_layout.join(model_uri, model_layout.USER_MODULE_FILENAME)
+
+
+def write_to_model(module: ModelModule, model_uri: str) -> Dict[str, str]:
+  """Copies a module's source into the Model; {metadata key: its SHA-256}.
+  Nothing for the built-in skip-gram."""
+  if module.builtin:
+    return {}
+  with tf.io.gfile.GFile(user_module_path(model_uri), 'w') as f:
+    f.write(module.source)
+  return {model_layout.USER_MODULE_SHA256_KEY: module.sha256}
+
+
+def from_model(model_uri: str) -> ModelModule:
+  """The module a Model was trained with (its `user_module.py`, checked
+  against the SHA-256 of its metadata), or skip-gram for a Model without
+  one (every Model written before module files)."""
+  path = user_module_path(model_uri)
+  if not tf.io.gfile.exists(path):
+    return builtin()
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    digest = hashlib.sha256(f.read()).hexdigest()
+  meta = model_layout.read_metadata(model_uri) or {}
+  recorded = meta.get(model_layout.USER_MODULE_SHA256_KEY)
+  if recorded and recorded != digest:
+    raise ModelModuleError(
+        f'module file {path}: its SHA-256 {digest[:12]}... differs from the '
+        f'{recorded[:12]}... the trainer recorded; the Model was modified')
+  return _load({MODULE_FILE_KEY: path}, path)

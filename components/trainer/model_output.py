@@ -1,0 +1,83 @@
+"""What the trainer writes into its Model besides checkpoints, and the check
+that a rerun on the same output trains the same thing.
+
+    embedding_spec.json     the resolved spec
+    vocabulary.tsv or       the vocabularies the tables follow
+      vocabularies.json + vocabularies/<name>/vocabulary.tsv
+    user_module.py          the module file (none for skip-gram)
+    metadata.json           last: a Model without it is incomplete
+"""
+
+import time
+from typing import Any, Dict, Sequence
+
+import tensorflow as tf
+
+from components import module_file
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
+from tpu_embeddings.models.model_module import ModelModule
+from tpu_embeddings.models.skipgram_features import skipgram_tables
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+
+
+def write_inputs(model_uri: str, spec: EmbeddingSpec,
+                 vocabularies: vocabularies_lib.Vocabularies,
+                 module: ModelModule) -> Dict[str, str]:
+  """Spec, vocabularies and module source; {metadata key: module SHA-256}."""
+  spec.save(model_uri)
+  vocabularies_lib.write(model_uri, vocabularies)
+  return module_file.write_to_model(module, model_uri)
+
+
+def check_rerun(model_uri: str, spec: EmbeddingSpec,
+                vocabularies: vocabularies_lib.Vocabularies,
+                module: ModelModule):
+  """A rerun on the same output must train the same spec, vocabularies and
+  module file."""
+  path = model_layout.join(model_uri, 'embedding_spec.json')
+  if tf.io.gfile.exists(path) and EmbeddingSpec.load(model_uri) != spec:
+    raise ValueError(
+        f'model {model_uri} holds a checkpoint of another embedding spec; '
+        'use a new output or the same embedding_spec')
+  written = [n for n in vocabularies.names if tf.io.gfile.exists(
+      model_layout.join(vocabularies_lib.directory_of(model_uri, n),
+                        'vocabulary.tsv'))]
+  if written and vocabularies_lib.read(model_uri) != vocabularies:
+    raise ValueError(
+        f'model {model_uri} holds a checkpoint of another vocabulary; use a '
+        'new output or the same vocabulary')
+  source = module_file.user_module_path(model_uri)
+  if tf.io.gfile.exists(source):
+    with tf.io.gfile.GFile(source) as f:
+      if f.read() != module.source:
+        raise ValueError(
+            f'model {model_uri} holds a checkpoint of another module file; '
+            'use a new output or the same module file')
+
+
+def model_figures(spec: EmbeddingSpec,
+                  vocabularies: vocabularies_lib.Vocabularies,
+                  module: ModelModule) -> Dict[str, Any]:
+  """`dim` and `vocabulary_size` of metadata.json: skip-gram's exported
+  table's, else {table: dim} and {vocabulary: tokens}."""
+  if module.builtin:
+    return {'dim': spec.table(skipgram_tables(spec)[0]).dim,
+            'vocabulary_size': len(vocabularies[vocabularies_lib.SINGLE])}
+  return {'dim': {t.name: t.dim for t in spec.tables},
+          'vocabulary_size': {n: len(vocabularies[n])
+                              for n in vocabularies.names}}
+
+
+def spans(examples: Sequence[Any], span_key: str) -> list:
+  found = set()
+  for artifact in examples:
+    if artifact.has_custom_property(span_key):
+      found.add(int(artifact.get_int_custom_property(span_key)))
+    elif artifact.has_property(span_key):
+      found.add(int(getattr(artifact, span_key)))
+  return sorted(found)
+
+
+def now() -> int:
+  return int(time.time())

@@ -1,0 +1,80 @@
+"""The generic (tape) CPU step reproduces skip-gram's hand-derived step."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components.trainer import cpu_adapter
+from tpu_embeddings.models.skipgram_features import skipgram_spec
+
+# Each case traces two compiled training steps (seconds).
+pytestmark = pytest.mark.slow
+
+B, K, V, D, STEPS = 64, 5, 50, 8, 5
+
+
+def batches():
+  rng = np.random.default_rng(0)
+  # Zipf-like ids: duplicates within a batch, as in real skip-gram batches.
+  p = 1.0 / np.arange(1, V + 1)
+  p /= p.sum()
+  steps = [{'target': rng.choice(V, B, p=p), 'context': rng.choice(V, B, p=p),
+            'negatives': rng.choice(V, (B, K), p=p)} for _ in range(STEPS)]
+  return tf.data.Dataset.from_tensor_slices(
+      ({k: np.stack([s[k] for s in steps]).astype(np.int32)
+        for k in steps[0]}, {}))
+
+
+def train(spec, fast_path):
+  tf.random.set_seed(3)
+  adapter = cpu_adapter.for_skipgram(spec, B, fast_path=fast_path)
+  adapter.build()
+  losses = adapter.train(iter(batches()), STEPS)
+  return adapter, losses, {
+      f'{table}/{name}': v.numpy()
+      for table, variables in adapter.variables.items()
+      for name, v in variables.items()}
+
+
+CASES = [
+    ('sgd', {'learning_rate': 0.5}),
+    ('adagrad', {'learning_rate': 0.5, 'initial_accumulator_value': 1e-3}),
+    # Adam moves a row by about lr per step whatever its gradient's scale,
+    # so float32 rounding of a gradient (the two steps sum it in different
+    # orders) shows up scaled by lr: 0.01 keeps it within 1e-6.
+    ('adam', {'learning_rate': 0.01}),
+    ('ftrl', {'learning_rate': 0.5, 'l2_regularization_strength': 0.01}),
+]
+
+
+@pytest.mark.parametrize('optimizer,params,context_table', [
+    (o, p, c) for o, p in CASES for c in (False, True)] + [
+        # Non-lazy Adam also moves every row the batch did not read. With
+        # word2vec's zero-initialized contexts table the first gradients of
+        # `tokens` are near Adam's epsilon, where rounding is amplified most
+        # (1.5e-6 at lr 0.01), so it is checked on the tied table.
+        ('adam', {'learning_rate': 0.01, 'lazy_adam': False}, False)])
+def test_same_losses_and_parameters_within_1e6(optimizer, params,
+                                                context_table):
+  spec = skipgram_spec(dim=D, optimizer=optimizer, vocabulary_size=V,
+                       context_table=context_table, **params)
+  fast, fast_losses, fast_values = train(spec, fast_path=True)
+  generic, generic_losses, generic_values = train(spec, fast_path=False)
+  assert fast.step == fast.fast_step
+  assert generic.step == generic.tape_step
+  assert len(generic_losses) == STEPS
+  np.testing.assert_allclose(generic_losses, fast_losses, rtol=0, atol=1e-6)
+  assert set(generic_values) == set(fast_values)
+  for name, value in fast_values.items():
+    worst = float(np.max(np.abs(generic_values[name] - value)))
+    assert worst < 1e-6, f'{name}: differs by {worst}'
+  # Training moved the tables: the comparison is not of initial values.
+  assert not np.allclose(fast_values['tokens/parameters'],
+                         _initial_table(spec))
+
+
+def _initial_table(spec):
+  tf.random.set_seed(3)
+  adapter = cpu_adapter.for_skipgram(spec, B)
+  adapter.build()
+  return adapter.variables['tokens']['parameters'].numpy()

@@ -1,0 +1,136 @@
+"""The features of stock Examples as tokens: what a model's FEATURES look up.
+
+A feature of a `tf.train.Example` is a bytes list or an int64 list (what
+CsvExampleGen infers for a column of integers; ImportExampleGen passes
+records through). Its tokens: each int64 value as its decimal string, each
+bytes value split on ASCII whitespace (`tpu_embeddings.core.text.tf_tokenize`),
+so a CSV cell "i1 i2 i3" is a bag of three tokens and the integer 42 is the
+token "42". Vocabulary counting, training, evaluation and both exports read
+features through this module, so they agree on every token.
+"""
+
+from typing import Dict, Iterable, Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from tpu_embeddings.core import text
+
+BYTES = 'bytes'
+INT64 = 'int64'
+DTYPES = {BYTES: tf.string, INT64: tf.int64}
+# Records read to learn each feature's kind.
+KIND_RECORDS = 1000
+
+
+class FeatureError(ValueError):
+  """A feature is missing from the Examples or has an unusable type."""
+
+
+def compression(path: str) -> str:
+  """TFX's ExampleGens write gzipped TFRecords (`*.gz`)."""
+  return 'GZIP' if path.endswith('.gz') else ''
+
+
+def records(files: Sequence[str]) -> tf.data.Dataset:
+  """Serialized records of the TFRecord files of one split (all gzipped, as
+  ExampleGens write them, or none)."""
+  return tf.data.TFRecordDataset(
+      list(files), compression_type=compression(files[0]) if files else '')
+
+
+def _kind(feature: tf.train.Feature) -> str:
+  return {'bytes_list': BYTES, 'int64_list': INT64,
+          'float_list': 'float'}.get(feature.WhichOneof('kind'), '')
+
+
+def feature_kinds(files: Sequence[str], features: Iterable[str],
+                  max_records: int = KIND_RECORDS) -> Dict[str, str]:
+  """{feature: BYTES or INT64}, from the first records that hold each one.
+
+  Raises FeatureError naming the feature when no record read holds it, or
+  when it holds floats (an embedding looks up tokens, not numbers).
+  """
+  wanted = set(features)
+  kinds: Dict[str, str] = {}
+  seen = set()
+  for serialized in records(files).take(max_records).as_numpy_iterator():
+    example = tf.train.Example.FromString(serialized)
+    for name, feature in example.features.feature.items():
+      seen.add(name)
+      kind = _kind(feature)
+      if name in wanted and name not in kinds and kind:
+        kinds[name] = kind
+    if len(kinds) == len(wanted):
+      break
+  where = files[0] if len(files) == 1 else f'{files[0]} (+{len(files) - 1})'
+  for name in sorted(wanted):
+    if name not in kinds:
+      raise FeatureError(
+          f'examples {where}: no record among the first {max_records} has '
+          f'feature {name!r}; features there: {sorted(seen) or "none"}')
+    if kinds[name] not in DTYPES:
+      raise FeatureError(
+          f'examples {where}: feature {name!r} holds floats; a looked-up '
+          'feature must be strings or integers')
+  return kinds
+
+
+def parse_spec(kinds: Mapping[str, str]) -> Dict[str, tf.io.RaggedFeature]:
+  return {name: tf.io.RaggedFeature(DTYPES[kind])
+          for name, kind in kinds.items()}
+
+
+def tokens(values) -> tf.RaggedTensor:
+  """[B] or ragged [B, None] strings or integers -> ragged [B, None] tokens.
+  """
+  if not isinstance(values, tf.RaggedTensor):
+    values = tf.convert_to_tensor(values)
+    values = tf.RaggedTensor.from_tensor(tf.reshape(values, [-1, 1]))
+  values = values.with_row_splits_dtype(tf.int64)  # tf.strings.split's
+  flat = values.flat_values
+  if flat.dtype != tf.string:
+    flat = tf.strings.as_string(flat)
+  return values.with_flat_values(text.tf_tokenize(flat)).merge_dims(1, 2)
+
+
+def parse_tokens(serialized: tf.Tensor,
+                 kinds: Mapping[str, str]) -> Dict[str, tf.RaggedTensor]:
+  """A batch of serialized Examples -> {feature: ragged [B, None] tokens}."""
+  parsed = tf.io.parse_example(serialized, parse_spec(kinds))
+  return {name: tokens(parsed[name]) for name in kinds}
+
+
+def joined(bags: tf.RaggedTensor) -> tf.Tensor:
+  """Ragged [B, None] tokens -> [B] strings, a bag's tokens joined by spaces
+  (how raw serving inputs carry a bag)."""
+  return tf.strings.reduce_join(bags, axis=1, separator=' ')
+
+
+def split_files(examples_uris: Sequence[str], split: str) -> list:
+  """The split's files of every Examples artifact (TFX's layout)."""
+  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
+  return [f for uri in examples_uris
+          for f in examples_io.split_files(uri, split)]
+
+
+def read_joined(files: Sequence[str], kinds: Mapping[str, str],
+                limit: int = 0, batch: int = 4096) -> Dict[str, np.ndarray]:
+  """{feature: [N] object array of str}: each record's tokens of a feature
+  joined by spaces, as raw serving inputs carry them (`limit` 0: all)."""
+  ds = records(files)
+  if limit:
+    ds = ds.take(limit)
+  parts: Dict[str, list] = {name: [] for name in kinds}
+  for serialized in ds.batch(batch):
+    for name, bags in parse_tokens(serialized, kinds).items():
+      parts[name].extend(b.decode('utf-8') for b in joined(bags).numpy())
+  return {name: np.array(values, dtype=object)
+          for name, values in parts.items()}
+
+
+def distinct(rows: Mapping[str, np.ndarray], key: str) -> Dict[str, np.ndarray]:
+  """The rows of `rows` with the first occurrence of each `key` value."""
+  _, first = np.unique(rows[key].astype(str), return_index=True)
+  first = np.sort(first)
+  return {name: values[first] for name, values in rows.items()}

@@ -1,0 +1,243 @@
+"""The model contract: what a module file defines, checked when it is loaded.
+
+A module file (TFX's `module_file`; the components load it with TFX's udf
+utilities) holds a model for the pipeline's TPU/CPU core. The pipeline owns
+the loop, the TPU/CPU split, checkpoints, resume, warm start, validation and
+exports; the module defines the model:
+
+  FEATURES              {feature: vocabulary}: the Examples features looked
+                        up and the named vocabulary of each one's tokens;
+                        features sharing a table share its vocabulary.
+  embedding_spec(ctx)   -> EmbeddingSpec: tables, features (named as in
+                        FEATURES), the embedding optimizer.
+  model_fn(ctx)         -> tf.keras.Model on the activations, or None.
+  dense_optimizer(ctx)  -> a Keras optimizer for the model's variables.
+  loss_fn(model, activations, extras, ctx, training) -> this replica's share
+                        of the global batch's loss (a scalar).
+  signatures(model, embed, ctx) -> {name: tf.function on raw features};
+                        `embed(raw)` looks raw features up ({feature: [B]
+                        strings, a bag's tokens separated by spaces}).
+  eval_fn(serve, ctx)   -> {metric: float} of one model's signatures;
+  METRICS               {metric: 'higher' | 'lower'}: which way is better.
+  HUB                   {'call': model method, 'features': (...)}: what the
+                        TF1 Hub module serves (default: the model's call on
+                        every feature).
+  extras_fn(ids, examples, ctx) -> {name: dense tensor} made on the host
+                        beside the ids, e.g. labels parsed from `examples`,
+                        the batch's serialized tf.Examples (optional).
+  input_fn(ctx, epochs) -> tf.data.Dataset of (ids, extras) batches, in place
+                        of the pipeline's reading of FEATURES (optional).
+  SETTINGS              {'trainer.epochs': 3, ...}: pipeline settings the
+                        model trains well with; --set and --config override.
+
+`ModelModule` wraps such a module (or the built-in skip-gram one) and gives
+every missing or mistyped name a one-line error naming the module file.
+"""
+
+import hashlib
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+
+DIRECTIONS = ('higher', 'lower')
+_REQUIRED = ('embedding_spec', 'loss_fn', 'signatures')
+
+
+class ModelModuleError(ValueError):
+  """A module file breaks the model contract; the message says where."""
+
+
+class ModelModule:
+  """A checked module file (or built-in model) and its source."""
+
+  def __init__(self, module: Any, path: str = '', source: str = ''):
+    self._m = module
+    self.path = path or getattr(module, '__file__', '') or repr(module)
+    self.source = source
+    self.builtin = getattr(module, 'BUILTIN', '')
+    self._check()
+
+  # -- identity ---------------------------------------------------------------
+  @property
+  def sha256(self) -> str:
+    """SHA-256 of the source ('' for a built-in model)."""
+    if not self.source:
+      return ''
+    return hashlib.sha256(self.source.encode('utf-8')).hexdigest()
+
+  def _fail(self, name: str, message: str):
+    raise ModelModuleError(f'module file {self.path}: {name}: {message}')
+
+  def _get(self, name: str, default: Any = None) -> Any:
+    return getattr(self._m, name, default)
+
+  # -- checks -----------------------------------------------------------------
+  def _check(self):
+    required = _REQUIRED[:2] if self.builtin else _REQUIRED
+    for name in required:
+      if not callable(self._get(name)):
+        self._fail(name, 'is missing or not a function (see the "write your '
+                   'own model" section of the README)')
+    for name in ('model_fn', 'dense_optimizer', 'extras_fn', 'input_fn',
+                 'eval_fn'):
+      value = self._get(name)
+      if value is not None and not callable(value):
+        self._fail(name, f'must be a function, got {type(value).__name__}')
+    self._check_features()
+    self._check_metrics()
+    self._check_hub()
+    settings = self._get('SETTINGS', {})
+    if not isinstance(settings, dict) or not all(
+        isinstance(k, str) for k in settings):
+      self._fail('SETTINGS', 'must be a dict {"section.field": value}')
+
+  def _check_features(self):
+    features = self._get('FEATURES')
+    if features is None:
+      if not (self.builtin or self._get('input_fn')):
+        self._fail('FEATURES', 'is missing: define {feature: vocabulary} '
+                   'for the Examples features the model looks up')
+      return
+    if not isinstance(features, dict) or not all(
+        isinstance(k, str) and k and isinstance(v, str) and v
+        for k, v in features.items()):
+      self._fail('FEATURES', 'must be a dict of non-empty strings {feature: '
+                 f'vocabulary name}}, got {features!r}')
+
+  def _check_metrics(self):
+    metrics, eval_fn = self._get('METRICS'), self._get('eval_fn')
+    if metrics is None and eval_fn is None:
+      return
+    if metrics is None or eval_fn is None:
+      self._fail('METRICS' if metrics is None else 'eval_fn',
+                 'is missing: eval_fn and METRICS go together')
+    if not isinstance(metrics, dict) or not metrics or not all(
+        isinstance(k, str) and v in DIRECTIONS for k, v in metrics.items()):
+      self._fail('METRICS', f'must be a dict {{metric: "higher" or '
+                 f'"lower"}}, got {metrics!r}')
+
+  def _check_hub(self):
+    hub = self._get('HUB')
+    if hub is None:
+      return
+    if not isinstance(hub, dict) or set(hub) - {'call', 'features'}:
+      self._fail('HUB', 'must be a dict with "call" (a model method name) '
+                 f'and "features" (a tuple of feature names), got {hub!r}')
+    features = hub.get('features', ())
+    if not isinstance(features, (list, tuple)) or not all(
+        f in self.features for f in features):
+      self._fail('HUB', f'features {features!r} must be names in FEATURES '
+                 f'{sorted(self.features)}')
+    if not isinstance(hub.get('call', ''), (str, type(None))):
+      self._fail('HUB', 'call must be the name of a model method')
+
+  # -- declarations -----------------------------------------------------------
+  @property
+  def features(self) -> Dict[str, str]:
+    return dict(self._get('FEATURES') or {})
+
+  @property
+  def metrics(self) -> Dict[str, str]:
+    return dict(self._get('METRICS') or {})
+
+  @property
+  def settings(self) -> Dict[str, Any]:
+    return dict(self._get('SETTINGS') or {})
+
+  @property
+  def hub_call(self) -> str:
+    """The model method the Hub module calls ('' = the model itself)."""
+    return (self._get('HUB') or {}).get('call') or ''
+
+  @property
+  def hub_features(self) -> Tuple[str, ...]:
+    hub = self._get('HUB') or {}
+    return tuple(hub.get('features') or sorted(self.features))
+
+  @property
+  def has_eval(self) -> bool:
+    return self._get('eval_fn') is not None
+
+  @property
+  def input_fn(self) -> Optional[Callable[..., Any]]:
+    return self._get('input_fn')
+
+  @property
+  def activation_gradients(self) -> Optional[Callable[..., Any]]:
+    """A built-in's hand-derived gradients w.r.t. the activations (a speed
+    path the generic tape step is checked against); None for modules."""
+    return self._get('activation_gradients')
+
+  def hook(self, name: str) -> Optional[Callable[..., Any]]:
+    """An optional function of the module by name (None when absent)."""
+    return self._get(name)
+
+  # -- calls ------------------------------------------------------------------
+  def embedding_spec(self, ctx) -> EmbeddingSpec:
+    spec = self._m.embedding_spec(ctx)
+    if not isinstance(spec, EmbeddingSpec):
+      self._fail('embedding_spec', 'must return an EmbeddingSpec, got '
+                 f'{type(spec).__name__}')
+    return spec
+
+  def build_model(self, ctx):
+    """model_fn(ctx), checked: a tf.Module holding no embedding object."""
+    model_fn = self._get('model_fn')
+    model = model_fn(ctx) if model_fn else None
+    if model is None:
+      return None
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if not isinstance(model, tf.Module):
+      self._fail('model_fn', 'must return a tf.keras.Model (or None), got '
+                 f'{type(model).__name__}')
+    from tensorflow.python.tpu import tpu_embedding_base  # pylint: disable=g-import-not-at-top
+    if any(isinstance(o, tpu_embedding_base.TPUEmbeddingBase)
+           for o in tf.train.TrackableView(model).descendants()):
+      self._fail('model_fn', 'the model holds an embedding object; the '
+                 'pipeline creates the embedding and saves it beside the '
+                 'model, never inside it (its checkpoint keys must stay '
+                 'embedding/<table>/...)')
+    return model
+
+  def build_dense_optimizer(self, ctx):
+    make = self._get('dense_optimizer')
+    if make is None:
+      self._fail('dense_optimizer', 'is missing: model_fn returned a model '
+                 'with trainable variables')
+    return make(ctx)
+
+  def loss(self, model, activations, extras, ctx, training: bool):
+    return self._m.loss_fn(model, activations, extras, ctx, training)
+
+  def extras(self, ids, examples, ctx) -> Dict[str, Any]:
+    extras_fn = self._get('extras_fn')
+    return dict(extras_fn(ids, examples, ctx)) if extras_fn else {}
+
+  def signatures(self, model, embed, ctx) -> Dict[str, Any]:
+    found = self._m.signatures(model, embed, ctx)
+    if not isinstance(found, dict) or not found:
+      self._fail('signatures', 'must return a non-empty dict {name: '
+                 'tf.function}')
+    return found
+
+  def evaluate(self, serve: Mapping[str, Any], ctx) -> Dict[str, float]:
+    """eval_fn(serve, ctx), checked to give a number for every metric."""
+    values = self._m.eval_fn(serve, ctx)
+    if not isinstance(values, dict):
+      self._fail('eval_fn', f'must return a dict, got {type(values).__name__}')
+    missing = sorted(set(self.metrics) - set(values))
+    if missing:
+      self._fail('eval_fn', f'returned no value for {missing} (METRICS)')
+    return {k: None if values[k] is None else float(values[k])
+            for k in self.metrics}
+
+
+def check_spec_features(module: ModelModule, spec: EmbeddingSpec,
+                        available: Sequence[str]):
+  """Every spec feature must be one the input gives (FEATURES by default)."""
+  missing = [f.name for f in spec.features if f.name not in available]
+  if missing:
+    raise ModelModuleError(
+        f'module file {module.path}: embedding_spec: feature(s) {missing} '
+        f'are not in FEATURES {sorted(available)}; name each spec feature '
+        'after the Examples feature it looks up (or give an input_fn)')

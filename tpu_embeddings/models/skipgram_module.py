@@ -1,0 +1,100 @@
+"""Skip-gram with negative sampling: the built-in model of the contract.
+
+The pipeline trains it as it trains any module file
+(`tpu_embeddings.models.model_module`): its spec comes from the trainer's
+settings, `input_fn` turns the `tokens` of the train split into (target,
+context, negatives) batches, `loss_fn` scores them on the activations and no
+dense model sits on top. `activation_gradients` gives the loss's gradients
+w.r.t. the activations derived by hand, the CPU trainer's speed path; the
+generic step differentiates `loss_fn` instead and is checked to agree.
+Validation and exports of skip-gram are its own (neighbours, popularity,
+multi-GB tables streamed): `BUILTIN` tells the components so.
+"""
+
+from typing import Sequence
+
+import tensorflow as tf
+
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.models import skipgram
+from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
+from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
+from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
+from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.models.skipgram_features import skipgram_tables
+
+BUILTIN = 'skipgram'
+TRAIN_SPLIT = 'train'
+EVAL_SPLIT = 'eval'
+
+
+def embedding_spec(ctx):
+  """The trainer's `embedding_spec` setting, or `skipgram_spec()`."""
+  text = getattr(ctx.settings, 'embedding_spec', '') or ''
+  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec  # pylint: disable=g-import-not-at-top
+  spec = EmbeddingSpec.from_json(text) if text.strip() else skipgram_spec()
+  skipgram_tables(spec)
+  return spec
+
+
+def sequences(examples_uris: Sequence[str],
+              split: str = TRAIN_SPLIT) -> tf.data.Dataset:
+  """The `tokens` sequences of a split of every Examples artifact."""
+  datasets = [examples_io.token_dataset(uri, split) for uri in examples_uris]
+  ds = datasets[0]
+  for other in datasets[1:]:
+    ds = ds.concatenate(other)
+  return ds
+
+
+def _data(ctx) -> skipgram.SkipGramData:
+  """The pair sampler of the run (built once per ctx: its tables are big)."""
+  if 'skipgram_data' not in ctx.cache:
+    vocabulary = ctx.vocabulary('')
+    ctx.cache['skipgram_data'] = skipgram.SkipGramData(
+        vocabulary.tokens, vocabulary.counts, ctx.settings)
+  return ctx.cache['skipgram_data']
+
+
+def input_fn(ctx, epochs: int) -> tf.data.Dataset:
+  """(ids, no extras) batches of `epochs` passes over the train split."""
+  return _data(ctx).batches(sequences(ctx.examples_uris), epochs=epochs).map(
+      lambda ids: (ids, {}))
+
+
+def loss_fn(model, activations, extras, ctx, training):
+  del model, extras, training  # no dense model; the same loss either way
+  return skipgram.loss(activations[TARGET_FEATURE],
+                       activations[CONTEXT_FEATURE],
+                       activations[NEGATIVES_FEATURE], ctx.global_batch_size)
+
+
+def activation_gradients(activations, ctx):
+  """(loss, {feature: d loss / d activations}), derived by hand."""
+  return skipgram.loss_and_gradients(
+      activations[TARGET_FEATURE], activations[CONTEXT_FEATURE],
+      activations[NEGATIVES_FEATURE], ctx.global_batch_size)
+
+
+def check_input(ctx):
+  """The train split, and the eval split the validator scores on (where
+  there is one), must give pairs: else training never ends or the model is
+  trained only to be refused."""
+  data = _data(ctx)
+  for split in (TRAIN_SPLIT, EVAL_SPLIT):
+    present = [uri for uri in ctx.examples_uris
+               if split == TRAIN_SPLIT or tf.io.gfile.glob(
+                   f'{uri.rstrip("/")}/Split-{split}/*')]
+    if present and not data.yields_pairs(sequences(present, split)):
+      config = data.config
+      raise ValueError(
+          f'examples {", ".join(present)}: split {split!r} gives no '
+          'skip-gram pairs: it is empty, or no sequence keeps two '
+          'in-vocabulary tokens after subsampling (subsample='
+          f'{config.subsample}, window={config.window}); use more varied '
+          'data or a lower subsample')
+
+
+def examples_per_epoch(ctx) -> float:
+  """Expected (target, context) pairs of one pass over the train split."""
+  return _data(ctx).pairs_per_epoch(sequences(ctx.examples_uris))
