@@ -142,6 +142,14 @@ def _restore_latest(adapter, spec: EmbeddingSpec, element_spec,
   return state, latest
 
 
+def _checkpoint_due(config: LoopConfig, step: int, saved_at: float) -> bool:
+  """Every `checkpoint_every` steps or `checkpoint_seconds` seconds."""
+  return bool(
+      config.checkpoint_every and step % config.checkpoint_every == 0 or
+      config.checkpoint_seconds and
+      time.perf_counter() - saved_at >= config.checkpoint_seconds)
+
+
 def run(adapter, spec: EmbeddingSpec, batches: tf.data.Dataset,
         model_uri: str, logs: RunLogs, config: LoopConfig,
         expected_steps: int = 0) -> LoopResult:
@@ -180,10 +188,7 @@ def run(adapter, spec: EmbeddingSpec, batches: tf.data.Dataset,
         per_step = (time.perf_counter() - began) / (step - start_step)
         _log_progress(progress(step, config, loss, rate, expected_steps,
                                per_step))
-      due = (config.checkpoint_every and step % config.checkpoint_every == 0
-             or config.checkpoint_seconds and
-             time.perf_counter() - saved_at >= config.checkpoint_seconds)
-      if due:
+      if _checkpoint_due(config, step, saved_at):
         state.manager.save(checkpoint_number=step)
         last_saved = step
         saved_at = time.perf_counter()

@@ -44,6 +44,10 @@ def _register_compile(sub):
   p.add_argument('--tpu-count', type=int, metavar='N',
                  help='google.com/tpu chips requested (default: chips in '
                  'the topology)')
+  p.add_argument('--module-file', default='',
+                 help='the model\'s module file (default: skip-gram); '
+                 'packaged as a wheel under --pipeline-root, as TFX packages '
+                 'its Trainer\'s module file')
   p.add_argument('--config', help='JSON file of settings, e.g. '
                  '{"trainer": {"window": 5}}')
   p.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
@@ -83,7 +87,8 @@ def run_compile(args) -> int:
   compiled = kubeflow_compile.compile_pipeline(
       args.output, image=args.image, pipeline_root=args.pipeline_root,
       data_root=data_root, push_root=push_root, config=config, tpu=tpu,
-      beam_pipeline_args=args.beam_arg or None, task_resources=task_resources)
+      beam_pipeline_args=args.beam_arg or None, task_resources=task_resources,
+      module_file=args.module_file)
   where = (f'{compiled.trainer_task} on {tpu.count} google.com/tpu chip(s) '
            f'({tpu.accelerator}, {tpu.topology}), other tasks on CPU'
            if tpu else 'all tasks on CPU')

@@ -128,17 +128,19 @@ def build_pipeline(pipeline_root: str, data_root: str, push_root: str,
                    tpu: Optional[TpuRequest],
                    task_resources: Dict[str, kubeflow_resources.TaskResources],
                    beam_pipeline_args: Optional[List[str]] = None,
-                   pipeline_name: str = pipeline_lib.PIPELINE_NAME):
+                   pipeline_name: str = pipeline_lib.PIPELINE_NAME,
+                   module_file: str = ''):
   """(pipeline, trainer, parameter defaults) as Kubeflow runs it: roots and
   configs as run-time parameters, each task's CPU and memory set, the trainer
-  on TPU or CPU."""
+  on TPU or CPU; a module file packaged as a wheel under the pipeline root,
+  as TFX packages its Trainer's."""
   config = config.replace(
       **{'trainer.tpu': TRAINER_TPU_PARAMETER if tpu else ''})
   pipeline = pipeline_lib.create_pipeline(
       pipeline_root=pipeline_root, data_root=data_root,
       push_root=push_root, config=config,
       pipeline_name=pipeline_name, beam_pipeline_args=beam_pipeline_args,
-      enable_cache=True)
+      enable_cache=True, module_file=module_file)
   _check_nodes(pipeline.components)
   trainer = _find_trainer(pipeline.components)
   ids = sorted(c.id for c in pipeline.components)
@@ -186,8 +188,8 @@ def compile_pipeline(output: str,
                      beam_pipeline_args: Optional[List[str]] = None,
                      pipeline_name: str = pipeline_lib.PIPELINE_NAME,
                      task_resources: Optional[Dict[
-                         str, kubeflow_resources.TaskResources]] = None
-                    ) -> CompiledPipeline:
+                         str, kubeflow_resources.TaskResources]] = None,
+                     module_file: str = '') -> CompiledPipeline:
   """Writes the KFP v2 YAML package to `output` (complete or not at all).
 
   `task_resources` default to `kubeflow_resources.estimate(config, tpu)`.
@@ -202,7 +204,7 @@ def compile_pipeline(output: str,
       config, tpu is not None)
   pipeline, trainer, defaults = build_pipeline(
       pipeline_root, data_root, push_root, config, tpu, task_resources,
-      beam_pipeline_args, pipeline_name)
+      beam_pipeline_args, pipeline_name, module_file)
 
   runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
       config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(

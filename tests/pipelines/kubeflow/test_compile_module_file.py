@@ -1,0 +1,60 @@
+"""Compiling with a module file: packaged as a wheel under the pipeline root,
+the trainer task given its `module_path`, and that path loads the module as
+the task's container does (TFX's udf_utils installs the wheel)."""
+
+import glob
+import os
+
+import yaml
+from tfx.components.util import udf_utils
+
+from components import module_file as module_file_lib
+from pipelines.cli import main as cli
+from tests.support import paths
+from tests.support.compiled_package import IMAGE
+
+MODULE = os.path.join(paths.REPO, 'examples', 'two_tower',
+                      'two_tower_model.py')
+
+
+def _trainer_module_path(package: str) -> str:
+  with open(package) as f:
+    spec = next(yaml.safe_load_all(f))
+  found = []
+  for name, component in spec['components'].items():
+    params = component.get('inputDefinitions', {}).get('parameters', {})
+    if module_file_lib.MODULE_PATH_KEY in params:
+      found.append(name)
+  assert found == ['EmbeddingTrainer'], found
+  task = spec['root']['dag']['tasks']['EmbeddingTrainer']
+  value = task['inputs']['parameters'][module_file_lib.MODULE_PATH_KEY]
+  return value['runtimeValue']['constant']
+
+
+def test_compile_packages_the_module_file_as_the_trainer_loads_it(
+    tmp_path, capsys):
+  root = tmp_path / 'root'
+  out = tmp_path / 'pipeline.yaml'
+  rc = cli.main(['compile', '--output', str(out), '--image', IMAGE,
+                 '--pipeline-root', str(root), '--module-file', MODULE])
+  assert rc == 0, capsys.readouterr().err
+  wheels = glob.glob(str(root / '_wheels' / '*.whl'))
+  assert len(wheels) == 1, wheels
+  module_path = _trainer_module_path(str(out))
+  assert module_path == f'two_tower_model@{wheels[0]}'
+  # What the trainer task does with it, in a fresh install location.
+  module = module_file_lib.from_exec_properties(
+      {module_file_lib.MODULE_PATH_KEY: module_path})
+  assert not module.builtin
+  assert udf_utils.get_fn({module_file_lib.MODULE_PATH_KEY: module_path},
+                          'embedding_spec') is not None
+
+
+def test_compile_refuses_a_missing_module_file(tmp_path, capsys):
+  rc = cli.main(['compile', '--output', str(tmp_path / 'p.yaml'),
+                 '--image', IMAGE, '--pipeline-root', str(tmp_path / 'root'),
+                 '--module-file', str(tmp_path / 'nope.py')])
+  assert rc == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and 'nope.py: no such file' in err[0], err
+  assert not (tmp_path / 'p.yaml').exists()
