@@ -75,4 +75,4 @@ def test_builds_once_then_reuses_the_cached_library(cache):
   assert library.build() == path
   assert os.stat(path).st_mtime_ns == built
   ops = library.load()
-  assert hasattr(ops, 'skip_gram_step')
+  assert hasattr(ops, 'skip_gram_step') and hasattr(ops, 'skip_gram_windows')
