@@ -112,6 +112,7 @@ class RowIndex {
 // The summed gradients of the rows that one block of pairs touches.
 struct BlockSums {
   RowIndex index;
+  std::vector<int32_t> of_shard[kRowShards];  // row indices per row shard
   std::vector<float> rows;             // [keys, dim]
   std::vector<float> target_gradient;  // [dim]
   std::vector<float> logits;           // [kPairsPerChunk, 1 + negatives]
@@ -191,6 +192,7 @@ inline void SumBlock(const StepArgs& s, int64_t block, int64_t blocks,
   const int out = s.output_table;
   const int64_t max_rows = (end - begin) * (k_count + 2);
   sums->index.Reset(max_rows);
+  for (std::vector<int32_t>& rows : sums->of_shard) rows.clear();
   if (static_cast<int64_t>(sums->rows.size()) < max_rows * dim) {
     sums->rows.resize(max_rows * dim);
   }
@@ -204,7 +206,9 @@ inline void SumBlock(const StepArgs& s, int64_t block, int64_t blocks,
   // Adds coefficient * v to the gradient sum of row `id` of `table`.
   auto add = [&](int table, int32_t id, float coefficient, const float* v) {
     bool added;
-    const int32_t i = sums->index.Find(RowKey(table, id), &added);
+    const uint64_t key = RowKey(table, id);
+    const int32_t i = sums->index.Find(key, &added);
+    if (added) sums->of_shard[ShardOf(key)].push_back(i);
     Accumulate(sums->rows.data() + int64_t{i} * dim, coefficient, v, dim,
                added);
   };
@@ -268,18 +272,17 @@ inline void ApplyShard(const StepArgs& s, int shard, int64_t blocks,
   std::vector<std::pair<int32_t, int32_t>>& rows = scratch->shard_rows[shard];
   rows.clear();
   for (int64_t b = 0; b < blocks; ++b) {
-    const std::vector<uint64_t>& keys = scratch->blocks[b].index.keys();
-    for (size_t i = 0; i < keys.size(); ++i) {
-      if (ShardOf(keys[i]) != shard) continue;
+    const BlockSums& block = scratch->blocks[b];
+    for (const int32_t i : block.of_shard[shard]) {
       bool earlier = false;
       for (int64_t e = 0; e < b && !earlier; ++e) {
-        earlier = scratch->blocks[e].index.Lookup(keys[i]) >= 0;
+        earlier = scratch->blocks[e].index.Lookup(block.index.keys()[i]) >= 0;
       }
-      if (!earlier) rows.emplace_back(b, static_cast<int32_t>(i));
+      if (!earlier) rows.emplace_back(b, i);
     }
   }
-  std::vector<float>& g = scratch->shard_gradients[shard];
-  g.resize(dim);
+  std::vector<float>& sum = scratch->shard_gradients[shard];
+  sum.resize(dim);
   constexpr size_t kAhead = 4;
   for (size_t r = 0; r < rows.size(); ++r) {
     if (r + kAhead < rows.size()) {
@@ -292,16 +295,18 @@ inline void ApplyShard(const StepArgs& s, int shard, int64_t blocks,
     }
     const BlockSums& block = scratch->blocks[rows[r].first];
     const uint64_t key = block.index.keys()[rows[r].second];
-    std::copy_n(block.rows.data() + int64_t{rows[r].second} * dim, dim,
-                g.data());
+    const float* g = block.rows.data() + int64_t{rows[r].second} * dim;
     for (int64_t l = rows[r].first + 1; l < blocks; ++l) {
       const int32_t j = scratch->blocks[l].index.Lookup(key);
       if (j < 0) continue;
+      if (g != sum.data()) {
+        std::copy_n(g, dim, sum.data());
+        g = sum.data();
+      }
       const float* more = scratch->blocks[l].rows.data() + int64_t{j} * dim;
-      for (int64_t d = 0; d < dim; ++d) g[d] += more[d];
+      for (int64_t d = 0; d < dim; ++d) sum[d] += more[d];
     }
-    Update(s, static_cast<int>(key >> 32), static_cast<uint32_t>(key),
-           g.data());
+    Update(s, static_cast<int>(key >> 32), static_cast<uint32_t>(key), g);
   }
 }
 
@@ -311,7 +316,8 @@ template <typename Parallel>
 float RunStep(const StepArgs& s, StepScratch* scratch, Parallel parallel) {
   const int64_t blocks = std::max<int64_t>(
       1, std::min<int64_t>(kPairBlocks, s.batch / kPairsPerBlock));
-  parallel(blocks, [&](int64_t b) { SumBlock(s, b, blocks, &scratch->blocks[b]); });
+  parallel(blocks,
+           [&](int64_t b) { SumBlock(s, b, blocks, &scratch->blocks[b]); });
   parallel(kRowShards, [&](int64_t shard) {
     ApplyShard(s, static_cast<int>(shard), blocks, scratch);
   });
