@@ -1,16 +1,19 @@
-"""A generated token corpus written the ways the trainer and gensim read it.
+"""Token corpora written the ways the trainer and gensim read them.
 
-Tokens `t<rank>` are drawn from Zipf(1) over a vocabulary of
-`vocabulary_size`; line lengths are uniform in [min_length, max_length].
-`write` writes the lines as an Examples artifact (`Split-train/`, the
-trainer's input), as a text file (one line per sequence, what gensim reads)
-and returns the vocabulary counted from the corpus itself, most frequent
-first (what VocabularyGen would write).
+`zipf_lines` generates lines of tokens `t<rank>` drawn from Zipf(1) over a
+vocabulary of `vocabulary_size`, lengths uniform in [min_length,
+max_length]. `write` writes lines as an Examples artifact (`Split-train/`,
+the trainer's input; with `eval_every` = n, every n-th line goes to
+`Split-eval/` instead), the train lines as a text file (one line per
+sequence, what gensim reads), and returns the vocabulary counted from the
+train lines, most frequent first (what VocabularyGen would write).
 """
 
+import collections
+import contextlib
 import dataclasses
 import os
-from typing import List
+from typing import Iterable, Iterator, List
 
 import numpy as np
 
@@ -25,8 +28,9 @@ class Corpus:
   total_tokens: int
 
 
-def _lines(total_tokens: int, vocabulary_size: int, min_length: int,
-           max_length: int, seed: int):
+def zipf_lines(total_tokens: int, min_length: int, max_length: int,
+               vocabulary_size: int = 30_000,
+               seed: int = 0) -> Iterator[List[str]]:
   rng = np.random.default_rng(seed)
   p = 1.0 / np.arange(1, vocabulary_size + 1)
   cdf = np.cumsum(p / p.sum())
@@ -39,39 +43,49 @@ def _lines(total_tokens: int, vocabulary_size: int, min_length: int,
       if written >= total_tokens:
         return
       written += len(line)
-      yield line
+      yield [f't{i}' for i in line]
 
 
-def write(directory: str, total_tokens: int, min_length: int,
-          max_length: int, vocabulary_size: int = 30_000,
-          seed: int = 0) -> Corpus:
-  """Writes the corpus under `directory`."""
+def text_lines(path: str) -> Iterator[List[str]]:
+  with open(path, encoding='utf-8') as f:
+    for line in f:
+      yield line.split()
+
+
+def read_text(path: str) -> List[List[str]]:
+  return list(text_lines(path))
+
+
+def write(directory: str, lines: Iterable[List[str]],
+          eval_every: int = 0) -> Corpus:
+  """Writes `lines` under `directory`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
   examples_uri = os.path.join(directory, 'examples')
   text_file = os.path.join(directory, 'corpus.txt')
-  split = os.path.join(examples_uri, 'Split-train')
-  os.makedirs(split, exist_ok=True)
-  counts = np.zeros(vocabulary_size, np.int64)
+  counts = collections.Counter()
   sequences = 0
-  options = tf.io.TFRecordOptions(compression_type='GZIP')
-  with tf.io.TFRecordWriter(os.path.join(split, 'data-00000.gz'),
-                            options) as records, \
-      open(text_file, 'w', encoding='utf-8') as text:
-    for line in _lines(total_tokens, vocabulary_size, min_length, max_length,
-                       seed):
-      tokens = [f't{i}' for i in line]
-      records.write(examples_io.make_example(tokens).SerializeToString())
+
+  def records(split):
+    os.makedirs(os.path.join(examples_uri, f'Split-{split}'), exist_ok=True)
+    return tf.io.TFRecordWriter(
+        os.path.join(examples_uri, f'Split-{split}', 'data-00000.gz'),
+        tf.io.TFRecordOptions(compression_type='GZIP'))
+
+  with contextlib.ExitStack() as files:
+    train = files.enter_context(records('train'))
+    held_out = files.enter_context(records('eval')) if eval_every else None
+    text = files.enter_context(open(text_file, 'w', encoding='utf-8'))
+    for n, tokens in enumerate(lines):
+      record = examples_io.make_example(tokens).SerializeToString()
+      if eval_every and n % eval_every == eval_every - 1:
+        held_out.write(record)
+        continue
+      train.write(record)
       text.write(' '.join(tokens) + '\n')
-      np.add.at(counts, line, 1)
+      counts.update(tokens)
       sequences += 1
-  order = [i for i in np.argsort(-counts, kind='stable') if counts[i]]
-  return Corpus(examples_uri, text_file, [f't{i}' for i in order],
-                [int(counts[i]) for i in order], sequences,
-                int(counts.sum()))
-
-
-def read_text(path: str) -> List[List[str]]:
-  with open(path, encoding='utf-8') as f:
-    return [line.split() for line in f]
+  vocabulary = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+  return Corpus(examples_uri, text_file, [t for t, _ in vocabulary],
+                [c for _, c in vocabulary], sequences, sum(counts.values()))

@@ -199,7 +199,8 @@ def run_preset(name, args, work):
   from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
   window, dim, lo, hi, tokens = PRESETS[name]
   tokens = args.tokens or tokens
-  corpus = skipgram_corpus.write(os.path.join(work, name), tokens, lo, hi)
+  corpus = skipgram_corpus.write(os.path.join(work, name),
+                                 skipgram_corpus.zipf_lines(tokens, lo, hi))
   config, _, adapter, fused = trainer_parts(corpus, window, dim)
   pairs = SkipGramData(corpus.tokens, corpus.counts, config).pairs_per_epoch(
       examples_io.token_dataset(corpus.examples_uri, 'train'))
