@@ -1,142 +1,263 @@
-"""CPU trainer throughput vs a plain Keras skip-gram model on identical batches.
+"""CPU trainer throughput: the step alone and the live trainer, in pairs/s.
 
-    python -m benchmarks.trainer_throughput [--batch-size 1024] [--dim 64]
+    python -m benchmarks.trainer_throughput [--presets defaults,window50]
+        [--rounds 3] [--steps 300] [--live-steps 2000]
 
-Baseline: `tf.keras.layers.Embedding` (one table for target, context and
-negatives, like the trainer's tied `tokens` table) + dot-product logits +
-sigmoid cross-entropy + `tf.keras.optimizers.Adagrad`, trained with
-`model.fit`. Candidate: the EmbeddingTrainer's CPU adapter
-(`TPUEmbeddingForServing` + the TPU Adagrad rule on its slot variables).
+Two presets, each on its own generated corpus (benchmarks.skipgram_corpus:
+Zipf(1) tokens over a 30k vocabulary, written as an Examples artifact and as
+text): `defaults` is the trainer's defaults (window 3, dim 32) on lines of
+6-16 tokens; `window50` is window 50, dim 64 on lines of 20-500 tokens. All
+runs: batch 2048, 5 negatives, subsampling 1e-3, Adagrad at learning rate
+1.0 from an accumulator of 1e-3 (the trainer's defaults).
 
-Both consume the same batches, built once by the shared skip-gram pipeline
-from a Zipf-distributed synthetic corpus and cached in memory, so only the
-training step is measured. Rounds alternate between the two so that load from
-other processes on the machine hits both alike; the table reports the median
-round. Target: ratio >= 1.5 against the plain `fit` baseline; a Keras run
-with `steps_per_execution` (per-step Python overhead amortized, as the
-trainer does by running many steps per `tf.function` call) is printed too.
+Step alone: every row trains on the same 200 batches, made once by the
+trainer's pipeline and held in memory.
+  baseline: Keras `Embedding` + dot-product logits + sigmoid cross-entropy +
+    Keras Adagrad, compiled with steps_per_execution = --steps (one compiled
+    loop per round, as the trainer runs its steps in one tf.function call);
+  Keras with plain `fit` (a call per step), for reference;
+  the CPU adapter's TensorFlow step (today's trainer);
+  the fused SkipGramStep op (components/trainer/fused_step.py).
+Live: from the Examples artifact on disk through an input pipeline into a
+step, --live-steps steps per round in the training loop's compiled runner
+(training_loop.CompiledSteps), from a fresh iterator each round:
+  today: SkipGramData.batches (per-sequence parse and lookup) + the CPU
+    adapter's TensorFlow step;
+  new: SkipGramBatches.id_sequences/batches (block reads, pair ops) + the
+    fused step;
+  gensim Word2Vec (sg=1, the same window, dim, negatives and sample, 2
+    workers, min_count=1), given the corpus's sequences as token lists (read
+    before timing) and trained one epoch per round. Its pairs/s are the
+    epoch's expected pairs (SkipGramData.pairs_per_epoch: gensim draws its
+    reduced windows and subsamples by the same rules) over its training
+    seconds.
+Rounds alternate between rows, so load from other processes hits all alike;
+each figure is the median round. The header prints the load average before
+and the footer after. Targets (issue #25): live >= 1M pairs/s and >= 0.8x
+gensim's pairs/s; the step is judged against the steps_per_execution Keras
+baseline.
 """
 
 import argparse
+import os
 import statistics
+import tempfile
 import time
 
 import numpy as np
-import tensorflow as tf
 
-from components.trainer.cpu_adapter import CpuAdapter
-from tpu_embeddings.models import skipgram
-from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
-from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
-from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
-from tpu_embeddings.models.skipgram_features import skipgram_spec
+from benchmarks import skipgram_corpus
 
-
-def make_batches(vocabulary_size: int, batch_size: int, negatives: int,
-                 num_batches: int, seed: int = 0) -> tf.data.Dataset:
-  rng = np.random.default_rng(seed)
-  ranks = np.arange(1, vocabulary_size + 1)
-  probabilities = 1.0 / ranks
-  probabilities /= probabilities.sum()
-  counts = np.maximum((probabilities * 1e7).astype(np.int64), 1)
-  tokens = [f'tok{i}' for i in range(vocabulary_size)]
-  data = skipgram.SkipGramData(tokens, counts, skipgram.SkipGramConfig(
-      batch_size=batch_size, negatives=negatives, seed=seed))
-  lines = rng.choice(vocabulary_size, size=(num_batches * batch_size // 40 + 1,
-                                            20), p=probabilities)
-  sequences = tf.data.Dataset.from_tensor_slices(
-      tf.constant(np.asarray(tokens)[lines]))
-  batches = data.batches(sequences, epochs=0).take(num_batches).cache()
-  for _ in batches:  # fill the cache
-    pass
-  return batches
+PRESETS = {
+    # name: (window, dim, min_length, max_length, corpus tokens)
+    'defaults': (3, 32, 6, 16, 2_000_000),
+    'window50': (50, 64, 20, 500, 400_000),
+}
+BATCH, NEGATIVES, CACHED_BATCHES = 2048, 5, 200
 
 
-def keras_model(vocabulary_size: int, dim: int, negatives: int,
-                learning_rate: float,
-                steps_per_execution: int = 1) -> tf.keras.Model:
+class Clock:
+  """Wall and process CPU time (every thread) since it was made."""
+
+  def __init__(self):
+    self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+  def rates(self, pairs):
+    """(pairs per wall second, pairs per CPU second)."""
+    return (pairs / (time.perf_counter() - self.wall),
+            pairs / max(time.process_time() - self.cpu, 1e-9))
+
+
+def keras_model(vocabulary_size, dim, steps_per_execution):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   embedding = tf.keras.layers.Embedding(
       vocabulary_size, dim,
       embeddings_initializer=tf.keras.initializers.RandomUniform(
           -0.5 / dim, 0.5 / dim))
-  target = tf.keras.Input([], dtype=tf.int32, name=TARGET_FEATURE)
-  context = tf.keras.Input([], dtype=tf.int32, name=CONTEXT_FEATURE)
-  negative = tf.keras.Input([negatives], dtype=tf.int32,
-                            name=NEGATIVES_FEATURE)
+  target = tf.keras.Input([], dtype=tf.int32, name='target')
+  context = tf.keras.Input([], dtype=tf.int32, name='context')
+  negative = tf.keras.Input([NEGATIVES], dtype=tf.int32, name='negatives')
   t, c, n = embedding(target), embedding(context), embedding(negative)
-  # Logits as in the TensorFlow word2vec tutorial (einsum dot products).
-  positive_logit = tf.einsum('bd,bd->b', t, c)[:, None]            # [B, 1]
-  negative_logits = tf.einsum('bd,bkd->bk', t, n)                  # [B, K]
-  logits = tf.concat([positive_logit, negative_logits], axis=1)
-  model = tf.keras.Model({TARGET_FEATURE: target, CONTEXT_FEATURE: context,
-                          NEGATIVES_FEATURE: negative}, logits)
+  positive_logit = tf.einsum('bd,bd->b', t, c)[:, None]
+  negative_logits = tf.einsum('bd,bkd->bk', t, n)
+  model = tf.keras.Model(
+      {'target': target, 'context': context, 'negatives': negative},
+      tf.concat([positive_logit, negative_logits], axis=1))
   model.compile(
-      optimizer=tf.keras.optimizers.Adagrad(learning_rate),
+      optimizer=tf.keras.optimizers.Adagrad(1.0,
+                                            initial_accumulator_value=1e-3),
       loss=tf.keras.losses.BinaryCrossentropy(from_logits=True),
       steps_per_execution=steps_per_execution)
   return model
 
 
+def trainer_parts(corpus, window, dim):
+  """(config, spec, a built CpuAdapter, its fused step)."""
+  from components.trainer import fused_step  # pylint: disable=g-import-not-at-top
+  from components.trainer.cpu_adapter import CpuAdapter  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram_config import SkipGramConfig  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram_features import skipgram_spec  # pylint: disable=g-import-not-at-top
+  config = SkipGramConfig(batch_size=BATCH, window=window,
+                          negatives=NEGATIVES)
+  spec = skipgram_spec(dim=dim, vocabulary_size=len(corpus.tokens),
+                       learning_rate=1.0, initial_accumulator_value=1e-3)
+  adapter = CpuAdapter(spec, BATCH)
+  adapter.build()
+  optimizer = adapter._rules['tokens'].optimizer  # pylint: disable=protected-access
+  step = fused_step.for_adapter(spec, optimizer, adapter.variables, BATCH)
+  if step is None:
+    raise SystemExit('the SkipGramStep op is unavailable (see the log)')
+  return config, spec, adapter, step
+
+
+def step_rows(corpus, config, dim, adapter, fused, steps):
+  """{row: callable running one round -> pairs/s} on cached batches."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  from components.trainer import training_loop  # pylint: disable=g-import-not-at-top
+  from components.trainer.learning_rate import LinearDecay  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
+  data = SkipGramData(corpus.tokens, corpus.counts, config)
+  batches = data.batches(examples_io.token_dataset(corpus.examples_uri,
+                                                   'train'))
+  batches = batches.take(CACHED_BATCHES).cache()
+  for _ in batches:  # fill the cache
+    pass
+  iterator = iter(batches.repeat())
+  fused_train = training_loop.CompiledSteps(
+      fused, adapter.learning_rate_scale, LinearDecay(0))
+  labels = tf.concat([tf.ones([BATCH, 1]), tf.zeros([BATCH, NEGATIVES])], 1)
+  keras_data = batches.map(lambda f: (f, labels)).repeat()
+  looped = keras_model(len(corpus.tokens), dim, steps)
+  plain = keras_model(len(corpus.tokens), dim, 1)
+
+  def timed(run):
+    def round_():
+      clock = Clock()
+      run()
+      return clock.rates(steps * BATCH)
+    run()  # trace and warm up
+    return round_
+
+  return {
+      'baseline: Keras, steps_per_execution': timed(lambda: looped.fit(
+          keras_data, steps_per_epoch=steps, epochs=1, verbose=0)),
+      'Keras, plain fit': timed(lambda: plain.fit(
+          keras_data, steps_per_epoch=steps, epochs=1, verbose=0)),
+      'CPU adapter, TensorFlow step': timed(
+          lambda: adapter.train(iterator, steps)),
+      'fused SkipGramStep op': timed(lambda: fused_train(iterator, steps)),
+  }
+
+
+def live_rows(corpus, config, adapter, fused, live_steps, pairs_per_epoch,
+              dim, window):
+  """{row: callable running one round -> pairs/s}, input pipeline included."""
+  from components.trainer import training_loop  # pylint: disable=g-import-not-at-top
+  from components.trainer.learning_rate import LinearDecay  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram_input import SkipGramBatches  # pylint: disable=g-import-not-at-top
+  old = SkipGramData(corpus.tokens, corpus.counts, config)
+  new = SkipGramBatches(corpus.tokens, corpus.counts, config)
+  fused_train = training_loop.CompiledSteps(
+      fused, adapter.learning_rate_scale, LinearDecay(0))
+  sentences = skipgram_corpus.read_text(corpus.text_file)
+
+  def live(make_batches, train):
+    def round_():
+      iterator = iter(make_batches().repeat())
+      train(iterator, 5)  # starts the pipeline (traces on the first round)
+      clock = Clock()
+      done = train(iterator, live_steps).size
+      return clock.rates(done * BATCH)
+    return round_
+
+  def gensim_round():
+    from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+    model = Word2Vec(vector_size=dim, window=window, negative=NEGATIVES,
+                     sg=1, min_count=1, sample=1e-3, workers=2, seed=0)
+    model.build_vocab(sentences)
+    clock = Clock()
+    model.train(sentences, total_examples=len(sentences), epochs=1)
+    return clock.rates(pairs_per_epoch)
+
+  return {
+      'live today: SkipGramData + TF step': live(
+          lambda: old.batches(examples_io.token_dataset(
+              corpus.examples_uri, 'train')), adapter.train),
+      'live new: SkipGramBatches + fused op': live(
+          lambda: new.batches(new.id_sequences([corpus.examples_uri],
+                                               'train')), fused_train),
+      'gensim Word2Vec sg, 2 workers (1 epoch)': gensim_round,
+  }
+
+
+def run_preset(name, args, work):
+  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
+  window, dim, lo, hi, tokens = PRESETS[name]
+  tokens = args.tokens or tokens
+  corpus = skipgram_corpus.write(os.path.join(work, name),
+                                 skipgram_corpus.zipf_lines(tokens, lo, hi))
+  config, _, adapter, fused = trainer_parts(corpus, window, dim)
+  pairs = SkipGramData(corpus.tokens, corpus.counts, config).pairs_per_epoch(
+      examples_io.token_dataset(corpus.examples_uri, 'train'))
+  print(f'\n== {name}: window {window}, dim {dim}, lines of {lo}-{hi} '
+        f'tokens, {corpus.total_tokens:,} tokens, {len(corpus.tokens):,} '
+        f'distinct, {pairs:,.0f} pairs per epoch', flush=True)
+  rows = step_rows(corpus, config, dim, adapter, fused, args.steps)
+  rows.update(live_rows(corpus, config, adapter, fused, args.live_steps,
+                        pairs, dim, window))
+  rates = {row: [] for row in rows}
+  for _ in range(args.rounds):
+    for row, round_ in rows.items():
+      rates[row].append(round_())
+  report({row: (statistics.median(w for w, _ in r),
+                statistics.median(c for _, c in r))
+          for row, r in rates.items()})
+
+
+def report(median):
+  """One line per row: pairs/s (wall) and pairs per CPU-second (all of the
+  process's threads; what a shared machine distorts least), with ratios."""
+  keras = median['baseline: Keras, steps_per_execution']
+  gensim = median['gensim Word2Vec sg, 2 workers (1 epoch)']
+  print(f'{"run":<42} {"pairs/s":>10} {"x Keras":>7} {"x gensim":>8} '
+        f'{"pairs/CPU-s":>11} {"x Keras":>7} {"x gensim":>8}')
+  for row, (wall, cpu) in median.items():
+    print(f'{row:<42} {wall:>10,.0f} {wall / keras[0]:>7.2f} '
+          f'{wall / gensim[0]:>8.2f} {cpu:>11,.0f} {cpu / keras[1]:>7.2f} '
+          f'{cpu / gensim[1]:>8.2f}')
+  live = median['live new: SkipGramBatches + fused op'][0]
+  print(f'target live >= 1M pairs/s: {"met" if live >= 1e6 else "NOT met"}; '
+        f'>= 0.8x gensim: {"met" if live >= 0.8 * gensim[0] else "NOT met"} '
+        f'({live / gensim[0]:.2f}x)')
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument('--vocabulary-size', type=int, default=20_000)
-  parser.add_argument('--dim', type=int, default=64)
-  parser.add_argument('--batch-size', type=int, default=1024)
-  parser.add_argument('--negatives', type=int, default=5)
-  parser.add_argument('--steps', type=int, default=200,
-                      help='steps per timed round')
-  parser.add_argument('--rounds', type=int, default=5)
+  parser.add_argument('--presets', default='defaults,window50')
+  parser.add_argument('--tokens', type=int, default=0,
+                      help='corpus tokens (0: the preset\'s)')
+  parser.add_argument('--steps', type=int, default=300,
+                      help='steps per round, step alone')
+  parser.add_argument('--live-steps', type=int, default=2000,
+                      help='steps per round, live')
+  parser.add_argument('--rounds', type=int, default=3)
+  parser.add_argument('--work', help='keep the corpora here')
   args = parser.parse_args(argv)
-  b, k = args.batch_size, args.negatives
-  batches = make_batches(args.vocabulary_size, b, k, num_batches=200)
-
-  spec = skipgram_spec(dim=args.dim, optimizer='adagrad',
-                       vocabulary_size=args.vocabulary_size, learning_rate=0.1)
-  adapter = CpuAdapter(spec, b)
-  adapter.build()
-  iterator = adapter.iterator(batches.repeat())
-
-  labels = tf.concat([tf.ones([b, 1]), tf.zeros([b, k])], axis=1)
-  model = keras_model(args.vocabulary_size, args.dim, k, 0.1)
-  # For reference: Keras with its per-step Python overhead amortized.
-  fused = keras_model(args.vocabulary_size, args.dim, k, 0.1,
-                      steps_per_execution=args.steps)
-  keras_data = batches.map(lambda f: (f, labels)).repeat()
-
-  def run_trainer():
-    start = time.perf_counter()
-    done = adapter.train(iterator, args.steps).size
-    return done * b / (time.perf_counter() - start)
-
-  def run_keras(m):
-    start = time.perf_counter()
-    m.fit(keras_data, steps_per_epoch=args.steps, epochs=1, verbose=0)
-    return args.steps * b / (time.perf_counter() - start)
-
-  adapter.train(iterator, 10)  # trace and warm up all three
-  model.fit(keras_data, steps_per_epoch=10, epochs=1, verbose=0)
-  fused.fit(keras_data, steps_per_epoch=args.steps, epochs=1, verbose=0)
-  trainer_rates, keras_rates, fused_rates = [], [], []
-  for _ in range(args.rounds):
-    trainer_rates.append(run_trainer())
-    keras_rates.append(run_keras(model))
-    fused_rates.append(run_keras(fused))
-  trainer, keras, keras_fused = (statistics.median(trainer_rates),
-                                 statistics.median(keras_rates),
-                                 statistics.median(fused_rates))
-  print(f'batch {b}, negatives {k}, dim {args.dim}, vocabulary '
-        f'{args.vocabulary_size}, {args.steps} steps x {args.rounds} rounds '
-        '(median round)')
-  print(f'{"run":<44} {"examples/s":>12} {"ratio":>7}')
-  print(f'{"baseline: Keras Embedding + Adagrad (fit)":<44} {keras:>12,.0f} '
-        f'{1.0:>7.2f}')
-  print(f'{"Keras, steps_per_execution=" + str(args.steps):<44} '
-        f'{keras_fused:>12,.0f} {keras_fused / keras:>7.2f}')
-  print(f'{"EmbeddingTrainer CPU adapter (TPU Adagrad)":<44} {trainer:>12,.0f} '
-        f'{trainer / keras:>7.2f}')
-  print('target ratio >= 1.5: '
-        f'{"met" if trainer / keras >= 1.5 else "NOT met"}')
+  print(f'{os.cpu_count()} CPUs; load average before: '
+        f'{" ".join(f"{x:.2f}" for x in os.getloadavg())}; batch {BATCH}, '
+        f'{NEGATIVES} negatives, Adagrad; median of {args.rounds} rounds')
+  with tempfile.TemporaryDirectory() as tmp:
+    for name in args.presets.split(','):
+      run_preset(name, args, args.work or tmp)
+  print(f'load average after: '
+        f'{" ".join(f"{x:.2f}" for x in os.getloadavg())}')
 
 
 if __name__ == '__main__':
+  np.seterr(all='ignore')
   main()

@@ -1,0 +1,125 @@
+"""The fused SkipGramStep op against the CPU adapter's TensorFlow step.
+
+Both start from the same variables and train on the same batches; the op
+must give the same loss and leave every parameter and optimizer slot within
+1e-6 of the TensorFlow path after every step. Batches of 4096 pairs over a
+small vocabulary make every row repeat and the op split the batch into
+several blocks.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components.trainer import fused_step
+from components.trainer.cpu_adapter import CpuAdapter
+from tpu_embeddings.kernels import library
+from tpu_embeddings.models.skipgram_features import skipgram_spec
+
+V, D, B, K = 40, 12, 4096, 3
+STEPS = 4
+
+
+@pytest.fixture(scope='module')
+def ops():
+  # Fails, saying why, where the op library cannot be built.
+  return tf.load_op_library(library.build())
+
+
+def batches(seed=0, vocabulary=V, size=B):
+  rng = np.random.default_rng(seed)
+  for _ in range(STEPS):
+    yield {'target': tf.constant(rng.integers(0, vocabulary, size), tf.int32),
+           'context': tf.constant(rng.integers(0, vocabulary, size), tf.int32),
+           'negatives': tf.constant(rng.integers(0, vocabulary, (size, K)),
+                                    tf.int32)}
+
+
+def adapter(spec, size=B):
+  tf.random.set_seed(7)
+  a = CpuAdapter(spec, size)
+  a.build()
+  if 'contexts' in a.variables:  # zero-initialized: give it values to learn
+    a.variables['contexts']['parameters'].assign(
+        tf.random.stateless_uniform([V, D], [3, 4], -0.5, 0.5))
+  return a
+
+
+def optimizer_of(a):
+  return a._rules['tokens'].optimizer  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize('optimizer,params', [
+    ('sgd', {'learning_rate': 0.7}),
+    ('adagrad', {'learning_rate': 0.5, 'initial_accumulator_value': 0.05}),
+])
+@pytest.mark.parametrize('context_table', [False, True])
+def test_fused_step_equals_the_tensorflow_step(ops, optimizer, params,
+                                               context_table):
+  spec = skipgram_spec(dim=D, optimizer=optimizer, vocabulary_size=V,
+                       context_table=context_table, **params)
+  reference, fused = adapter(spec), adapter(spec)
+  step = fused_step.FusedSkipGramStep(ops, spec, optimizer_of(fused),
+                                      fused.variables, B)
+  for features in batches():
+    want, got = float(reference.step(features)), float(step(features))
+    assert got == pytest.approx(want, abs=1e-6)
+    for table, variables in reference.variables.items():
+      for name, variable in variables.items():
+        np.testing.assert_allclose(fused.variables[table][name].numpy(),
+                                   variable.numpy(), atol=1e-6, rtol=0,
+                                   err_msg=f'{table}/{name}')
+
+
+def test_fused_step_follows_the_learning_rate_scale(ops):
+  spec = skipgram_spec(dim=D, optimizer='sgd', vocabulary_size=V,
+                       learning_rate=0.5)
+  reference, fused = adapter(spec), adapter(spec)
+  step = fused_step.FusedSkipGramStep(ops, spec, optimizer_of(fused),
+                                      fused.variables, B)
+  # The training loop sets the scale before each step (linear decay).
+  reference.learning_rate_scale.assign(0.25)
+  fused.learning_rate_scale.assign(0.25)
+  features = next(batches(seed=1))
+  reference.step(features)
+  tf.function(step)(features)
+  np.testing.assert_allclose(fused.variables['tokens']['parameters'].numpy(),
+                             reference.variables['tokens']['parameters']
+                             .numpy(), atol=1e-6, rtol=0)
+
+
+def test_an_id_outside_the_table_names_the_feature(ops):
+  spec = skipgram_spec(dim=D, optimizer='sgd', vocabulary_size=V,
+                       learning_rate=0.5)
+  a = adapter(spec, size=8)
+  step = fused_step.FusedSkipGramStep(ops, spec, optimizer_of(a), a.variables,
+                                      8)
+  features = next(batches(size=8))
+  features['negatives'] = tf.tensor_scatter_nd_update(
+      features['negatives'], [[2, 1]], [V])
+  before = a.variables['tokens']['parameters'].numpy()
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=f'negatives id {V} at position 7 is outside'):
+    step(features)
+  # Nothing was written.
+  np.testing.assert_array_equal(a.variables['tokens']['parameters'].numpy(),
+                                before)
+
+
+def test_other_optimizers_keep_the_tensorflow_step():
+  spec = skipgram_spec(dim=D, optimizer='adam', vocabulary_size=V)
+  a = adapter(spec, size=8)
+  assert fused_step.for_adapter(spec, optimizer_of(a), a.variables, 8) is None
+  assert 'Adam' in fused_step.unsupported(spec, optimizer_of(a))
+
+
+def test_switched_off_ops_keep_the_tensorflow_step(monkeypatch):
+  monkeypatch.setenv(library.SWITCH, '0')
+  library.load.cache_clear()
+  try:
+    spec = skipgram_spec(dim=D, optimizer='sgd', vocabulary_size=V)
+    a = adapter(spec, size=8)
+    assert fused_step.for_adapter(spec, optimizer_of(a), a.variables,
+                                  8) is None
+  finally:
+    library.load.cache_clear()

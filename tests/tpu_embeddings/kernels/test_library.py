@@ -1,0 +1,78 @@
+"""Building, caching and falling back from the skip-gram CPU ops."""
+
+import logging
+import os
+import stat
+
+import pytest
+
+from tpu_embeddings.kernels import library
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+  monkeypatch.setenv(library.CACHE, str(tmp_path / 'cache'))
+  monkeypatch.delenv(library.SWITCH, raising=False)
+  library.load.cache_clear()
+  yield tmp_path / 'cache'
+  library.load.cache_clear()
+
+
+def warned(caplog):
+  return [r.getMessage() for r in caplog.records
+          if r.levelno == logging.WARNING]
+
+
+def broken_compiler(tmp_path):
+  path = tmp_path / 'broken-c++'
+  path.write_text('#!/bin/sh\necho "fatal error: no such header" >&2\n'
+                  'exit 1\n')
+  path.chmod(path.stat().st_mode | stat.S_IEXEC)
+  return str(path)
+
+
+def test_a_failed_build_is_reported_once_and_not_retried(
+    cache, tmp_path, monkeypatch, caplog):
+  monkeypatch.setenv('CXX', broken_compiler(tmp_path))
+  with pytest.raises(library.BuildError, match='no such header'):
+    library.build()
+  failure = os.path.join(os.path.dirname(library.library_path()),
+                         library.FAILURE_NAME)
+  assert 'no such header' in open(failure, encoding='utf-8').read()
+  assert library.load() is None
+  assert len(warned(caplog)) == 1
+  assert 'earlier build failed' in warned(caplog)[0]
+  assert not os.path.exists(library.library_path())
+
+
+def test_no_compiler_falls_back_with_one_line(cache, monkeypatch, caplog):
+  monkeypatch.setenv('CXX', 'no-such-compiler')
+  assert library.load() is None
+  assert len(warned(caplog)) == 1
+  assert 'no C++ compiler: install g++ or set CXX' in warned(caplog)[0]
+
+
+def test_switched_off_loads_nothing(cache, monkeypatch):
+  monkeypatch.setenv(library.SWITCH, 'off')
+  monkeypatch.setenv('CXX', 'no-such-compiler')
+  assert library.load() is None
+  assert not os.path.exists(str(cache))
+
+
+def test_the_key_names_tensorflow_and_changes_with_the_flags(monkeypatch):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  key = library.build_key()
+  assert key.startswith(f'tf{tf.version.VERSION}-')
+  monkeypatch.setenv(library.EXTRA_FLAGS, '-march=native')
+  assert library.build_key() != key
+
+
+@pytest.mark.slow
+def test_builds_once_then_reuses_the_cached_library(cache):
+  path = library.build()
+  assert path.startswith(str(cache)) and os.path.exists(path)
+  built = os.stat(path).st_mtime_ns
+  assert library.build() == path
+  assert os.stat(path).st_mtime_ns == built
+  ops = library.load()
+  assert hasattr(ops, 'skip_gram_step') and hasattr(ops, 'skip_gram_windows')

@@ -1,0 +1,89 @@
+"""SkipGramBatches gives SkipGramData's batches, with and without the ops."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.support import artifact_fixtures as fx
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.kernels import library
+from tpu_embeddings.models import skipgram
+from tpu_embeddings.models.skipgram_input import SkipGramBatches
+
+VOCABULARY = [f'w{i}' for i in range(60)]
+COUNTS = list(range(600, 0, -10))
+CONFIG = skipgram.SkipGramConfig(batch_size=64, window=4, negatives=3,
+                                 shuffle_buffer=50, sequences_per_chunk=16,
+                                 subsample=1e-2, seed=3)
+
+
+@pytest.fixture(scope='module')
+def ops_built():
+  library.build()  # fails, saying why, where the ops cannot be built
+
+
+@pytest.fixture(scope='module')
+def examples(tmp_path_factory):
+  """Two Examples artifacts: Zipf tokens, OOV ones (w60+), empty and
+  one-token sequences among them."""
+  rng = np.random.default_rng(0)
+  uris = []
+  for a in range(2):
+    sequences = [[f'w{int(x) % 80}' for x in rng.zipf(1.3, rng.integers(0, 30))]
+                 for _ in range(100)]
+    uri = str(tmp_path_factory.mktemp(f'examples{a}'))
+    uris.append(fx.write_examples(uri, {'train': sequences}))
+  return uris
+
+
+def stacked(batches: tf.data.Dataset):
+  """All batches in one tensor per feature: [batches, B, ...]."""
+  return next(iter(batches.batch(1_000_000)))
+
+
+def token_sequences(uris):
+  return examples_io.token_dataset(uris[0], 'train').concatenate(
+      examples_io.token_dataset(uris[1], 'train'))
+
+
+@pytest.fixture(scope='module')
+def reference(examples):
+  """SkipGramData's batches of two epochs, resumed after 5 batches."""
+  data = skipgram.SkipGramData(VOCABULARY, COUNTS, CONFIG)
+  return stacked(data.batches(token_sequences(examples), epochs=2, skip=5))
+
+
+def assert_same(got, want):
+  assert got['target'].shape[0] == want['target'].shape[0] > 10
+  for name in want:
+    np.testing.assert_array_equal(got[name].numpy(), want[name].numpy(),
+                                  err_msg=name)
+
+
+@pytest.mark.parametrize(
+    'use_ops', [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_the_same_batches_as_skipgram_data(ops_built, examples, reference,
+                                           use_ops):
+  fast = SkipGramBatches(VOCABULARY, COUNTS, CONFIG, use_ops=use_ops)
+  assert fast.uses_ops == use_ops
+  got = stacked(fast.batches(fast.id_sequences(examples, 'train'), epochs=2,
+                             skip=5))
+  assert_same(got, reference)
+
+
+@pytest.mark.slow
+def test_token_sequences_give_the_same_batches(ops_built, examples,
+                                               reference):
+  fast = SkipGramBatches(VOCABULARY, COUNTS, CONFIG)
+  got = stacked(fast.batches(fast.ids_of(token_sequences(examples)),
+                             epochs=2, skip=5))
+  assert_same(got, reference)
+
+
+def test_an_id_outside_the_vocabulary_is_refused(ops_built):
+  ops = library.load()
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match='id 7 is outside the vocabulary of 5'):
+    ops.skip_gram_keep(tf.constant([1, 7], tf.int32),
+                       tf.constant([0, 2], tf.int64), tf.zeros([2]),
+                       tf.ones([5]))

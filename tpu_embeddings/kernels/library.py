@@ -1,0 +1,183 @@
+"""The skip-gram CPU ops: C++ sources in this package, compiled once.
+
+`load()` returns the op library (`tf.load_op_library`), compiling the sources
+on first use into a cache directory keyed by the sources, TensorFlow's build
+and the compile flags, so a machine compiles once per TensorFlow version and
+source change (about half a minute). A component image compiles at image build
+time (kubeflow/Dockerfile runs `build()`). Whenever the library cannot be had
+(`TPU_EMBEDDINGS_KERNELS=0`, no C++ compiler, a failed build, a library that
+does not load) `load()` logs one line saying why and returns None; callers
+then use their TensorFlow path, which computes the same results.
+
+Environment:
+  TPU_EMBEDDINGS_KERNELS=0        never use the ops (the TensorFlow path only)
+  TPU_EMBEDDINGS_KERNEL_CACHE     cache directory (default
+                                  $XDG_CACHE_HOME/tpu_embeddings/kernels or
+                                  ~/.cache/tpu_embeddings/kernels)
+  TPU_EMBEDDINGS_KERNEL_CFLAGS    extra compiler flags (e.g. -march=native)
+  CXX                             the compiler (default g++, then c++)
+"""
+
+import contextlib
+import fcntl
+import functools
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from typing import List, Optional
+
+import tensorflow as tf
+from absl import logging
+
+SWITCH = 'TPU_EMBEDDINGS_KERNELS'
+CACHE = 'TPU_EMBEDDINGS_KERNEL_CACHE'
+EXTRA_FLAGS = 'TPU_EMBEDDINGS_KERNEL_CFLAGS'
+LIBRARY_NAME = 'skipgram_ops.so'
+FAILURE_NAME = 'build-failed.txt'
+# AVX is what TensorFlow's own wheels require; -fno-math-errno lets sqrt
+# and division vectorize.
+FLAGS = ('-shared', '-fPIC', '-O3', '-mavx', '-fno-math-errno')
+_OFF = ('0', 'off', 'false', 'no')
+
+
+class BuildError(RuntimeError):
+  """The sources did not compile or the library did not load."""
+
+
+def source_files() -> List[str]:
+  here = os.path.dirname(os.path.abspath(__file__))
+  return sorted(glob.glob(os.path.join(here, '*.cc')) +
+                glob.glob(os.path.join(here, '*.h')))
+
+
+def compiler() -> Optional[str]:
+  """The C++ compiler: $CXX, else g++ or c++ on PATH; None without one."""
+  if os.environ.get('CXX'):
+    return shutil.which(os.environ['CXX'])
+  return shutil.which('g++') or shutil.which('c++')
+
+
+def flags() -> List[str]:
+  return (list(FLAGS) + os.environ.get(EXTRA_FLAGS, '').split() +
+          tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags())
+
+
+def build_key() -> str:
+  """Names one build: the sources, TensorFlow's build and the flags."""
+  digest = hashlib.sha256()
+  for path in source_files():
+    digest.update(os.path.basename(path).encode() + b'\0')
+    with open(path, 'rb') as f:
+      digest.update(f.read() + b'\0')
+  for part in [tf.version.VERSION, tf.version.GIT_VERSION] + flags():
+    digest.update(part.encode() + b'\0')
+  return f'tf{tf.version.VERSION}-{digest.hexdigest()[:16]}'
+
+
+def cache_root() -> str:
+  if os.environ.get(CACHE):
+    return os.environ[CACHE]
+  base = os.environ.get('XDG_CACHE_HOME') or os.path.join(
+      os.path.expanduser('~'), '.cache')
+  return os.path.join(base, 'tpu_embeddings', 'kernels')
+
+
+def library_path(root: Optional[str] = None) -> str:
+  return os.path.join(root or cache_root(), build_key(), LIBRARY_NAME)
+
+
+@contextlib.contextmanager
+def _locked(path: str):
+  """Holds an exclusive lock on `path` (processes building at once wait)."""
+  with open(path, 'a', encoding='utf-8') as f:
+    fcntl.flock(f, fcntl.LOCK_EX)
+    try:
+      yield
+    finally:
+      fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _compile(cxx: str, target: str):
+  """Compiles the sources into `target` (written elsewhere, then renamed)."""
+  directory = os.path.dirname(target)
+  fd, partial = tempfile.mkstemp(prefix='.building-', suffix='.so',
+                                 dir=directory)
+  os.close(fd)
+  sources = [p for p in source_files() if p.endswith('.cc')]
+  command = [cxx] + sources + ['-o', partial] + flags()
+  try:
+    done = subprocess.run(command, capture_output=True, text=True,
+                          check=False)
+    if done.returncode:
+      raise BuildError(f'{" ".join(command)}\nexit {done.returncode}\n'
+                       f'{done.stderr[-4000:]}')
+    os.replace(partial, target)
+  finally:
+    if os.path.exists(partial):
+      os.remove(partial)
+
+
+def build(root: Optional[str] = None) -> str:
+  """Compiles the library into the cache unless it is there; its path.
+
+  Raises BuildError without a compiler or when the sources do not compile
+  (the compiler's output is kept next to where the library would be).
+  """
+  target = library_path(root)
+  if os.path.exists(target):
+    return target
+  cxx = compiler()
+  if not cxx:
+    raise BuildError('no C++ compiler: install g++ or set CXX')
+  directory = os.path.dirname(target)
+  os.makedirs(directory, exist_ok=True)
+  with _locked(os.path.join(directory, '.lock')):
+    if os.path.exists(target):  # another process built it meanwhile
+      return target
+    failure = os.path.join(directory, FAILURE_NAME)
+    try:
+      _compile(cxx, target)
+    except BuildError as e:
+      with open(failure, 'w', encoding='utf-8') as f:
+        f.write(f'{cxx}\n{e}\n')
+      raise
+    if os.path.exists(failure):
+      os.remove(failure)
+  return target
+
+
+def _failed_before(cxx: str) -> Optional[str]:
+  """The failure file of an earlier build with this compiler, if any."""
+  failure = os.path.join(os.path.dirname(library_path()), FAILURE_NAME)
+  if not os.path.exists(failure):
+    return None
+  with open(failure, encoding='utf-8') as f:
+    return failure if f.readline().strip() == cxx else None
+
+
+@functools.lru_cache(maxsize=None)
+def load():
+  """The op library, or None (logged once per process, saying why)."""
+  if os.environ.get(SWITCH, '').strip().lower() in _OFF:
+    logging.info('Skip-gram CPU ops off (%s=%s): TensorFlow path', SWITCH,
+                 os.environ[SWITCH])
+    return None
+  path = library_path()
+  if not os.path.exists(path):
+    cxx = compiler()
+    failed = _failed_before(cxx) if cxx else None
+    if failed:
+      logging.warning('Skip-gram CPU ops: an earlier build failed (%s); '
+                      'TensorFlow path', failed)
+      return None
+    logging.info('Skip-gram CPU ops: compiling once into %s', path)
+  try:
+    return tf.load_op_library(build())
+  except (BuildError, OSError, tf.errors.OpError) as e:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+    logging.warning('Skip-gram CPU ops unavailable (%s); TensorFlow path',
+                    first)
+    return None

@@ -1,0 +1,183 @@
+// SkipGramStep: the fused skip-gram training step (skipgram_step.h) as a
+// TensorFlow op that updates resource variables in place, locking them as
+// TensorFlow's own ResourceSparseApply* ops do.
+
+#define EIGEN_USE_THREADS
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "skipgram_step.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/resource_var.h"
+#include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow/core/kernels/training_op_helpers.h"
+#include "tensorflow/core/platform/mutex.h"
+
+namespace tensorflow {
+namespace {
+
+using CPUDevice = Eigen::ThreadPoolDevice;
+
+REGISTER_OP("SkipGramStep")
+    .Input("tables: num_tables * resource")
+    .Input("slots: num_slots * resource")
+    .Input("target: int32")
+    .Input("context: int32")
+    .Input("negatives: int32")
+    .Input("learning_rate: float")
+    .Input("loss_scale: float")
+    .Output("loss: float")
+    .Attr("num_tables: int >= 1")
+    .Attr("num_slots: int >= 0")
+    .Attr("optimizer: {'sgd', 'adagrad'}")
+    .SetIsStateful()
+    .SetShapeFn(shape_inference::ScalarShape)
+    .Doc(R"doc(
+One skip-gram step: loss, gradients, duplicate rows summed, one optimizer
+update per distinct row (as a TPU applies the embedding optimizer).
+
+tables: [input] (tied: targets, contexts and negatives read it) or [input,
+  output] (contexts and negatives read the output table).
+slots: Adagrad: one accumulator per table, same shape; SGD: none.
+loss: loss_scale * the summed negative-sampling loss of the batch.
+)doc");
+
+Status CheckIds(const char* name, const Tensor& ids, int64_t rows) {
+  auto flat = ids.flat<int32>();
+  for (int64_t i = 0; i < flat.size(); ++i) {
+    if (flat(i) < 0 || flat(i) >= rows) {
+      return errors::InvalidArgument("SkipGramStep: ", name, " id ", flat(i),
+                                     " at position ", i,
+                                     " is outside its table's ", rows,
+                                     " rows");
+    }
+  }
+  return OkStatus();
+}
+
+class SkipGramStepOp : public OpKernel {
+ public:
+  explicit SkipGramStepOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("num_tables", &num_tables_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("num_slots", &num_slots_));
+    std::string optimizer;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("optimizer", &optimizer));
+    adagrad_ = optimizer == "adagrad";
+    OP_REQUIRES(ctx, num_tables_ == 1 || num_tables_ == 2,
+                errors::InvalidArgument(
+                    "SkipGramStep: num_tables must be 1 (tied) or 2, got ",
+                    num_tables_));
+    const int slots = adagrad_ ? num_tables_ : 0;
+    OP_REQUIRES(ctx, num_slots_ == slots,
+                errors::InvalidArgument("SkipGramStep: ", optimizer, " on ",
+                                        num_tables_, " table(s) needs ", slots,
+                                        " slot variable(s), got ",
+                                        num_slots_));
+  }
+
+  void Compute(OpKernelContext* ctx) override TF_NO_THREAD_SAFETY_ANALYSIS {
+    const int variables = num_tables_ + num_slots_;
+    std::vector<int> inputs(variables);
+    for (int i = 0; i < variables; ++i) inputs[i] = i;
+    auto locks = MaybeLockVariableInputMutexesInOrder<CPUDevice, float>(
+        ctx, /*do_lock=*/true, /*sparse=*/true, inputs);
+    std::vector<Tensor> tensors(variables);
+    for (int i = 0; i < variables; ++i) {
+      OP_REQUIRES_OK(ctx, GetInputTensorFromVariable<CPUDevice, float>(
+                              ctx, i, /*lock_held=*/true, /*sparse=*/true,
+                              &tensors[i]));
+      OP_REQUIRES(ctx, tensors[i].dims() == 2 &&
+                           tensors[i].dim_size(1) == tensors[0].dim_size(1),
+                  errors::InvalidArgument(
+                      "SkipGramStep: every table and slot must be [rows, ",
+                      tensors[0].dim_size(1), "], variable ", i, " is ",
+                      tensors[i].shape().DebugString()));
+      OP_REQUIRES(ctx, i < num_tables_ ||
+                           tensors[i].shape() == tensors[i - num_tables_].shape(),
+                  errors::InvalidArgument("SkipGramStep: slot ",
+                                          i - num_tables_,
+                                          " must have its table's shape"));
+    }
+    const Tensor& target = ctx->input(variables);
+    const Tensor& context = ctx->input(variables + 1);
+    const Tensor& negatives = ctx->input(variables + 2);
+    const int64_t batch = target.NumElements();
+    OP_REQUIRES(ctx, target.dims() == 1 && context.dims() == 1 &&
+                         context.NumElements() == batch &&
+                         negatives.dims() == 2 &&
+                         negatives.dim_size(0) == batch,
+                errors::InvalidArgument(
+                    "SkipGramStep: needs target [B], context [B] and "
+                    "negatives [B, K], got ",
+                    target.shape().DebugString(), ", ",
+                    context.shape().DebugString(), ", ",
+                    negatives.shape().DebugString()));
+    const int out = num_tables_ - 1;
+    OP_REQUIRES_OK(ctx, CheckIds("target", target, tensors[0].dim_size(0)));
+    OP_REQUIRES_OK(ctx, CheckIds("context", context, tensors[out].dim_size(0)));
+    OP_REQUIRES_OK(ctx,
+                   CheckIds("negatives", negatives, tensors[out].dim_size(0)));
+
+    tpu_embeddings::StepArgs args;
+    args.dim = tensors[0].dim_size(1);
+    args.batch = batch;
+    args.num_negatives = negatives.dim_size(1);
+    args.output_table = out;
+    args.target = target.flat<int32>().data();
+    args.context = context.flat<int32>().data();
+    args.negatives = negatives.flat<int32>().data();
+    for (int t = 0; t < num_tables_; ++t) {
+      args.tables[t] = tensors[t].flat<float>().data();
+      if (adagrad_) args.slots[t] = tensors[num_tables_ + t].flat<float>().data();
+    }
+    args.learning_rate = ctx->input(variables + 3).scalar<float>()();
+    args.loss_scale = ctx->input(variables + 4).scalar<float>()();
+
+    auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
+    auto parallel = [workers](int64_t n, const auto& fn) {
+      workers->ParallelFor(n, /*cost_per_unit=*/int64_t{1} << 30,
+                           [&fn](int64_t begin, int64_t end) {
+                             for (int64_t i = begin; i < end; ++i) fn(i);
+                           });
+    };
+    std::unique_ptr<tpu_embeddings::StepScratch> scratch = TakeScratch();
+    const float loss = tpu_embeddings::RunStep(args, scratch.get(), parallel);
+    ReturnScratch(std::move(scratch));
+    Tensor* output = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
+    output->scalar<float>()() = loss;
+  }
+
+ private:
+  // Scratch buffers outlive a call, so steps after the first allocate
+  // nothing; concurrent calls each take their own.
+  std::unique_ptr<tpu_embeddings::StepScratch> TakeScratch() {
+    mutex_lock lock(mu_);
+    if (free_.empty()) return std::make_unique<tpu_embeddings::StepScratch>();
+    std::unique_ptr<tpu_embeddings::StepScratch> scratch =
+        std::move(free_.back());
+    free_.pop_back();
+    return scratch;
+  }
+
+  void ReturnScratch(std::unique_ptr<tpu_embeddings::StepScratch> scratch) {
+    mutex_lock lock(mu_);
+    free_.push_back(std::move(scratch));
+  }
+
+  int num_tables_ = 1;
+  int num_slots_ = 0;
+  bool adagrad_ = false;
+  mutex mu_;
+  std::vector<std::unique_ptr<tpu_embeddings::StepScratch>> free_
+      TF_GUARDED_BY(mu_);
+};
+
+REGISTER_KERNEL_BUILDER(Name("SkipGramStep").Device(DEVICE_CPU),
+                        SkipGramStepOp);
+
+}  // namespace
+}  // namespace tensorflow

@@ -1,0 +1,176 @@
+"""Skip-gram training batches, the same as `SkipGramData.batches`, cheaper.
+
+`SkipGramData` (skipgram.py) defines the batches: sequences shuffled per
+epoch (seeded), turned into pairs and negatives a chunk of sequences at a
+time from stateless draws keyed by the chunk's index, re-batched to exactly
+`batch_size` pairs. Its cost is in work done per sequence (a parse and a
+vocabulary lookup, each a dataset function call) and in many small integer
+ops per chunk. `SkipGramBatches` makes the same batches:
+
+* `id_sequences` reads Examples a block of records at a time (one parse and
+  one vocabulary lookup per block), then splits the block into padded
+  sequences of ids, so each sequence costs only its place in the shuffle;
+* `batches` draws the same random numbers from the same seeds and hands the
+  integer work to the SkipGramKeep, SkipGramWindows and SkipGramShuffle ops
+  (tpu_embeddings/kernels); without them it runs skipgram.py's own
+  functions. Either way batch i is SkipGramData's batch i, so a resumed run
+  skips batches exactly as before.
+"""
+
+from typing import Dict, Sequence
+
+import tensorflow as tf
+
+from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.kernels import library
+from tpu_embeddings.models import skipgram
+from tpu_embeddings.models.skipgram_config import SkipGramConfig
+from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
+from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
+from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
+
+# Records parsed and looked up together (a block is padded to its longest
+# sequence until it is split into sequences).
+RECORDS_PER_READ = 256
+
+
+def _seeds(config: SkipGramConfig, index):
+  """SkipGramData's seeds of chunk `index`: (keep, window, order, slot,
+  coin), in the order skipgram_pairs and sample_negatives split them."""
+  chunk_seed = tf.random.experimental.stateless_fold_in(
+      tf.constant([config.seed, 0], tf.int64), index)
+  pair_seed, negative_seed = tf.unstack(
+      tf.random.experimental.stateless_split(chunk_seed, 2))
+  keep_seed, window_seed, order_seed = tf.unstack(
+      tf.random.experimental.stateless_split(
+          tf.cast(pair_seed, tf.int64), 3))
+  slot_seed, coin_seed = tf.unstack(
+      tf.random.experimental.stateless_split(
+          tf.cast(negative_seed, tf.int64), 2))
+  return keep_seed, window_seed, order_seed, slot_seed, coin_seed
+
+
+class SkipGramBatches:
+  """`SkipGramData.batches` from sequences of ids, with the pair ops."""
+
+  def __init__(self, tokens: Sequence[str], counts: Sequence[int],
+               config: SkipGramConfig, use_ops: bool = True):
+    if len(tokens) != len(counts) or not tokens:
+      raise ValueError('skip-gram: the vocabulary needs one count per token '
+                       'and at least one token')
+    self.config = config
+    self.vocabulary_size = len(tokens)
+    self._table = skipgram.id_lookup_table(tokens)
+    self._keep = tf.constant(skipgram.keep_probabilities(counts,
+                                                         config.subsample))
+    accept, alias = skipgram.alias_table(
+        skipgram.negative_sampling_probabilities(counts))
+    self._accept = tf.constant(accept)
+    self._alias = tf.constant(alias)
+    self._ops = library.load() if use_ops else None
+
+  @property
+  def uses_ops(self) -> bool:
+    return self._ops is not None
+
+  def id_sequences(self, examples_uris: Sequence[str],
+                   split: str) -> tf.data.Dataset:
+    """The split's sequences, in file order, as `(ids, length)`: the
+    sequences `examples_io.token_dataset` reads, looked up (OOV = -1) and
+    padded with -1 past `length`."""
+    spec = {examples_io.TOKENS_FEATURE: tf.io.RaggedFeature(tf.string)}
+
+    def padded_ids(records):
+      tokens = tf.io.parse_example(records, spec)[examples_io.TOKENS_FEATURE]
+      # Splitting a dense block into rows is a copy per row; splitting a
+      # ragged one goes through a variant per row, several times slower.
+      return (self._table.lookup(tokens).to_tensor(-1),
+              tf.cast(tokens.row_lengths(), tf.int32))
+
+    datasets = [
+        tf.data.TFRecordDataset(examples_io.split_files(uri, split),
+                                compression_type='GZIP')
+        .batch(RECORDS_PER_READ)
+        .map(padded_ids, num_parallel_calls=tf.data.AUTOTUNE,
+             deterministic=True)
+        .unbatch() for uri in examples_uris]
+    ds = datasets[0]
+    for other in datasets[1:]:
+      ds = ds.concatenate(other)
+    return ds
+
+  def ids_of(self, sequences: tf.data.Dataset) -> tf.data.Dataset:
+    """`id_sequences` of a dataset of token sequences (one call per
+    sequence: for data that is not an Examples artifact)."""
+    return sequences.map(
+        lambda tokens: (self._table.lookup(tokens), tf.size(tokens)),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+  def pairs(self, index, ids) -> Dict[str, tf.Tensor]:
+    """Pairs and negatives of chunk `index`: SkipGramData's, exactly."""
+    if not isinstance(ids, tf.RaggedTensor):
+      ids = tf.RaggedTensor.from_tensor(ids)
+    if self._ops is None:
+      return self._tf_pairs(index, ids)
+    c = self.config
+    keep_seed, window_seed, order_seed, slot_seed, coin_seed = _seeds(
+        c, index)
+    values = ids.flat_values
+    uniform = tf.random.stateless_uniform(tf.shape(values), seed=keep_seed)
+    kept, splits = self._ops.skip_gram_keep(
+        values, tf.cast(ids.row_splits, tf.int64), uniform, self._keep)
+    reach = tf.random.stateless_uniform(
+        tf.shape(kept), seed=window_seed, minval=1, maxval=c.window + 1,
+        dtype=tf.int32)
+    target, context = self._ops.skip_gram_windows(kept, splits, reach)
+    pairs = tf.shape(target)[0]
+    order = tf.random.experimental.stateless_shuffle(tf.range(pairs),
+                                                     seed=order_seed)
+    accept, alias = self._accept, self._alias
+    shape = tf.stack([pairs, c.negatives])
+    slot = tf.random.stateless_uniform(
+        shape, seed=slot_seed, minval=0,
+        maxval=tf.shape(accept, out_type=tf.int32)[0], dtype=tf.int32)
+    coin = tf.random.stateless_uniform(shape, seed=coin_seed)
+    target, context, negatives = self._ops.skip_gram_shuffle(
+        target, context, order, slot, coin, accept, alias)
+    return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
+            NEGATIVES_FEATURE: negatives}
+
+  def _tf_pairs(self, index, ids) -> Dict[str, tf.Tensor]:
+    """`pairs` by skipgram.py's own functions (SkipGramData's chunk work)."""
+    c = self.config
+    chunk_seed = tf.random.experimental.stateless_fold_in(
+        tf.constant([c.seed, 0], tf.int64), index)
+    pair_seed, negative_seed = tf.unstack(
+        tf.random.experimental.stateless_split(chunk_seed, 2))
+    target, context = skipgram.skipgram_pairs(ids, self._keep, c.window,
+                                              pair_seed)
+    negatives = skipgram.sample_negatives(
+        self._accept, self._alias,
+        tf.stack([tf.shape(target)[0], c.negatives]), negative_seed)
+    return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
+            NEGATIVES_FEATURE: negatives}
+
+  def _chunk_pairs(self, index, chunk):
+    padded, lengths = chunk
+    return self.pairs(index, tf.RaggedTensor.from_tensor(padded,
+                                                         lengths=lengths))
+
+  def batches(self, id_sequences: tf.data.Dataset, epochs: int = 0,
+              skip: int = 0) -> tf.data.Dataset:
+    """`SkipGramData.batches` of the sequences `id_sequences` (from
+    `id_sequences` or `ids_of`) holds: `epochs` passes (0 = endless) after
+    `skip` batches."""
+    c = self.config
+    ds = id_sequences.shuffle(c.shuffle_buffer, seed=c.seed,
+                              reshuffle_each_iteration=True)
+    ds = ds.repeat(epochs if epochs > 0 else None)
+    ds = ds.padded_batch(c.sequences_per_chunk, padding_values=(-1, 0))
+    ds = ds.enumerate().map(self._chunk_pairs,
+                            num_parallel_calls=tf.data.AUTOTUNE,
+                            deterministic=True)
+    ds = ds.rebatch(c.batch_size, drop_remainder=True)
+    if skip:
+      ds = ds.skip(skip)
+    return ds.prefetch(tf.data.AUTOTUNE)
