@@ -42,11 +42,19 @@ def install():
 
 def signal_of(error: BaseException) -> Optional[int]:
   """The signal behind a KeyboardInterrupt (plain ones are SIGINT), or None.
+
+  The stop may sit in the error's cause or context: raised inside a C
+  callback, it can come out as another error (a SystemError) raised while
+  it unwound.
   """
-  if isinstance(error, Stopped):
-    return error.signum
-  if isinstance(error, KeyboardInterrupt):
-    return int(signal.SIGINT)
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    if isinstance(error, Stopped):
+      return error.signum
+    if isinstance(error, KeyboardInterrupt):
+      return int(signal.SIGINT)
+    error = error.__cause__ or error.__context__
   return None
 
 

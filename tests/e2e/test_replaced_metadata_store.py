@@ -18,8 +18,8 @@ from tests.support import tiny_pipeline
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.push_root import layout as push_layout
 
-STEPS = ['--set', 'train_steps=40', '--set', 'batch_size=256', '--set',
-         'dim=16', '--set', 'checkpoint_every=20', '--set',
+STEPS = ['--set', 'train_steps=150', '--set', 'batch_size=256', '--set',
+         'dim=16', '--set', 'checkpoint_every=50', '--set',
          'regression_margin=0.5', '--neighbors', '0']
 
 
@@ -59,7 +59,7 @@ def test_a_deleted_store_never_reuses_the_pushed_models_folder(tmp_path):
   second = push_layout.read_manifest(root, 'serving', 2)['source_model']
   assert second != first
   trained = model_layout.read_metadata(second)
-  assert trained['steps_this_run'] == 40 and trained['resumed_from_step'] == 0
+  assert trained['steps_this_run'] == 150 and trained['resumed_from_step'] == 0
   assert trained['trainer_config']['window'] == 1
   # The model version 1 was pushed from is untouched.
   assert _tree(first) == before

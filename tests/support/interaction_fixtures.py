@@ -59,10 +59,14 @@ def module():
   return module_file.from_exec_properties({'module_file': MODULE_FILE})
 
 
-def train(root: str, name: str = 'model', module_object=None, **settings):
-  """Trains the two-tower module on SMALL; its metadata."""
+def train(root: str, name: str = 'model', module_object=None,
+          continues: bool = False, **settings):
+  """Trains the two-tower module on SMALL; its metadata. `continues`: the
+  checkpoints already in the output are this training's (trainer_outputs).
+  """
   from components.trainer import executor  # pylint: disable=g-import-not-at-top
   from tests.support import artifact_fixtures  # pylint: disable=g-import-not-at-top
+  from tests.support import trainer_outputs  # pylint: disable=g-import-not-at-top
   if not os.path.exists(os.path.join(root, 'examples')):
     inputs(root)
   examples = [artifact_fixtures.SpanlessExamples(
@@ -71,7 +75,10 @@ def train(root: str, name: str = 'model', module_object=None, **settings):
   config = dict(batch_size=64, train_steps=12, epochs=0, log_every=4,
                 learning_rate_decay=False, projector_tokens=50)
   config.update(settings)
-  return executor.train(
-      executor.TrainerArgs(examples, vocabulary, os.path.join(root, name),
-                           os.path.join(root, name + '-run')),
-      executor.TrainerConfig(**config), module_object or module())
+  args = executor.TrainerArgs(examples, vocabulary, os.path.join(root, name),
+                              os.path.join(root, name + '-run'))
+  module_object = module_object or module()
+  if continues:
+    trainer_outputs.own_output(args, executor.TrainerConfig(**config),
+                               module_object.sha256)
+  return executor.train(args, executor.TrainerConfig(**config), module_object)

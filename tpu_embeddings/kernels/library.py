@@ -3,8 +3,9 @@
 `load()` returns the op library (`tf.load_op_library`), compiling the sources
 on first use into a cache directory keyed by the sources, TensorFlow's build
 and the compile flags, so a machine compiles once per TensorFlow version and
-source change (about half a minute). A component image compiles at image build
-time (kubeflow/Dockerfile runs `build()`). Whenever the library cannot be had
+source change (about half a minute). The trainer does not call them yet:
+benchmarks/trainer_throughput.py measures them against the TensorFlow path
+(components/trainer/fused_step.py). Whenever the library cannot be had
 (`TPU_EMBEDDINGS_KERNELS=0`, no C++ compiler, a failed build, a library that
 does not load) `load()` logs one line saying why and returns None; callers
 then use their TensorFlow path, which computes the same results.
@@ -37,6 +38,9 @@ CACHE = 'TPU_EMBEDDINGS_KERNEL_CACHE'
 EXTRA_FLAGS = 'TPU_EMBEDDINGS_KERNEL_CFLAGS'
 LIBRARY_NAME = 'skipgram_ops.so'
 FAILURE_NAME = 'build-failed.txt'
+# The ops' Python wrappers the callers use.
+OP_NAMES = ('skip_gram_keep', 'skip_gram_windows', 'skip_gram_shuffle',
+            'skip_gram_step')
 # AVX is what TensorFlow's own wheels require; -fno-math-errno lets sqrt
 # and division vectorize.
 FLAGS = ('-shared', '-fPIC', '-O3', '-mavx', '-fno-math-errno')
@@ -175,9 +179,18 @@ def load():
       return None
     logging.info('Skip-gram CPU ops: compiling once into %s', path)
   try:
-    return tf.load_op_library(build())
+    ops = tf.load_op_library(build())
   except (BuildError, OSError, tf.errors.OpError) as e:
     first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
     logging.warning('Skip-gram CPU ops unavailable (%s); TensorFlow path',
                     first)
     return None
+  # A process that already loaded another build of these ops (another
+  # cache, another copy of the package) gets no wrappers for them here.
+  missing = [name for name in OP_NAMES if not hasattr(ops, name)]
+  if missing:
+    logging.warning('Skip-gram CPU ops: %s already registered by another '
+                    'build loaded in this process; TensorFlow path',
+                    ', '.join(missing))
+    return None
+  return ops

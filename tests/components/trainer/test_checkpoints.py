@@ -11,11 +11,9 @@ from tfx.types import standard_artifacts
 from components.trainer import checkpoints
 from components.trainer import cpu_adapter
 from components.trainer import executor
-from components.trainer import kept
-from components.trainer import resume
 from tests.support import artifact_fixtures as fx
+from tests.support import trainer_outputs
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabularies
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 
@@ -129,10 +127,7 @@ def test_tpu_checkpoint_restores_into_cpu_trainer_and_training_continues(
   config = executor.TrainerConfig(embedding_spec=spec.to_json(),
                                   batch_size=16, train_steps=12, epochs=0,
                                   subsample=0.0)
-  kept.write_owner(model, resume.resume_key(
-      args.examples, 'train',
-      vocabularies.single(vocabulary_file.read(model)), '',
-      config.replace(tpu='auto')))
+  trainer_outputs.own_output(args, config.replace(tpu='auto'))
   meta = executor.train(args, config)
   assert meta['resumed_from_step'] == 7 and meta['steps'] == 12
   assert meta['steps_this_run'] == 5
@@ -169,7 +164,6 @@ def test_checkpoint_without_slots_is_a_clear_error(inputs, tmp_path):
   # Checkpoints the output holds are continued only by their own training.
   with pytest.raises(ValueError, match='already holds checkpoints of another'):
     executor.train(args, config)
-  kept.write_owner(model, resume.resume_key(
-      args.examples, 'train', vocabularies.single(vocab), '', config))
+  trainer_outputs.own_output(args, config)
   with pytest.raises(ValueError, match="slot 'accumulators' of table 'tokens'"):
     executor.train(args, config)

@@ -12,6 +12,7 @@ from components.trainer import executor
 from components.trainer import warm_start
 from pipelines import demo_data
 from tests.support import artifact_fixtures as fx
+from tests.support import trainer_outputs
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models.skipgram_features import skipgram_spec
@@ -73,13 +74,14 @@ def test_warm_start_keeps_surviving_rows_bit_exact_at_step_zero(tmp_path):
   # Give the base non-initial slots: one CPU training run on it.
   lines = [['a', 'b', 'c'], ['d', 'e', 'a']] * 30
   fx.write_examples(str(tmp_path / 'old_examples'), {'train': lines})
-  executor.train(
-      executor.TrainerArgs(
-          [fx.SpanlessExamples(str(tmp_path / 'old_examples'))], base, base,
-          str(tmp_path / 'base_run')),
-      executor.TrainerConfig(embedding_spec=base_spec.to_json(),
-                             batch_size=8, train_steps=3, epochs=0,
-                             subsample=0.0))
+  base_args = executor.TrainerArgs(
+      [fx.SpanlessExamples(str(tmp_path / 'old_examples'))], base, base,
+      str(tmp_path / 'base_run'))
+  base_config = executor.TrainerConfig(
+      embedding_spec=base_spec.to_json(), batch_size=8, train_steps=3,
+      epochs=0, subsample=0.0)
+  trainer_outputs.own_output(base_args, base_config)
+  executor.train(base_args, base_config)
   base_reader = tf.train.load_checkpoint(model_layout.latest_checkpoint(base))
 
   # New vocabulary: 'b' dropped, 'x' 'y' new, survivors in a new order.

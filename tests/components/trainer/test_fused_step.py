@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from components.trainer import cpu_adapter
 from components.trainer import fused_step
-from components.trainer.cpu_adapter import CpuAdapter
 from tpu_embeddings.kernels import library
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 
@@ -37,7 +37,7 @@ def batches(seed=0, vocabulary=V, size=B):
 
 def adapter(spec, size=B):
   tf.random.set_seed(7)
-  a = CpuAdapter(spec, size)
+  a = cpu_adapter.for_skipgram(spec, size)
   a.build()
   if 'contexts' in a.variables:  # zero-initialized: give it values to learn
     a.variables['contexts']['parameters'].assign(
@@ -62,7 +62,7 @@ def test_fused_step_equals_the_tensorflow_step(ops, optimizer, params,
   step = fused_step.FusedSkipGramStep(ops, spec, optimizer_of(fused),
                                       fused.variables, B)
   for features in batches():
-    want, got = float(reference.step(features)), float(step(features))
+    want, got = float(reference.step((features, {}))), float(step(features))
     assert got == pytest.approx(want, abs=1e-6)
     for table, variables in reference.variables.items():
       for name, variable in variables.items():
@@ -81,7 +81,7 @@ def test_fused_step_follows_the_learning_rate_scale(ops):
   reference.learning_rate_scale.assign(0.25)
   fused.learning_rate_scale.assign(0.25)
   features = next(batches(seed=1))
-  reference.step(features)
+  reference.step((features, {}))
   tf.function(step)(features)
   np.testing.assert_allclose(fused.variables['tokens']['parameters'].numpy(),
                              reference.variables['tokens']['parameters']

@@ -75,7 +75,8 @@ def test_a_rerun_continues_tables_dense_model_and_optimizer(trained,
   model = str(tmp_path / 'model')
   shutil.copytree(os.path.join(root, 'model'), model)
   before = _reader(model).get_tensor(KERNEL)
-  meta = ix.train(root, name=os.path.relpath(model, root), train_steps=18)
+  meta = ix.train(root, name=os.path.relpath(model, root), train_steps=18,
+                  continues=True)
   assert meta['resumed_from_step'] == 12 and meta['steps'] == 18
   assert not np.array_equal(_reader(model).get_tensor(KERNEL), before)
 

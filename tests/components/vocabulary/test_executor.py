@@ -67,7 +67,7 @@ def test_min_count_and_max_tokens(tmp_path):
          [['a', 'b', 'a', 'c'], ['a', 'b', 'd']])
   vocab, _ = _run(tmp_path, min_count=2)
   assert vocab.tokens == ('a', 'b') and vocab.counts == (3, 2)
-  vocab, _ = _run(tmp_path, max_tokens=3)
+  vocab, _ = _run(tmp_path, max_tokens=3, min_count=1)
   assert vocab.tokens == ('a', 'b', 'c')
   with pytest.raises(ValueError, match='no token reaches min_count=9'):
     _run(tmp_path, min_count=9)

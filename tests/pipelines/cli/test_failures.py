@@ -86,6 +86,20 @@ def test_stop_signals_unwind_as_keyboard_interrupt():
   assert stop_signals.signal_of(ValueError()) is None
 
 
+def test_an_error_raised_while_a_stop_unwinds_is_the_stop():
+  # A stop raised inside a C callback can surface as a SystemError.
+  try:
+    try:
+      raise stop_signals.Stopped(signal.SIGTERM)
+    except KeyboardInterrupt:
+      raise SystemError('bad argument to internal function')  # noqa: B904
+  except SystemError as e:
+    assert stop_signals.signal_of(e) == signal.SIGTERM
+  cause = ValueError('x')
+  cause.__cause__ = ValueError('y')
+  assert stop_signals.signal_of(cause) is None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
 def test_a_stop_signal_is_one_line_and_its_exit_code(tmp_path, signum):

@@ -3,9 +3,12 @@
 import logging
 import os
 import stat
+import subprocess
+import sys
 
 import pytest
 
+from tests.support import paths
 from tpu_embeddings.kernels import library
 
 
@@ -74,5 +77,12 @@ def test_builds_once_then_reuses_the_cached_library(cache):
   built = os.stat(path).st_mtime_ns
   assert library.build() == path
   assert os.stat(path).st_mtime_ns == built
-  ops = library.load()
-  assert hasattr(ops, 'skip_gram_step') and hasattr(ops, 'skip_gram_windows')
+  # Loaded in a fresh process: a process holds one build of the ops, and
+  # the other tests use the default cache's.
+  check = ('from tpu_embeddings.kernels import library; '
+           'ops = library.load(); '
+           'print(all(hasattr(ops, n) for n in library.OP_NAMES))')
+  out = subprocess.run([sys.executable, '-c', check], cwd=paths.REPO,
+                       env=dict(os.environ, **{library.CACHE: str(cache)}),
+                       capture_output=True, text=True, check=True).stdout
+  assert out.strip().splitlines()[-1] == 'True', out
