@@ -80,6 +80,11 @@ def check_path(input_base: str, path: str, follow_symlinks: bool):
 
 
 def _folder_message(path: str) -> str:
+  if os.path.basename(path.rstrip('/')) in ('train', 'eval'):
+    return (f'corpus ExampleGen: {path} is a folder of a pre-split span, '
+            'what stock ExampleGens read (e.g. `demo-data --interactions`): '
+            'set example_gen.format=csv (or tfrecord); the corpus '
+            'ExampleGen reads text files only')
   return (f'corpus ExampleGen: {path} is a folder; a span folder holds only '
           'text files: move its files up, or set example_gen.pattern to '
           'match them (e.g. "span-{SPAN}/*/*")')

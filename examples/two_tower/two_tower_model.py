@@ -5,7 +5,8 @@ README). On the generated interactions:
 
     python -m pipelines demo-data --interactions --out data
     python -m pipelines run --data data --home home \\
-        --module-file examples/two_tower/two_tower_model.py
+        --module-file examples/two_tower/two_tower_model.py \\
+        --set example_gen.format=csv
 
 The query tower reads the user's id and a bag of their last items, the
 candidate tower an item's id and category; both end in unit vectors. Every

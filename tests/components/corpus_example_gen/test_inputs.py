@@ -78,6 +78,16 @@ def test_sub_folders_fifos_and_compressed_files_are_refused_by_name(tmp_path):
     executor.check_files(base, ['span-1/*'])
 
 
+def test_a_pre_split_span_names_the_stock_example_gen_format(tmp_path):
+  from pipelines import demo_interactions  # pylint: disable=g-import-not-at-top
+  shape = demo_interactions.Shape(items=20, categories=2, sequences=4,
+                                  min_length=3, max_length=5)
+  demo_interactions.write_examples(str(tmp_path / 'data'), shape)
+  with pytest.raises(ValueError, match=r'span-1/(train|eval) is a folder of '
+                     r'a pre-split span.*set example_gen.format=csv'):
+    executor.check_files(str(tmp_path / 'data'), ['span-1/*'])
+
+
 def test_patterns_cannot_leave_the_data_root(tmp_path):
   for pattern in ('../span-{SPAN}/*', '/etc/*', 'span-{SPAN}/../../*'):
     with pytest.raises(ValueError, match='without ".." segments'):

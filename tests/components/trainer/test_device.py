@@ -16,6 +16,9 @@ import tensorflow as tf
 from components.trainer import cpu_adapter
 from components.trainer import device
 from components.trainer import tpu_adapter
+from tests.support import interaction_fixtures
+from tpu_embeddings.models import spec_vocabularies
+from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 B, K, D = 8, 3, 4
@@ -230,3 +233,41 @@ def test_tpu_embedding_rejects_the_unexpanded_negatives():
   with pytest.raises(ValueError, match='last dimension as 1'):
     embedding._get_input_shapes(batch(), per_replica=False,  # pylint: disable=protected-access
                                 in_tpu_context=True)
+
+
+def test_the_two_tower_tables_and_ragged_ids_take_the_cpu_shapes(tmp_path):
+  """Three tables, one read by two features, ragged bags: TPUEmbedding takes
+  the spec, and the activations enqueue would give have the CPU's shapes."""
+  rows = interaction_fixtures.write_examples(str(tmp_path / 'examples'))
+  vocabularies = interaction_fixtures.write_vocabularies(
+      str(tmp_path / 'vocabulary'), rows)
+  module = interaction_fixtures.module()
+  ctx = ModelContext(features=module.features, vocabularies=vocabularies,
+                     global_batch_size=B)
+  spec = spec_vocabularies.resolve(module.embedding_spec(ctx),
+                                   module.features, vocabularies)
+  embedding = tf.tpu.experimental.embedding.TPUEmbedding(
+      spec.build_feature_config(), spec.build_optimizer())
+  embedding.build()
+  assert {t: set(v) for t, v in embedding._variables.items()} == {  # pylint: disable=protected-access
+      t: {'parameters', *spec.optimizer.slot_names}
+      for t in ('user', 'item', 'category')}
+  ids = ctx.to_ids({f: tf.constant([r[f] for r in rows['train'][:B]])
+                    for f in module.features})
+  features = tpu_adapter.tpu_features(ids)
+  input_shapes = embedding._get_input_shapes(  # pylint: disable=protected-access
+      features, per_replica=False, in_tpu_context=True)
+  names = sorted(features)
+  expected = tpu_adapter.per_replica_input_shapes(
+      {n: tf.RaggedTensorSpec.from_value(t) for n, t in ids.items()}, 1)
+  assert [s.as_list() for s in input_shapes] == [
+      expected[n].as_list() for n in names]
+  dims = {f.name: spec.table(f.table).dim for f in spec.features}
+  tpu_shapes = {n: s.as_list() + [dims[n]] for n, s in zip(
+      names, embedding._get_output_shapes_from_input_shapes(input_shapes))}  # pylint: disable=protected-access
+  adapter = cpu_adapter.CpuAdapter(spec, module, ctx)
+  adapter.embedding.build()
+  cpu = adapter.embedding.embedding_lookup(ids)
+  assert tpu_shapes == {n: cpu[n].shape.as_list() for n in names}
+  assert tpu_shapes['history'] == [B, 32] and tpu_shapes['item_category'] == [
+      B, 8]
