@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional
 import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
+from tensorflow import errors as tf_errors
 from tfx import v1 as tfx
 from tfx.dsl.components.base import executor_spec
 from tfx.orchestration import data_types
@@ -210,7 +211,17 @@ def compile_pipeline(output: str,
       config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
           default_image=image, display_name=pipeline_name,
           use_pipeline_spec_2_1=True))
-  job = runner.run(pipeline, write_out=False)
+  try:
+    # Writes a module file's wheel under the pipeline root first.
+    job = runner.run(pipeline, write_out=False)
+  except (OSError, tf_errors.OpError) as e:
+    if not module_file:
+      raise
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    raise ValueError(
+        f'--pipeline-root {pipeline_root}: cannot write the module file\'s '
+        f'wheel under it ({first[:200]}); compile where the pipeline root '
+        'is writable') from e
   spec = job['pipelineSpec']
   spec['defaultPipelineRoot'] = pipeline_root
   spec_edits.resolve_span_in_container(spec)

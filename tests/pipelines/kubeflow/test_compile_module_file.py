@@ -58,3 +58,15 @@ def test_compile_refuses_a_missing_module_file(tmp_path, capsys):
   err = capsys.readouterr().err.strip().splitlines()
   assert len(err) == 1 and 'nope.py: no such file' in err[0], err
   assert not (tmp_path / 'p.yaml').exists()
+
+
+def test_an_unwritable_pipeline_root_is_one_line(tmp_path, capsys):
+  blocker = tmp_path / 'a-file'
+  blocker.write_text('not a folder')
+  rc = cli.main(['compile', '--output', str(tmp_path / 'p.yaml'),
+                 '--image', IMAGE, '--pipeline-root', str(blocker / 'tfx'),
+                 '--module-file', MODULE])
+  err = capsys.readouterr().err.strip().splitlines()
+  assert rc == 2 and len(err) == 1, (rc, err)
+  assert "cannot write the module file's wheel" in err[0], err
+  assert not (tmp_path / 'p.yaml').exists()
