@@ -179,6 +179,26 @@ def _header(spec: Dict[str, Any], image: str, tpu: Optional[TpuRequest],
           f'{", ".join(kubeflow_parameters.PARAMETERS)}\n')
 
 
+def _pipeline_spec(pipeline, image: str, pipeline_name: str,
+                   pipeline_root: str, module_file: str) -> Dict[str, Any]:
+  """TFX's KFP v2 pipeline spec of `pipeline`, as a dict."""
+  runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
+      config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
+          default_image=image, display_name=pipeline_name,
+          use_pipeline_spec_2_1=True))
+  try:
+    # Writes a module file's wheel under the pipeline root first.
+    return runner.run(pipeline, write_out=False)['pipelineSpec']
+  except (OSError, tf_errors.OpError) as e:
+    if not module_file:
+      raise
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    raise ValueError(
+        f'--pipeline-root {pipeline_root}: cannot write the module file\'s '
+        f'wheel under it ({first[:200]}); compile where the pipeline root '
+        'is writable') from e
+
+
 def compile_pipeline(output: str,
                      image: str,
                      pipeline_root: str,
@@ -207,22 +227,8 @@ def compile_pipeline(output: str,
       pipeline_root, data_root, push_root, config, tpu, task_resources,
       beam_pipeline_args, pipeline_name, module_file)
 
-  runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
-      config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
-          default_image=image, display_name=pipeline_name,
-          use_pipeline_spec_2_1=True))
-  try:
-    # Writes a module file's wheel under the pipeline root first.
-    job = runner.run(pipeline, write_out=False)
-  except (OSError, tf_errors.OpError) as e:
-    if not module_file:
-      raise
-    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    raise ValueError(
-        f'--pipeline-root {pipeline_root}: cannot write the module file\'s '
-        f'wheel under it ({first[:200]}); compile where the pipeline root '
-        'is writable') from e
-  spec = job['pipelineSpec']
+  spec = _pipeline_spec(pipeline, image, pipeline_name, pipeline_root,
+                        module_file)
   spec['defaultPipelineRoot'] = pipeline_root
   spec_edits.resolve_span_in_container(spec)
   spec_edits.post_process(spec, pipeline.components, defaults)
