@@ -27,17 +27,24 @@ def _push(root, version, source_model):
          'spans': [version]}))
 
 
-def test_nothing_pushed_is_a_cold_start(tmp_path):
-  assert warm_start.pushed_base(str(tmp_path), skipgram_spec(dim=8)) == ('', [])
-
-
-def test_latest_pushed_source_model_is_the_base(tmp_path):
+def _two_pushed(tmp_path):
+  """(model 1, model 2, push root): each pushed as the version of its number.
+  """
   old, new = tmp_path / 'm1', tmp_path / 'm2'
   artifact_fixtures.write_tpu_format_model(str(old), TOKENS)
   artifact_fixtures.write_tpu_format_model(str(new), TOKENS)
   root = tmp_path / 'pushed'
   _push(root, 1, str(old))
   _push(root, 2, str(new))
+  return old, new, root
+
+
+def test_nothing_pushed_is_a_cold_start(tmp_path):
+  assert warm_start.pushed_base(str(tmp_path), skipgram_spec(dim=8)) == ('', [])
+
+
+def test_latest_pushed_source_model_is_the_base(tmp_path):
+  old, new, root = _two_pushed(tmp_path)
   assert warm_start.pushed_base(str(root), skipgram_spec(dim=8)) == (
       str(new), [])
 
@@ -101,12 +108,7 @@ def test_damaged_pushed_source_is_passed_over_for_the_newest_readable(
 
 def test_a_pushed_version_whose_manifest_cannot_be_read_is_passed_over(
     tmp_path):
-  old, new = tmp_path / 'm1', tmp_path / 'm2'
-  artifact_fixtures.write_tpu_format_model(str(old), TOKENS)
-  artifact_fixtures.write_tpu_format_model(str(new), TOKENS)
-  root = tmp_path / 'pushed'
-  _push(root, 1, str(old))
-  _push(root, 2, str(new))
+  old, new, root = _two_pushed(tmp_path)
   (root / 'serving' / '2' / push_layout.MANIFEST_FILENAME).write_text('{"v')
   base, notes = warm_start.pushed_base(str(root), skipgram_spec(dim=8))
   assert base == str(old) and len(notes) == 1

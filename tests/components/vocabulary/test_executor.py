@@ -1,17 +1,14 @@
 """Vocabulary executor on real Examples files with a real Beam pipeline."""
 
 import collections
-import os
 import random
 
 import pytest
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
-from components import keys
-from components.artifact_types import Vocabulary as VocabularyArtifact
 from components.vocabulary import executor
-from components.vocabulary.config import VocabularyConfig
+from tests.support import vocabulary_runs
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import vocabulary_file
 
@@ -24,15 +21,7 @@ def _write(path, sequences):
 
 
 def _run(tmp_path, **config):
-  examples = standard_artifacts.Examples()
-  examples.uri = str(tmp_path / 'examples')
-  examples.set_int_custom_property('span', 4)
-  vocab = VocabularyArtifact()
-  vocab.uri = str(tmp_path / 'vocabulary')
-  os.makedirs(vocab.uri, exist_ok=True)
-  executor.Executor().Do(
-      {keys.EXAMPLES: [examples]}, {keys.VOCABULARY: [vocab]},
-      {'config': VocabularyConfig(**config).to_json()})
+  vocab = vocabulary_runs.run(tmp_path, span=4, **config)
   return vocabulary_file.read(vocab.uri), vocab
 
 

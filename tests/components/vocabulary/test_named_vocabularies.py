@@ -5,12 +5,9 @@ import os
 
 import pytest
 import tensorflow as tf
-from tfx.types import standard_artifacts
 
-from components import keys
-from components.artifact_types import Vocabulary as VocabularyArtifact
-from components.vocabulary import executor
 from components.vocabulary.config import VocabularyConfig
+from tests.support import vocabulary_runs
 from tpu_embeddings.artifacts import vocabularies
 from tpu_embeddings.artifacts import vocabulary_file
 
@@ -40,15 +37,7 @@ def _run(tmp_path, **config):
     with tf.io.TFRecordWriter(str(train / f'data-{part}.gz'), options) as w:
       for row in ROWS:
         w.write(_example(row))
-  examples = standard_artifacts.Examples()
-  examples.uri = str(tmp_path / 'examples')
-  vocab = VocabularyArtifact()
-  vocab.uri = str(tmp_path / 'vocabulary')
-  os.makedirs(vocab.uri, exist_ok=True)
-  executor.Executor().Do(
-      {keys.EXAMPLES: [examples]}, {keys.VOCABULARY: [vocab]},
-      {'config': VocabularyConfig(**config).to_json()})
-  return vocab.uri
+  return vocabulary_runs.run(tmp_path, **config).uri
 
 
 @pytest.mark.slow
