@@ -30,8 +30,10 @@ No Resolver node is compiled (open-source KFP refuses them): the validator's
 baseline is the version under the push root.
 """
 
+import contextlib
 import dataclasses
 import os
+import sys
 import tempfile
 from typing import Any, Dict, List, Optional
 
@@ -179,24 +181,52 @@ def _header(spec: Dict[str, Any], image: str, tpu: Optional[TpuRequest],
           f'{", ".join(kubeflow_parameters.PARAMETERS)}\n')
 
 
+@contextlib.contextmanager
+def _output_to(log: str):
+  """This process's and its subprocesses' stdout and stderr go to `log`."""
+  sys.stdout.flush()
+  sys.stderr.flush()
+  saved = [os.dup(1), os.dup(2)]
+  with open(log, 'ab') as f:
+    try:
+      os.dup2(f.fileno(), 1)
+      os.dup2(f.fileno(), 2)
+      yield
+    finally:
+      os.dup2(saved[0], 1)
+      os.dup2(saved[1], 2)
+      for fd in saved:
+        os.close(fd)
+
+
 def _pipeline_spec(pipeline, image: str, pipeline_name: str,
                    pipeline_root: str, module_file: str) -> Dict[str, Any]:
-  """TFX's KFP v2 pipeline spec of `pipeline`, as a dict."""
+  """TFX's KFP v2 pipeline spec of `pipeline`, as a dict. A module file is
+  first built into a wheel under the pipeline root (setuptools' output kept
+  in a log, named if the build fails)."""
   runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
       config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
           default_image=image, display_name=pipeline_name,
           use_pipeline_spec_2_1=True))
-  try:
-    # Writes a module file's wheel under the pipeline root first.
+  if not module_file:
     return runner.run(pipeline, write_out=False)['pipelineSpec']
+  fd, log = tempfile.mkstemp(prefix='tpu-embeddings-wheel-', suffix='.log')
+  os.close(fd)
+  try:
+    with _output_to(log):
+      spec = runner.run(pipeline, write_out=False)['pipelineSpec']
   except (OSError, tf_errors.OpError) as e:
-    if not module_file:
-      raise
+    os.remove(log)
     first = (str(e).strip().splitlines() or [type(e).__name__])[0]
     raise ValueError(
         f'--pipeline-root {pipeline_root}: cannot write the module file\'s '
         f'wheel under it ({first[:200]}); compile where the pipeline root '
         'is writable') from e
+  except RuntimeError as e:
+    raise ValueError(f'--module-file {module_file}: its wheel did not build '
+                     f'({e}); the build\'s output is in {log}') from e
+  os.remove(log)
+  return spec
 
 
 def compile_pipeline(output: str,
