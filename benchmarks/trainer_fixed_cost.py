@@ -12,9 +12,9 @@ distinct items; every 10th sequence in the eval split), at window 50, dim
 is timed by wrapping the function that does it (its own time: less that of
 the other timed functions it calls):
 
-  vocabulary read, spec     vocabulary_file.read, executor.resolve_spec
-  pair check                executor.check_pairs (both splits)
-  decay plan                executor.planned_steps
+  vocabulary read, spec     vocabulary_file.read, model_inputs.resolve_spec
+  pair check                model_inputs.check (skip-gram: both splits)
+  decay plan                model_inputs.planned_steps
   held-out pairs read       RunLogs.create
   hparams                   RunLogs.start, less the loss it computes
   held-out loss (start)     the first RunLogs.evaluate
@@ -87,18 +87,18 @@ def instrument(seconds=SECONDS):
   """Wraps the functions PARTS names, once per process."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  from components.trainer import executor  # pylint: disable=g-import-not-at-top
+  from components.trainer import model_inputs  # pylint: disable=g-import-not-at-top
   from components.trainer import tensorboard_logs  # pylint: disable=g-import-not-at-top
   from components.trainer import training_loop  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
   logs = tensorboard_logs.RunLogs
   vocabulary_file.read = _timed(seconds, 'vocabulary read, spec',
                                 vocabulary_file.read)
-  executor.resolve_spec = _timed(seconds, 'vocabulary read, spec',
-                                 executor.resolve_spec)
-  executor.check_pairs = _timed(seconds, 'pair check', executor.check_pairs)
-  executor.planned_steps = _timed(seconds, 'decay plan',
-                                  executor.planned_steps)
+  model_inputs.resolve_spec = _timed(seconds, 'vocabulary read, spec',
+                                     model_inputs.resolve_spec)
+  model_inputs.check = _timed(seconds, 'pair check', model_inputs.check)
+  model_inputs.planned_steps = _timed(seconds, 'decay plan',
+                                      model_inputs.planned_steps)
   logs.create = classmethod(_timed(seconds, 'held-out pairs read',
                                    logs.create.__func__))
   logs.start = _timed(seconds, 'hparams', logs.start)
