@@ -16,7 +16,9 @@ values, same checkpoint keys as `TPUEmbedding`). Per step (`tape_step`):
 
 A built-in without a dense model may give its loss's gradients w.r.t. the
 activations itself (`activation_gradients`): `fast_step` then replaces step 2
-with them, as the TPU adapter does.
+with them, as the TPU adapter does. For the built-in skip-gram with SGD or
+Adagrad, `fast_step` is one op where it loads (fused_step.py), on the same
+variables.
 """
 
 import collections
@@ -27,6 +29,7 @@ import tensorflow as tf
 from components import module_file
 from components.trainer import dense_model
 from components.trainer import embedding_optimizers
+from components.trainer import fused_step
 from components.trainer import training_loop
 from components.trainer.learning_rate import LinearDecay
 from tpu_embeddings.models.context import ModelContext
@@ -40,7 +43,8 @@ class CpuAdapter:
   device = 'cpu'
 
   def __init__(self, spec: EmbeddingSpec, module, ctx,
-               decay: Optional[LinearDecay] = None, fast_path: bool = True):
+               decay: Optional[LinearDecay] = None, fast_path: bool = True,
+               fused: bool = True):
     self.spec, self.module, self.ctx = spec, module, ctx
     self.global_batch_size = ctx.global_batch_size
     self.learning_rate_scale = tf.Variable(1.0, trainable=False)
@@ -62,6 +66,8 @@ class CpuAdapter:
     fast = (fast_path and self.model is None and
             module.activation_gradients is not None)
     self.step = self.fast_step if fast else self.tape_step
+    self._use_fused = fused
+    self._fused = None  # set by build() when the fused op trains the spec
     # train(iterator, steps, first_step) -> the steps' batch losses.
     self.train = training_loop.CompiledSteps(
         self.step, self.learning_rate_scale, decay or LinearDecay(0))
@@ -70,6 +76,11 @@ class CpuAdapter:
     """Creates the tables and slots, and the dense model and its slots on a
     zero batch shaped as `element_spec` (the input's (ids, extras))."""
     self.embedding.build()
+    if (self._use_fused and self.step == self.fast_step and
+        self.module.builtin):
+      optimizer = next(iter(self._rules.values())).optimizer
+      self._fused = fused_step.for_adapter(
+          self.spec, optimizer, self.variables, self.global_batch_size)
     if self.model is not None:
       dense_model.build(self.module, self.ctx, self.spec, element_spec,
                         self.model, self.dense_optimizer)
@@ -105,6 +116,8 @@ class CpuAdapter:
   def fast_step(self, batch) -> tf.Tensor:
     """One step with the gradients w.r.t. the activations derived by hand."""
     ids, _ = batch
+    if self._fused is not None:
+      return self._fused(ids)
     activations = self.embedding.embedding_lookup(ids)
     loss, gradients = self.module.activation_gradients(activations, self.ctx)
     for table, names in self._features_of_table.items():
@@ -119,8 +132,9 @@ class CpuAdapter:
 
 def for_skipgram(spec: EmbeddingSpec, global_batch_size: int,
                  decay: Optional[LinearDecay] = None,
-                 fast_path: bool = True) -> CpuAdapter:
-  """A CPU adapter of the built-in skip-gram on batches of (ids, {})."""
+                 fast_path: bool = True, fused: bool = True) -> CpuAdapter:
+  """A CPU adapter of the built-in skip-gram on batches of (ids, {}).
+  `fused=False` keeps the fast step in TensorFlow ops."""
   return CpuAdapter(spec, module_file.builtin(),
                     ModelContext(global_batch_size=global_batch_size), decay,
-                    fast_path)
+                    fast_path, fused)

@@ -3,9 +3,12 @@
 `load()` returns the op library (`tf.load_op_library`), compiling the sources
 on first use into a cache directory keyed by the sources, TensorFlow's build
 and the compile flags, so a machine compiles once per TensorFlow version and
-source change (about half a minute). The trainer does not call them yet:
-benchmarks/trainer_throughput.py measures them against the TensorFlow path
-(components/trainer/fused_step.py). Whenever the library cannot be had
+source change (about half a minute). The CPU trainer of the built-in
+skip-gram uses them (components/trainer/fused_step.py, and
+tpu_embeddings/models/skipgram_input.py for the pairs);
+benchmarks/trainer_throughput.py measures them against the TensorFlow path.
+The component image (kubeflow/Dockerfile) has no C++ compiler: its CPU
+trainer takes the TensorFlow path. Whenever the library cannot be had
 (`TPU_EMBEDDINGS_KERNELS=0`, no C++ compiler, a failed build, a library that
 does not load) `load()` logs one line saying why and returns None; callers
 then use their TensorFlow path, which computes the same results.

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.models import skipgram_input
 from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
 from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
 from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
@@ -57,9 +58,16 @@ def _data(ctx) -> skipgram.SkipGramData:
 
 
 def input_fn(ctx, epochs: int) -> tf.data.Dataset:
-  """(ids, no extras) batches of `epochs` passes over the train split."""
-  return _data(ctx).batches(sequences(ctx.examples_uris), epochs=epochs).map(
-      lambda ids: (ids, {}))
+  """(ids, no extras) batches of `epochs` passes over the train split:
+  `SkipGramData.batches`, made by `SkipGramBatches` (blocks of records, the
+  pair ops where they load; batch i is the same either way)."""
+  if 'skipgram_batches' not in ctx.cache:
+    vocabulary = ctx.vocabulary('')
+    ctx.cache['skipgram_batches'] = skipgram_input.SkipGramBatches(
+        vocabulary.tokens, vocabulary.counts, ctx.settings)
+  made = ctx.cache['skipgram_batches']
+  return made.batches(made.id_sequences(ctx.examples_uris, TRAIN_SPLIT),
+                      epochs=epochs).map(lambda ids: (ids, {}))
 
 
 def loss_fn(model, activations, extras, ctx, training):

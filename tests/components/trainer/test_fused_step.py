@@ -37,7 +37,7 @@ def batches(seed=0, vocabulary=V, size=B):
 
 def adapter(spec, size=B):
   tf.random.set_seed(7)
-  a = cpu_adapter.for_skipgram(spec, size)
+  a = cpu_adapter.for_skipgram(spec, size, fused=False)
   a.build()
   if 'contexts' in a.variables:  # zero-initialized: give it values to learn
     a.variables['contexts']['parameters'].assign(
@@ -123,3 +123,25 @@ def test_switched_off_ops_keep_the_tensorflow_step(monkeypatch):
                                   8) is None
   finally:
     library.load.cache_clear()
+
+
+def test_the_cpu_adapter_trains_skipgram_with_the_fused_op(ops):
+  del ops  # built: the adapter loads the same library
+  spec = skipgram_spec(dim=D, optimizer='adagrad', vocabulary_size=V,
+                       context_table=True, learning_rate=0.5)
+  reference = adapter(spec)
+  tf.random.set_seed(7)
+  trained = cpu_adapter.for_skipgram(spec, B)
+  trained.build()
+  trained.variables['contexts']['parameters'].assign(
+      reference.variables['contexts']['parameters'])
+  assert trained._fused is not None  # pylint: disable=protected-access
+  for features in batches():
+    want = float(reference.step((features, {})))
+    assert float(trained.step((features, {}))) == pytest.approx(want,
+                                                                 abs=1e-5)
+  for table, variables in reference.variables.items():
+    for name, variable in variables.items():
+      np.testing.assert_allclose(trained.variables[table][name].numpy(),
+                                 variable.numpy(), atol=1e-5, rtol=0,
+                                 err_msg=f'{table}/{name}')
