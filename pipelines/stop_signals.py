@@ -14,7 +14,7 @@ default action), for a user who does not want to wait for the cleanups.
 """
 
 import signal
-from typing import Optional
+from typing import Iterator, Optional
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 
@@ -40,6 +40,15 @@ def install():
     signal.signal(handled, _raise_stopped)
 
 
+def error_chain(error: BaseException) -> Iterator[BaseException]:
+  """`error`, then what it was raised from or while handling, and so on."""
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    yield error
+    error = error.__cause__ or error.__context__
+
+
 def signal_of(error: BaseException) -> Optional[int]:
   """The signal behind a KeyboardInterrupt (plain ones are SIGINT), or None.
 
@@ -47,14 +56,11 @@ def signal_of(error: BaseException) -> Optional[int]:
   callback, it can come out as another error (a SystemError) raised while
   it unwound.
   """
-  seen = set()
-  while error is not None and id(error) not in seen:
-    seen.add(id(error))
-    if isinstance(error, Stopped):
-      return error.signum
-    if isinstance(error, KeyboardInterrupt):
+  for e in error_chain(error):
+    if isinstance(e, Stopped):
+      return e.signum
+    if isinstance(e, KeyboardInterrupt):
       return int(signal.SIGINT)
-    error = error.__cause__ or error.__context__
   return None
 
 

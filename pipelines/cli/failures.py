@@ -16,7 +16,9 @@
 
 import errno
 import re
-from typing import Iterator, Optional, Tuple
+from typing import Optional, Tuple
+
+from pipelines import stop_signals
 
 EXIT_DAMAGED = 1
 EXIT_INPUT = 2
@@ -47,20 +49,12 @@ _BEAM_SUFFIX = re.compile(r" \[while running '.*$", re.S)
 _TF_FUNCTION_NODE = re.compile(r'\{\{function_node [^}]*\}\}\s*')
 
 
-def _chain(error: BaseException) -> Iterator[BaseException]:
-  seen = set()
-  while error is not None and id(error) not in seen:
-    seen.add(id(error))
-    yield error
-    error = error.__cause__ or error.__context__
-
-
 def machine_errno(error: BaseException) -> Optional[int]:
   """The errno of a machine failure (module docstring) behind `error`."""
-  for e in _chain(error):
+  for e in stop_signals.error_chain(error):
     if isinstance(e, OSError) and e.errno in _MACHINE:
       return e.errno
-  for e in _chain(error):
+  for e in stop_signals.error_chain(error):
     for pattern, number in _MACHINE_TEXT:
       if pattern.search(str(e)):
         return number
@@ -91,7 +85,7 @@ def describe(error: BaseException) -> Tuple[int, str]:
   number = machine_errno(cause)
   if number is not None:
     what, fix = _MACHINE[number]
-    path = next((e.filename for e in _chain(cause)
+    path = next((e.filename for e in stop_signals.error_chain(cause)
                  if isinstance(e, OSError) and e.filename), None)
     detail = f' ({path})' if path else f' ({first_line(cause, 240)})'
     return EXIT_MACHINE, (f'{where}{what}{detail}: {fix} and run the same '
