@@ -165,7 +165,7 @@ def live_rows(corpus, config, adapter, fused, live_steps, pairs_per_epoch,
   from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram_input import SkipGramBatches  # pylint: disable=g-import-not-at-top
   old = SkipGramData(corpus.tokens, corpus.counts, config)
-  new = SkipGramBatches(corpus.tokens, corpus.counts, config)
+  new = SkipGramBatches(old)
   fused_train = training_loop.CompiledSteps(
       fused, adapter.learning_rate_scale, LinearDecay(0))
   sentences = skipgram_corpus.read_text(corpus.text_file)

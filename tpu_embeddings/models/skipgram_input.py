@@ -53,20 +53,13 @@ def _seeds(config: SkipGramConfig, index):
 class SkipGramBatches:
   """`SkipGramData.batches` from sequences of ids, with the pair ops."""
 
-  def __init__(self, tokens: Sequence[str], counts: Sequence[int],
-               config: SkipGramConfig, use_ops: bool = True):
-    if len(tokens) != len(counts) or not tokens:
-      raise ValueError('skip-gram: the vocabulary needs one count per token '
-                       'and at least one token')
-    self.config = config
-    self.vocabulary_size = len(tokens)
-    self._table = skipgram.id_lookup_table(tokens)
-    self._keep = tf.constant(skipgram.keep_probabilities(counts,
-                                                         config.subsample))
-    accept, alias = skipgram.alias_table(
-        skipgram.negative_sampling_probabilities(counts))
-    self._accept = tf.constant(accept)
-    self._alias = tf.constant(alias)
+  def __init__(self, data: skipgram.SkipGramData, use_ops: bool = True):
+    # The sampler's tables (id lookup, keep probabilities, the negatives'
+    # alias table) are shared, not built again.
+    self.config = data.config
+    self.vocabulary_size = data.vocabulary_size
+    self._table, self._keep = data._table, data._keep  # pylint: disable=protected-access
+    self._accept, self._alias = data._accept, data._alias  # pylint: disable=protected-access
     self._ops = library.load() if use_ops else None
 
   @property

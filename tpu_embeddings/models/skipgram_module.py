@@ -61,11 +61,7 @@ def input_fn(ctx, epochs: int) -> tf.data.Dataset:
   """(ids, no extras) batches of `epochs` passes over the train split:
   `SkipGramData.batches`, made by `SkipGramBatches` (blocks of records, the
   pair ops where they load; batch i is the same either way)."""
-  if 'skipgram_batches' not in ctx.cache:
-    vocabulary = ctx.vocabulary('')
-    ctx.cache['skipgram_batches'] = skipgram_input.SkipGramBatches(
-        vocabulary.tokens, vocabulary.counts, ctx.settings)
-  made = ctx.cache['skipgram_batches']
+  made = skipgram_input.SkipGramBatches(_data(ctx))
   return made.batches(made.id_sequences(ctx.examples_uris, TRAIN_SPLIT),
                       epochs=epochs).map(lambda ids: (ids, {}))
 

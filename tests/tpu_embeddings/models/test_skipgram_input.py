@@ -64,7 +64,8 @@ def assert_same(got, want):
     'use_ops', [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_the_same_batches_as_skipgram_data(ops_built, examples, reference,
                                            use_ops):
-  fast = SkipGramBatches(VOCABULARY, COUNTS, CONFIG, use_ops=use_ops)
+  fast = SkipGramBatches(skipgram.SkipGramData(VOCABULARY, COUNTS, CONFIG),
+                         use_ops=use_ops)
   assert fast.uses_ops == use_ops
   got = stacked(fast.batches(fast.id_sequences(examples, 'train'), epochs=2,
                              skip=5))
@@ -74,7 +75,7 @@ def test_the_same_batches_as_skipgram_data(ops_built, examples, reference,
 @pytest.mark.slow
 def test_token_sequences_give_the_same_batches(ops_built, examples,
                                                reference):
-  fast = SkipGramBatches(VOCABULARY, COUNTS, CONFIG)
+  fast = SkipGramBatches(skipgram.SkipGramData(VOCABULARY, COUNTS, CONFIG))
   got = stacked(fast.batches(fast.ids_of(token_sequences(examples)),
                              epochs=2, skip=5))
   assert_same(got, reference)
