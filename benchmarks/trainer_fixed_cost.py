@@ -15,7 +15,7 @@ the other timed functions it calls):
   vocabulary read, spec     vocabulary_file.read, model_inputs.resolve_spec
   pair check                model_inputs.check (skip-gram: both splits)
   decay plan                model_inputs.planned_steps
-  held-out pairs read       RunLogs.create
+  held-out pairs read       model_inputs.heldout_pairs
   hparams                   RunLogs.start, less the loss it computes
   held-out loss (start)     the first RunLogs.evaluate
   build + restore           training_loop._restore_latest
@@ -99,8 +99,8 @@ def instrument(seconds=SECONDS):
   model_inputs.check = _timed(seconds, 'pair check', model_inputs.check)
   model_inputs.planned_steps = _timed(seconds, 'decay plan',
                                       model_inputs.planned_steps)
-  logs.create = classmethod(_timed(seconds, 'held-out pairs read',
-                                   logs.create.__func__))
+  model_inputs.heldout_pairs = _timed(seconds, 'held-out pairs read',
+                                      model_inputs.heldout_pairs)
   logs.start = _timed(seconds, 'hparams', logs.start)
   logs.evaluate = _timed(seconds, 'held-out loss (end)', logs.evaluate,
                          first_part='held-out loss (start)')

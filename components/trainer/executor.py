@@ -208,8 +208,8 @@ def train(args: TrainerArgs, config: TrainerConfig,
   model_output.check_rerun(args.model_uri, run.spec, run.vocabularies,
                            run.module)
   logs = tensorboard_logs.RunLogs.create(
-      args.model_run_uri, config, run.spec, run.vocabularies, run.uris,
-      run.module)
+      args.model_run_uri, config, run.spec, run.vocabularies, run.module,
+      model_inputs.heldout_pairs(run.module, run.ctx))
   key = resume.resume_key(args.examples, keys.TRAIN_SPLIT, run.vocabularies,
                           base, config, run.module.sha256)
   kept.check_owner(args.model_uri, key)

@@ -85,6 +85,13 @@ def check(module: ModelModule, ctx: ModelContext):
   _hook(module, 'check_input')(ctx)
 
 
+def heldout_pairs(module: ModelModule, ctx: ModelContext):
+  """Skip-gram's held-out sample (heldout.EvalPairs), read once per run;
+  None for a module file or without an eval split."""
+  hook = module.hook('heldout_pairs') if module.builtin else None
+  return hook(ctx) if hook else None
+
+
 def planned_steps(module: ModelModule, ctx: ModelContext,
                   config: TrainerConfig) -> int:
   """The steps the learning rate decays over: `train_steps`, or the expected

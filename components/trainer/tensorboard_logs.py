@@ -38,9 +38,6 @@ from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 TRAIN_SUBDIR = 'train'
 EVAL_SUBDIR = 'eval'
-# Eval sequences scored at each checkpoint: the validator's default sample
-# (max_eval_examples), so with equal seeds the last point is its eval_loss.
-EVAL_SEQUENCES = 1000
 METADATA_FILENAME = projector.METADATA_FILENAME
 METRICS = (('train', 'loss'), ('eval', 'loss'), ('train', 'examples_per_sec'))
 
@@ -119,29 +116,22 @@ class RunLogs:
 
   @classmethod
   def create(cls, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
-             vocabularies: vocabularies_lib.Vocabularies,
-             examples_uris: Sequence[str], module) -> 'RunLogs':
-    """Skip-gram reads its held-out sample (without an eval split, no eval
-    scalars) and projects its exported table; a module projects every
-    table."""
+             vocabularies: vocabularies_lib.Vocabularies, module,
+             eval_pairs: Optional[heldout.EvalPairs] = None) -> 'RunLogs':
+    """Skip-gram scores `eval_pairs`, its held-out sample (None: no eval
+    split, no eval scalars) and projects its exported table; a module
+    projects every table."""
     if not module.builtin:
       return cls(run_uri, config, spec, [
           (t.name, vocabularies[t.vocabulary]) for t in spec.tables])
+    if eval_pairs is None:
+      logging.warning('EmbeddingTrainer: no held-out loss in TensorBoard: '
+                      'the Examples have no eval split')
+    elif not eval_pairs.targets.size:
+      eval_pairs = None
     vocabulary = vocabularies[vocabularies_lib.SINGLE]
-    pairs = None
-    try:
-      pairs = heldout.read_pairs(examples_uris, vocabulary.tokens,
-                                 vocabulary.counts, config, EVAL_SEQUENCES,
-                                 config.seed)
-    except FileNotFoundError as e:
-      logging.warning('EmbeddingTrainer: no held-out loss in TensorBoard: %s',
-                      e)
-    if pairs is not None and not pairs.targets.size:
-      logging.warning('EmbeddingTrainer: no held-out loss in TensorBoard: the '
-                      'eval split gives no skip-gram pairs')
-      pairs = None
     return cls(run_uri, config, spec,
-               [(skipgram_tables(spec)[0], vocabulary)], pairs)
+               [(skipgram_tables(spec)[0], vocabulary)], eval_pairs)
 
   def _scalars(self, subdir: str = '') -> _Scalars:
     if subdir not in self._writers:

@@ -5,6 +5,7 @@ import json
 from typing import Any, Dict, Optional
 
 from components.validator.gates import Thresholds
+from tpu_embeddings.models import heldout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +26,7 @@ class ValidatorConfig(Thresholds):
     (and the limits of `gates.Thresholds`)
   """
   k: int = 10
-  max_eval_examples: int = 1000
+  max_eval_examples: int = heldout.SEQUENCES
   max_recall_queries: int = 2000
   similarity_file: str = ''
   related_pairs_file: str = ''

@@ -66,11 +66,10 @@ class SkipGramBatches:
   def uses_ops(self) -> bool:
     return self._ops is not None
 
-  def id_sequences(self, examples_uris: Sequence[str],
-                   split: str) -> tf.data.Dataset:
-    """The split's sequences, in file order, as `(ids, length)`: the
-    sequences `examples_io.token_dataset` reads, looked up (OOV = -1) and
-    padded with -1 past `length`."""
+  def _blocks(self, examples_uris: Sequence[str],
+              split: str) -> tf.data.Dataset:
+    """The split's records a block at a time, as `(ids [R, L], lengths
+    [R])`: looked up (OOV = -1) and padded with -1 past each length."""
     spec = {examples_io.TOKENS_FEATURE: tf.io.RaggedFeature(tf.string)}
 
     def padded_ids(records):
@@ -85,12 +84,32 @@ class SkipGramBatches:
                                 compression_type='GZIP')
         .batch(RECORDS_PER_READ)
         .map(padded_ids, num_parallel_calls=tf.data.AUTOTUNE,
-             deterministic=True)
-        .unbatch() for uri in examples_uris]
+             deterministic=True) for uri in examples_uris]
     ds = datasets[0]
     for other in datasets[1:]:
       ds = ds.concatenate(other)
     return ds
+
+  def id_sequences(self, examples_uris: Sequence[str],
+                   split: str) -> tf.data.Dataset:
+    """The split's sequences, in file order, as `(ids, length)`: the
+    sequences `examples_io.token_dataset` reads, looked up (OOV = -1) and
+    padded with -1 past `length`."""
+    return self._blocks(examples_uris, split).unbatch()
+
+  def expected_kept(self, examples_uris: Sequence[str],
+                    split: str) -> tf.data.Dataset:
+    """Per block of records, each sequence's expected in-vocabulary tokens
+    kept by subsampling ([R] float32; `skipgram.expected_pairs` of them)."""
+    keep = self._keep
+
+    def kept(ids, lengths):
+      del lengths  # padding is -1, as OOV is
+      rows = tf.gather(keep, tf.maximum(ids, 0))
+      return tf.reduce_sum(tf.where(ids >= 0, rows, tf.zeros_like(rows)),
+                           axis=1)
+    return self._blocks(examples_uris, split).map(
+        kept, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
   def ids_of(self, sequences: tf.data.Dataset) -> tf.data.Dataset:
     """`id_sequences` of a dataset of token sequences (one call per
@@ -149,6 +168,15 @@ class SkipGramBatches:
     padded, lengths = chunk
     return self.pairs(index, tf.RaggedTensor.from_tensor(padded,
                                                          lengths=lengths))
+
+  def yields_pairs(self, id_sequences: tf.data.Dataset) -> bool:
+    """Whether one pass over `id_sequences`, chunked in file order, gives
+    any pair (`SkipGramData.yields_pairs`); stops at the first chunk that
+    does, each chunk's pairs made eagerly (nothing to trace)."""
+    chunks = id_sequences.padded_batch(self.config.sequences_per_chunk,
+                                       padding_values=(-1, 0)).enumerate()
+    return any(int(tf.size(self._chunk_pairs(index, chunk)[TARGET_FEATURE]))
+               for index, chunk in chunks)
 
   def batches(self, id_sequences: tf.data.Dataset, epochs: int = 0,
               skip: int = 0) -> tf.data.Dataset:

@@ -11,11 +11,11 @@ Validation and exports of skip-gram are its own (neighbours, popularity,
 multi-GB tables streamed): `BUILTIN` tells the components so.
 """
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import tensorflow as tf
 
-from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.models import heldout
 from tpu_embeddings.models import skipgram
 from tpu_embeddings.models import skipgram_input
 from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
@@ -38,14 +38,10 @@ def embedding_spec(ctx):
   return spec
 
 
-def sequences(examples_uris: Sequence[str],
-              split: str = TRAIN_SPLIT) -> tf.data.Dataset:
-  """The `tokens` sequences of a split of every Examples artifact."""
-  datasets = [examples_io.token_dataset(uri, split) for uri in examples_uris]
-  ds = datasets[0]
-  for other in datasets[1:]:
-    ds = ds.concatenate(other)
-  return ds
+def _with_eval(ctx) -> list:
+  """The Examples of the run that have an eval split."""
+  return [uri for uri in ctx.examples_uris if tf.io.gfile.glob(
+      f'{uri.rstrip("/")}/Split-{EVAL_SPLIT}/*')]
 
 
 def _data(ctx) -> skipgram.SkipGramData:
@@ -57,11 +53,17 @@ def _data(ctx) -> skipgram.SkipGramData:
   return ctx.cache['skipgram_data']
 
 
+def _batches(ctx) -> skipgram_input.SkipGramBatches:
+  if 'skipgram_batches' not in ctx.cache:
+    ctx.cache['skipgram_batches'] = skipgram_input.SkipGramBatches(_data(ctx))
+  return ctx.cache['skipgram_batches']
+
+
 def input_fn(ctx, epochs: int) -> tf.data.Dataset:
   """(ids, no extras) batches of `epochs` passes over the train split:
   `SkipGramData.batches`, made by `SkipGramBatches` (blocks of records, the
   pair ops where they load; batch i is the same either way)."""
-  made = skipgram_input.SkipGramBatches(_data(ctx))
+  made = _batches(ctx)
   return made.batches(made.id_sequences(ctx.examples_uris, TRAIN_SPLIT),
                       epochs=epochs).map(lambda ids: (ids, {}))
 
@@ -80,25 +82,44 @@ def activation_gradients(activations, ctx):
       activations[NEGATIVES_FEATURE], ctx.global_batch_size)
 
 
+def heldout_pairs(ctx) -> Optional[heldout.EvalPairs]:
+  """The held-out sample (`heldout.read_pairs` of the first
+  `heldout.SEQUENCES` eval sequences, the validator's default sample) of the
+  Examples that have an eval split; None when none has one. Read once."""
+  if 'heldout_pairs' not in ctx.cache:
+    present = _with_eval(ctx)
+    vocabulary = ctx.vocabulary('')
+    ctx.cache['heldout_pairs'] = heldout.read_pairs(
+        present, vocabulary.tokens, vocabulary.counts, ctx.settings,
+        heldout.SEQUENCES, ctx.seed) if present else None
+  return ctx.cache['heldout_pairs']
+
+
+def _no_pairs(uris: Sequence[str], split: str, config) -> ValueError:
+  return ValueError(
+      f'examples {", ".join(uris)}: split {split!r} gives no skip-gram pairs: '
+      'it is empty, or no sequence keeps two in-vocabulary tokens after '
+      f'subsampling (subsample={config.subsample}, window={config.window}); '
+      'use more varied data or a lower subsample')
+
+
 def check_input(ctx):
-  """The train split, and the eval split the validator scores on (where
-  there is one), must give pairs: else training never ends or the model is
-  trained only to be refused."""
-  data = _data(ctx)
-  for split in (TRAIN_SPLIT, EVAL_SPLIT):
-    present = [uri for uri in ctx.examples_uris
-               if split == TRAIN_SPLIT or tf.io.gfile.glob(
-                   f'{uri.rstrip("/")}/Split-{split}/*')]
-    if present and not data.yields_pairs(sequences(present, split)):
-      config = data.config
-      raise ValueError(
-          f'examples {", ".join(present)}: split {split!r} gives no '
-          'skip-gram pairs: it is empty, or no sequence keeps two '
-          'in-vocabulary tokens after subsampling (subsample='
-          f'{config.subsample}, window={config.window}); use more varied '
-          'data or a lower subsample')
+  """The train split, and the eval sample the validator scores on (where
+  there is an eval split), must give pairs: else training never ends or the
+  model is trained only to be refused."""
+  config = _data(ctx).config
+  made = _batches(ctx)
+  if not made.yields_pairs(made.id_sequences(ctx.examples_uris, TRAIN_SPLIT)):
+    raise _no_pairs(ctx.examples_uris, TRAIN_SPLIT, config)
+  pairs = heldout_pairs(ctx)
+  if pairs is not None and not pairs.targets.size:
+    raise _no_pairs(_with_eval(ctx), EVAL_SPLIT, config)
 
 
 def examples_per_epoch(ctx) -> float:
-  """Expected (target, context) pairs of one pass over the train split."""
-  return _data(ctx).pairs_per_epoch(sequences(ctx.examples_uris))
+  """Expected (target, context) pairs of one pass over the train split, from
+  each sequence's expected kept tokens (a read of blocks of records)."""
+  window = _data(ctx).config.window
+  return sum(float(skipgram.expected_pairs(kept.numpy(), window).sum())
+             for kept in _batches(ctx).expected_kept(ctx.examples_uris,
+                                                     TRAIN_SPLIT))
