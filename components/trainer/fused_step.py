@@ -68,6 +68,7 @@ class FusedSkipGramStep:
     lr = self._optimizer.learning_rate
     return tf.cast(lr() if callable(lr) else lr, tf.float32)
 
+  @tf.autograph.experimental.do_not_convert
   def __call__(self, features: Dict[str, tf.Tensor]) -> tf.Tensor:
     return self._ops.skip_gram_step(
         tables=[v.handle for v in self._tables],

@@ -80,6 +80,17 @@ def token_dataset(examples_uri: str, split: str) -> tf.data.Dataset:
           tf.io.parse_single_example(r, spec)[TOKENS_FEATURE]))
 
 
+def token_blocks(examples_uri: str, split: str,
+                 records: int = 256) -> Iterator[tf.RaggedTensor]:
+  """The split's sequences, `records` at a time, as ragged [R, None] string
+  tensors parsed eagerly (nothing traced: for a read of the first blocks)."""
+  spec = {TOKENS_FEATURE: tf.io.RaggedFeature(tf.string)}
+  files = split_files(examples_uri, split)
+  for block in tf.data.TFRecordDataset(files,
+                                       compression_type='GZIP').batch(records):
+    yield tf.io.parse_example(block, spec)[TOKENS_FEATURE]
+
+
 def read_sequences(examples_uri: str, split: str) -> Iterator[List[str]]:
   """Python iterator over token lists (for validation and tests)."""
   for tokens in token_dataset(examples_uri, split).as_numpy_iterator():

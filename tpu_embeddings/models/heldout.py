@@ -116,26 +116,6 @@ def eval_pairs(sequences: Iterable[Sequence[str]], tokens: Sequence[str],
                           subsample, seed, max_pairs)
 
 
-@tf.function(input_signature=[
-    tf.TensorSpec([None, None], tf.float32),
-    tf.TensorSpec([None, None], tf.float32),
-    tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int32),
-    tf.TensorSpec([None, None], tf.int32)])
-def _summed_loss(table, output_table, targets, contexts, negatives):
-  """The summed loss of the pairs, forward only, a slice of pairs at a time
-  (one trace per process)."""
-  total = tf.constant(0.0, tf.float64)
-  count = tf.shape(targets)[0]
-  for start in tf.range(0, count, _PAIRS_PER_CALL):
-    end = tf.minimum(count, start + _PAIRS_PER_CALL)
-    loss = skipgram.loss(tf.gather(table, targets[start:end]),
-                         tf.gather(output_table, contexts[start:end]),
-                         tf.gather(output_table, negatives[start:end]),
-                         global_batch_size=1)
-    total += tf.cast(loss, tf.float64)
-  return total
-
-
 def skipgram_loss(table: np.ndarray, targets: np.ndarray, contexts: np.ndarray,
                   negatives: np.ndarray,
                   output_table: Optional[np.ndarray] = None) -> Optional[float]:
@@ -147,12 +127,18 @@ def skipgram_loss(table: np.ndarray, targets: np.ndarray, contexts: np.ndarray,
   """
   if targets.size == 0:
     return None
+  # Forward only, eagerly: a sample of MAX_PAIRS pairs is a few tens of
+  # slices, cheaper than tracing a function for them.
   t = tf.convert_to_tensor(table, tf.float32)
   o = t if output_table is None else tf.convert_to_tensor(output_table,
                                                           tf.float32)
-  total = _summed_loss(t, o, tf.constant(targets, tf.int32),
-                       tf.constant(contexts, tf.int32),
-                       tf.constant(negatives, tf.int32))
+  total = 0.0
+  for start in range(0, targets.size, _PAIRS_PER_CALL):
+    end = start + _PAIRS_PER_CALL
+    total += float(skipgram.loss(tf.gather(t, targets[start:end]),
+                                 tf.gather(o, contexts[start:end]),
+                                 tf.gather(o, negatives[start:end]),
+                                 global_batch_size=1))
   loss = float(total) / targets.size
   return loss if math.isfinite(loss) else None
 
@@ -160,12 +146,13 @@ def skipgram_loss(table: np.ndarray, targets: np.ndarray, contexts: np.ndarray,
 def _eval_tokens(examples_uris: Sequence[str],
                  max_sequences: int) -> tf.RaggedTensor:
   """The first `max_sequences` eval sequences, as one ragged tensor."""
-  datasets = [examples_io.token_dataset(uri, EVAL_SPLIT)
-              for uri in examples_uris]
-  ds = datasets[0]
-  for other in datasets[1:]:
-    ds = ds.concatenate(other)
-  parts = list(ds.take(max_sequences).ragged_batch(1024))
+  parts, count = [], 0
+  for uri in examples_uris:
+    for block in examples_io.token_blocks(uri, EVAL_SPLIT):
+      parts.append(block[:max_sequences - count])
+      count += int(parts[-1].nrows())
+      if count >= max_sequences:
+        return tf.concat(parts, axis=0)
   if not parts:
     return tf.ragged.constant([[]], dtype=tf.string)[:0]
   return tf.concat(parts, axis=0)

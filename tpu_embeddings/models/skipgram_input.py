@@ -34,6 +34,12 @@ from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
 RECORDS_PER_READ = 256
 
 
+def _plain(fn):
+  """`fn` traced as written: no control flow on tensors to convert, and
+  autograph's conversion is most of a dataset function's trace."""
+  return tf.autograph.experimental.do_not_convert(fn)
+
+
 def _seeds(config: SkipGramConfig, index):
   """SkipGramData's seeds of chunk `index`: (keep, window, order, slot,
   coin), in the order skipgram_pairs and sample_negatives split them."""
@@ -83,7 +89,7 @@ class SkipGramBatches:
         tf.data.TFRecordDataset(examples_io.split_files(uri, split),
                                 compression_type='GZIP')
         .batch(RECORDS_PER_READ)
-        .map(padded_ids, num_parallel_calls=tf.data.AUTOTUNE,
+        .map(_plain(padded_ids), num_parallel_calls=tf.data.AUTOTUNE,
              deterministic=True) for uri in examples_uris]
     ds = datasets[0]
     for other in datasets[1:]:
@@ -109,7 +115,7 @@ class SkipGramBatches:
       return tf.reduce_sum(tf.where(ids >= 0, rows, tf.zeros_like(rows)),
                            axis=1)
     return self._blocks(examples_uris, split).map(
-        kept, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        _plain(kept), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
   def ids_of(self, sequences: tf.data.Dataset) -> tf.data.Dataset:
     """`id_sequences` of a dataset of token sequences (one call per
@@ -188,7 +194,7 @@ class SkipGramBatches:
                               reshuffle_each_iteration=True)
     ds = ds.repeat(epochs if epochs > 0 else None)
     ds = ds.padded_batch(c.sequences_per_chunk, padding_values=(-1, 0))
-    ds = ds.enumerate().map(self._chunk_pairs,
+    ds = ds.enumerate().map(_plain(self._chunk_pairs),
                             num_parallel_calls=tf.data.AUTOTUNE,
                             deterministic=True)
     ds = ds.rebatch(c.batch_size, drop_remainder=True)

@@ -59,13 +59,18 @@ def _batches(ctx) -> skipgram_input.SkipGramBatches:
   return ctx.cache['skipgram_batches']
 
 
+@tf.autograph.experimental.do_not_convert
+def _no_extras(ids):
+  return ids, {}
+
+
 def input_fn(ctx, epochs: int) -> tf.data.Dataset:
   """(ids, no extras) batches of `epochs` passes over the train split:
   `SkipGramData.batches`, made by `SkipGramBatches` (blocks of records, the
   pair ops where they load; batch i is the same either way)."""
   made = _batches(ctx)
   return made.batches(made.id_sequences(ctx.examples_uris, TRAIN_SPLIT),
-                      epochs=epochs).map(lambda ids: (ids, {}))
+                      epochs=epochs).map(_no_extras)
 
 
 def loss_fn(model, activations, extras, ctx, training):
