@@ -1,0 +1,158 @@
+"""Seconds per million tokens as the corpus grows: the trainer vs gensim.
+
+    python -m benchmarks.trainer_scale [--sizes 1,10,100] [--work DIR]
+
+For each size (millions of train tokens) a corpus of Zipf(1) tokens over a
+30k vocabulary, lines of 10-40 tokens (benchmarks.skipgram_corpus; every
+10th line goes to the eval split), is written as Examples, a vocabulary
+(tokens counted at least `--min-count` times, as VocabularyGen keeps) and a
+text file of the train lines. Then, each in a fresh process:
+
+  trainer   the EmbeddingTrainer executor's `train` with the pipeline's
+            default settings and one epoch (`trainer.epochs=1`): its
+            checks, the held-out sample, reading the Examples, training,
+            checkpoints and TensorBoard files. Timed inside the process;
+            the import of TensorFlow and TFX is reported apart.
+  gensim    the baseline: `Word2Vec(corpus_file=..., sg=1)` on the text
+            file with the same dim, window, negatives, subsampling and
+            min_count, one epoch, 2 workers: its read and its training
+            (gensim reads a corpus file in its worker threads, so the two
+            are one figure).
+
+The table prints seconds, seconds per million tokens, the trainer's ratio to
+gensim, and each per-token cost relative to the smallest size's (flat
+scaling is 1.0). Targets (issue #25): per-token cost flat within 1.2x from
+1M to 100M tokens, and at most 2x gensim's.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks import skipgram_corpus
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def write_corpus(directory: str, million_tokens: float, min_count: int):
+  """The size's corpus; (Examples URI, vocabulary URI, text file, tokens)."""
+  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  # Every 10th line goes to eval: write 10/9 of the train tokens.
+  lines = skipgram_corpus.zipf_lines(int(million_tokens * 1e6 * 10 / 9),
+                                     10, 40, seed=0)
+  corpus = skipgram_corpus.write(directory, lines, eval_every=10)
+  kept = [(t, c) for t, c in zip(corpus.tokens, corpus.counts)
+          if c >= min_count]
+  vocabulary = os.path.join(directory, 'vocabulary')
+  vocabulary_file.write(vocabulary, vocabulary_file.TokenCounts(
+      tuple(t for t, _ in kept), tuple(c for _, c in kept)))
+  return corpus.examples_uri, vocabulary, corpus.text_file, corpus.total_tokens
+
+
+def train_child(examples_uri: str, vocabulary_uri: str, out: str):
+  """In a fresh process: the trainer with the defaults, one epoch."""
+  start = time.perf_counter()
+  from components.trainer import executor  # pylint: disable=g-import-not-at-top
+  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
+  from tests.support.artifact_fixtures import SpanlessExamples  # pylint: disable=g-import-not-at-top
+  imported = time.perf_counter() - start
+  config = config_lib.PipelineConfig.from_dict({
+      'trainer.epochs': 1, 'trainer.warm_start_from_pushed': False,
+  }).trainer_config()
+  args = executor.TrainerArgs([SpanlessExamples(examples_uri)],
+                              vocabulary_uri, os.path.join(out, 'model'),
+                              os.path.join(out, 'run'))
+  start = time.perf_counter()
+  metadata = executor.train(args, config)
+  return {'import': imported, 'train': time.perf_counter() - start,
+          'steps': metadata['steps'],
+          'pairs_per_sec': metadata['examples_per_sec'],
+          'window': config.window, 'negatives': config.negatives,
+          'subsample': config.subsample}
+
+
+def gensim_child(text_file: str, dim: int, window: int, negatives: int,
+                 subsample: float, min_count: int):
+  from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+  start = time.perf_counter()
+  Word2Vec(corpus_file=text_file, vector_size=dim, window=window,
+           negative=negatives, sg=1, sample=subsample, min_count=min_count,
+           epochs=1, workers=2, seed=0)
+  return {'read_train': time.perf_counter() - start}
+
+
+def in_child(*argv):
+  done = subprocess.run([sys.executable, '-m', 'benchmarks.trainer_scale',
+                         '--child', *map(str, argv)], cwd=ROOT, check=True,
+                        capture_output=True, text=True)
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--sizes', default='1,10,100',
+                      help='millions of train tokens')
+  parser.add_argument('--dim', type=int, default=64,
+                      help='the pipeline default table.dim')
+  parser.add_argument('--min-count', type=int, default=5,
+                      help='the pipeline default vocabulary.min_count')
+  parser.add_argument('--work', help='keep corpora and outputs here')
+  parser.add_argument('--child', nargs='+', help=argparse.SUPPRESS)
+  args = parser.parse_args(argv)
+  if args.child:
+    kind, rest = args.child[0], args.child[1:]
+    if kind == 'trainer':
+      print(json.dumps(train_child(*rest)))
+    else:
+      text, dim, window, negatives, subsample, min_count = rest
+      print(json.dumps(gensim_child(text, int(dim), int(window),
+                                    int(negatives), float(subsample),
+                                    int(min_count))))
+    return
+  print(f'{os.cpu_count()} CPUs; load average '
+        f'{" ".join(f"{x:.2f}" for x in os.getloadavg())}; pipeline '
+        'defaults, one epoch; gensim Word2Vec(corpus_file, sg=1), 2 workers',
+        flush=True)
+  rows = []
+  with tempfile.TemporaryDirectory() as tmp:
+    work = args.work or tmp
+    for size in [float(s) for s in args.sizes.split(',')]:
+      directory = os.path.join(work, f'{size:g}M')
+      start = time.perf_counter()
+      examples, vocabulary, text, tokens = write_corpus(directory, size,
+                                                        args.min_count)
+      print(f'{size:g}M: corpus written in {time.perf_counter() - start:.0f}'
+            f' s ({tokens:,} train tokens)', flush=True)
+      ours = in_child('trainer', examples, vocabulary,
+                      os.path.join(directory, 'out'))
+      theirs = in_child('gensim', text, args.dim, ours['window'],
+                        ours['negatives'], ours['subsample'], args.min_count)
+      rows.append((size, tokens, ours, theirs))
+      print(f'{size:g}M: trainer {ours["train"]:.1f} s (+{ours["import"]:.1f}'
+            f' s import, {ours["pairs_per_sec"]:,.0f} pairs/s), gensim '
+            f'{theirs["read_train"]:.1f} s', flush=True)
+  report(rows)
+
+
+def report(rows):
+  print(f'\n{"tokens":>8} {"trainer s":>10} {"s/Mtok":>8} {"gensim s":>9} '
+        f'{"s/Mtok":>8} {"x gensim":>9} {"trainer/1st":>12} '
+        f'{"gensim/1st":>11}')
+  first = None
+  for size, tokens, ours, theirs in rows:
+    ours_per = ours['train'] / (tokens / 1e6)
+    theirs_per = theirs['read_train'] / (tokens / 1e6)
+    first = first or (ours_per, theirs_per)
+    print(f'{size:>7g}M {ours["train"]:>10.1f} {ours_per:>8.2f} '
+          f'{theirs["read_train"]:>9.1f} {theirs_per:>8.2f} '
+          f'{ours_per / theirs_per:>9.2f} {ours_per / first[0]:>12.2f} '
+          f'{theirs_per / first[1]:>11.2f}')
+  print('targets: trainer/1st within 1.2 at every size; x gensim <= 2')
+
+
+if __name__ == '__main__':
+  main()
