@@ -202,17 +202,6 @@ class SkipGramData:
     return float(sum(expected_pairs(k.numpy(), self.config.window).sum()
                      for k in ds))
 
-  def yields_pairs(self, sequences: tf.data.Dataset) -> bool:
-    """Whether one pass over `sequences` gives any (target, context) pair.
-
-    Stops at the first chunk that does; only a dataset giving none (too few
-    in-vocabulary tokens per sequence, or all subsampled away) is read whole.
-    """
-    ds = sequences.map(self._table.lookup).ragged_batch(
-        self.config.sequences_per_chunk).enumerate().map(self._pairs)
-    ds = ds.filter(lambda pairs: tf.size(pairs[TARGET_FEATURE]) > 0).take(1)
-    return any(True for _ in ds)
-
   def batches(self, sequences: tf.data.Dataset, epochs: int = 0,
               skip: int = 0) -> tf.data.Dataset:
     """Training batches of `epochs` passes (0 = endless), after `skip` batches.

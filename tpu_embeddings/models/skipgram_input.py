@@ -177,8 +177,10 @@ class SkipGramBatches:
 
   def yields_pairs(self, id_sequences: tf.data.Dataset) -> bool:
     """Whether one pass over `id_sequences`, chunked in file order, gives
-    any pair (`SkipGramData.yields_pairs`); stops at the first chunk that
-    does, each chunk's pairs made eagerly (nothing to trace)."""
+    any pair; stops at the first chunk that does, each chunk's pairs made
+    eagerly (nothing to trace). Only a split giving none (too few
+    in-vocabulary tokens per sequence, or all subsampled away) is read
+    whole."""
     chunks = id_sequences.padded_batch(self.config.sequences_per_chunk,
                                        padding_values=(-1, 0)).enumerate()
     return any(int(tf.size(self._chunk_pairs(index, chunk)[TARGET_FEATURE]))

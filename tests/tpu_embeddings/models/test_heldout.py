@@ -63,3 +63,25 @@ def test_read_pairs_takes_the_first_sequences_of_every_eval_split(tmp_path):
   assert set(pairs.targets.tolist()) == {0, 1, 2}
   with pytest.raises(FileNotFoundError, match="split 'eval'"):
     heldout.read_pairs([str(tmp_path)], ['y'], [1], config, 10, 0)
+
+
+def test_pairs_beyond_the_cap_are_a_seeded_sample_of_them():
+  rng = np.random.default_rng(2)
+  tokens = [f't{i}' for i in range(50)]
+  sequences = [[tokens[i] for i in rng.integers(0, 50, 40)]
+               for _ in range(30)]
+  whole = heldout.eval_pairs(sequences, tokens, [5] * 50, window=3,
+                             num_negatives=2, subsample=0.0, seed=4,
+                             max_pairs=0)
+  capped = heldout.eval_pairs(sequences, tokens, [5] * 50, window=3,
+                              num_negatives=2, subsample=0.0, seed=4,
+                              max_pairs=500)
+  assert whole.targets.size > 2000 and capped.targets.size == 500
+  assert capped.negatives.shape == (500, 2)
+  # A subset of the same pairs, spread over the whole sample.
+  pairs = set(zip(whole.targets.tolist(), whole.contexts.tolist()))
+  assert set(zip(capped.targets.tolist(), capped.contexts.tolist())) <= pairs
+  again = heldout.eval_pairs(sequences, tokens, [5] * 50, window=3,
+                             num_negatives=2, subsample=0.0, seed=4,
+                             max_pairs=500)
+  np.testing.assert_array_equal(again.negatives, capped.negatives)

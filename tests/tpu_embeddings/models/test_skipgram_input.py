@@ -88,3 +88,30 @@ def test_an_id_outside_the_vocabulary_is_refused(ops_built):
     ops.skip_gram_keep(tf.constant([1, 7], tf.int32),
                        tf.constant([0, 2], tf.int64), tf.zeros([2]),
                        tf.ones([5]))
+
+
+def test_expected_kept_is_each_sequences_sum_of_keep_probabilities(examples):
+  data = skipgram.SkipGramData(VOCABULARY, COUNTS, CONFIG)
+  made = SkipGramBatches(data)
+  got = np.concatenate([k.numpy() for k in made.expected_kept(examples,
+                                                              'train')])
+  keep = skipgram.keep_probabilities(COUNTS, CONFIG.subsample)
+  ids = {t: i for i, t in enumerate(VOCABULARY)}
+  want = [sum(keep[ids[t]] for t in tokens if t in ids)
+          for uri in examples for tokens in examples_io.read_sequences(
+              uri, 'train')]
+  np.testing.assert_allclose(got, want, rtol=1e-5)
+  # The trainer's pairs per epoch come from these.
+  assert skipgram.expected_pairs(got, CONFIG.window).sum() > 100
+
+
+@pytest.mark.parametrize('use_ops', [True, False])
+def test_yields_pairs_until_no_sequence_keeps_two_tokens(
+    tmp_path, examples, use_ops):
+  data = skipgram.SkipGramData(VOCABULARY, COUNTS, CONFIG)
+  made = SkipGramBatches(data, use_ops=use_ops)
+  assert made.yields_pairs(made.id_sequences(examples, 'train'))
+  # One in-vocabulary token per sequence, or only unknown ones: no window.
+  lonely = fx.write_examples(str(tmp_path / 'lonely'), {'train': [
+      ['w1'], ['w2', 'x', 'y'], ['unknown', 'w3'], []] * 40})
+  assert not made.yields_pairs(made.id_sequences([lonely], 'train'))
