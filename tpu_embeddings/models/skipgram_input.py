@@ -175,16 +175,34 @@ class SkipGramBatches:
     return self.pairs(index, tf.RaggedTensor.from_tensor(padded,
                                                          lengths=lengths))
 
+  def chunks(self, id_sequences: tf.data.Dataset) -> tf.data.Dataset:
+    """(index, (padded ids, lengths)) of each chunk of sequences, in order
+    (what `batches` turns into pairs, after its shuffle)."""
+    return id_sequences.padded_batch(self.config.sequences_per_chunk,
+                                     padding_values=(-1, 0)).enumerate()
+
+  def chunk_gives_pairs(self, index, chunk) -> bool:
+    """Whether chunk `index` gives pairs, from its keep draw alone: every
+    window reaches at least one token, so a chunk gives pairs exactly when
+    a sequence keeps two tokens (no pairs are made)."""
+    padded, lengths = chunk
+    ids = tf.RaggedTensor.from_tensor(padded, lengths=lengths)
+    values = ids.flat_values
+    uniform = tf.random.stateless_uniform(tf.shape(values),
+                                          seed=_seeds(self.config, index)[0])
+    kept = (values >= 0) & (uniform < tf.gather(self._keep,
+                                                tf.maximum(values, 0)))
+    per_sequence = tf.reduce_sum(ids.with_flat_values(tf.cast(kept, tf.int32)),
+                                 axis=1)
+    return bool(tf.reduce_any(per_sequence >= 2))
+
   def yields_pairs(self, id_sequences: tf.data.Dataset) -> bool:
     """Whether one pass over `id_sequences`, chunked in file order, gives
-    any pair; stops at the first chunk that does, each chunk's pairs made
-    eagerly (nothing to trace). Only a split giving none (too few
-    in-vocabulary tokens per sequence, or all subsampled away) is read
-    whole."""
-    chunks = id_sequences.padded_batch(self.config.sequences_per_chunk,
-                                       padding_values=(-1, 0)).enumerate()
-    return any(int(tf.size(self._chunk_pairs(index, chunk)[TARGET_FEATURE]))
-               for index, chunk in chunks)
+    any pair; stops at the first chunk that does, eagerly (nothing to
+    trace). Only a split giving none (too few in-vocabulary tokens per
+    sequence, or all subsampled away) is read whole."""
+    return any(self.chunk_gives_pairs(index, chunk)
+               for index, chunk in self.chunks(id_sequences))
 
   def batches(self, id_sequences: tf.data.Dataset, epochs: int = 0,
               skip: int = 0) -> tf.data.Dataset:
@@ -195,8 +213,7 @@ class SkipGramBatches:
     ds = id_sequences.shuffle(c.shuffle_buffer, seed=c.seed,
                               reshuffle_each_iteration=True)
     ds = ds.repeat(epochs if epochs > 0 else None)
-    ds = ds.padded_batch(c.sequences_per_chunk, padding_values=(-1, 0))
-    ds = ds.enumerate().map(_plain(self._chunk_pairs),
+    ds = self.chunks(ds).map(_plain(self._chunk_pairs),
                             num_parallel_calls=tf.data.AUTOTUNE,
                             deterministic=True)
     ds = ds.rebatch(c.batch_size, drop_remainder=True)

@@ -105,13 +105,24 @@ def test_expected_kept_is_each_sequences_sum_of_keep_probabilities(examples):
   assert skipgram.expected_pairs(got, CONFIG.window).sum() > 100
 
 
-@pytest.mark.parametrize('use_ops', [True, False])
-def test_yields_pairs_until_no_sequence_keeps_two_tokens(
-    tmp_path, examples, use_ops):
+def test_a_chunk_gives_pairs_exactly_when_its_keep_draw_leaves_two_tokens(
+    tmp_path, examples):
   data = skipgram.SkipGramData(VOCABULARY, COUNTS, CONFIG)
-  made = SkipGramBatches(data, use_ops=use_ops)
-  assert made.yields_pairs(made.id_sequences(examples, 'train'))
-  # One in-vocabulary token per sequence, or only unknown ones: no window.
+  made = SkipGramBatches(data, use_ops=False)
   lonely = fx.write_examples(str(tmp_path / 'lonely'), {'train': [
       ['w1'], ['w2', 'x', 'y'], ['unknown', 'w3'], []] * 40})
+  # Frequent tokens, heavily subsampled: some chunks give pairs, some not.
+  sparse = fx.write_examples(str(tmp_path / 'sparse'), {'train': [
+      ['w0', 'w1', 'w0']] * 200})
+  answers = []
+  for uris in (examples, [lonely], [sparse]):
+    for index, chunk in made.chunks(made.id_sequences(uris, 'train')):
+      padded, lengths = chunk
+      pairs = made.pairs(index, tf.RaggedTensor.from_tensor(padded,
+                                                            lengths=lengths))
+      gives = made.chunk_gives_pairs(index, chunk)
+      assert gives == (int(tf.size(pairs['target'])) > 0)
+      answers.append(gives)
+  assert True in answers and False in answers
+  assert made.yields_pairs(made.id_sequences(examples, 'train'))
   assert not made.yields_pairs(made.id_sequences([lonely], 'train'))
