@@ -217,7 +217,7 @@ inline void SumBlock(const StepArgs& s, int64_t block, int64_t blocks,
     float* logit = sums->logits.data();
     // The positive logit enters negated: softplus(-pos) is its loss.
     for (int64_t b = first; b < last; ++b) {
-      if (b + 2 < last) PrefetchPair(s, b + 2);
+      if (b + 4 < last) PrefetchPair(s, b + 4);
       const float* t = row_of(0, s.target[b]);
       *logit++ = -Dot(t, row_of(out, s.context[b]), dim);
       for (int64_t k = 0; k < k_count; ++k) {
@@ -255,12 +255,13 @@ inline void Update(const StepArgs& s, int table, int64_t id, const float* g) {
     for (int64_t d = 0; d < dim; ++d) w[d] -= s.learning_rate * g[d];
     return;
   }
-  // As TensorFlow's ResourceSparseApplyAdagrad updates one row.
-  Eigen::Map<Eigen::ArrayXf> accumulator(a + id * dim, dim);
-  Eigen::Map<Eigen::ArrayXf> weights(w, dim);
-  Eigen::Map<const Eigen::ArrayXf> gradient(g, dim);
-  accumulator += gradient.square();
-  weights -= s.learning_rate * gradient * accumulator.rsqrt();
+  // TensorFlow's ResourceSparseApplyAdagrad rule on one row; a division by
+  // the square root for its rsqrt (within an ulp), which vectorizes.
+  float* accumulator = a + id * dim;
+  for (int64_t d = 0; d < dim; ++d) {
+    accumulator[d] += g[d] * g[d];
+    w[d] -= s.learning_rate * g[d] / std::sqrt(accumulator[d]);
+  }
 }
 
 // Updates the rows of shard `shard`: each row's gradient is the sum of its
@@ -283,7 +284,7 @@ inline void ApplyShard(const StepArgs& s, int shard, int64_t blocks,
   }
   std::vector<float>& sum = scratch->shard_gradients[shard];
   sum.resize(dim);
-  constexpr size_t kAhead = 4;
+  constexpr size_t kAhead = 12;
   for (size_t r = 0; r < rows.size(); ++r) {
     if (r + kAhead < rows.size()) {
       const auto& next = rows[r + kAhead];
