@@ -6,7 +6,8 @@ For each size (millions of train tokens) a corpus of Zipf(1) tokens over a
 30k vocabulary, lines of 10-40 tokens (benchmarks.skipgram_corpus; every
 10th line goes to the eval split), is written as Examples, a vocabulary
 (tokens counted at least `--min-count` times, as VocabularyGen keeps) and a
-text file of the train lines. Then, each in a fresh process:
+text file of the train lines. Then, each in a fresh process with the
+pipeline CLI's malloc setting (tpu_embeddings/core/huge_pages.py):
 
   trainer   the EmbeddingTrainer executor's `train` with the pipeline's
             default settings and one epoch (`trainer.epochs=1`): its
@@ -86,9 +87,12 @@ def gensim_child(text_file: str, dim: int, window: int, negatives: int,
 
 
 def in_child(*argv):
+  """Runs a child under the CLI's malloc setting (huge pages), both sides."""
+  from tpu_embeddings.core import huge_pages  # pylint: disable=g-import-not-at-top
   done = subprocess.run([sys.executable, '-m', 'benchmarks.trainer_scale',
                          '--child', *map(str, argv)], cwd=ROOT, check=True,
-                        capture_output=True, text=True)
+                        capture_output=True, text=True,
+                        env=huge_pages.environ(os.environ))
   return json.loads(done.stdout.strip().splitlines()[-1])
 
 
