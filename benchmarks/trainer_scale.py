@@ -29,6 +29,7 @@ scaling is 1.0). Targets (issue #25): per-token cost flat within 1.2x from
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -131,8 +132,9 @@ def main(argv=None):
                                                         args.min_count)
       print(f'{size:g}M: corpus written in {time.perf_counter() - start:.0f}'
             f' s ({tokens:,} train tokens)', flush=True)
-      ours = in_child('trainer', examples, vocabulary,
-                      os.path.join(directory, 'out'))
+      out = os.path.join(directory, 'out')
+      shutil.rmtree(out, ignore_errors=True)  # a kept --work would resume
+      ours = in_child('trainer', examples, vocabulary, out)
       theirs = in_child('gensim', text, args.dim, ours['window'],
                         ours['negatives'], ours['subsample'], args.min_count)
       rows.append((size, tokens, ours, theirs))
