@@ -5,7 +5,7 @@ import json
 from typing import Any, Dict, Optional
 
 from components.validator.gates import Thresholds
-from tpu_embeddings.models import heldout
+from tpu_embeddings.models.skipgram_config import EVAL_SEQUENCES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,7 +26,7 @@ class ValidatorConfig(Thresholds):
     (and the limits of `gates.Thresholds`)
   """
   k: int = 10
-  max_eval_examples: int = heldout.SEQUENCES
+  max_eval_examples: int = EVAL_SEQUENCES
   max_recall_queries: int = 2000
   similarity_file: str = ''
   related_pairs_file: str = ''

@@ -2,10 +2,11 @@
 
 The validator scores a candidate with it, and the trainer logs it at every
 checkpoint (TensorBoard `eval/loss`), on the same sample when the settings
-agree: the first `SEQUENCES` (the validator's `max_eval_examples`) sequences
-of the Examples' `eval` split, pairs drawn by the trainer's own definitions
-(`tpu_embeddings.models.skipgram`), at most `MAX_PAIRS` of them kept (a
-uniform draw), and negatives, all drawn once from `seed`.
+agree: the first `skipgram_config.EVAL_SEQUENCES` (the validator's
+`max_eval_examples`) sequences of the Examples' `eval` split, pairs drawn by
+the trainer's own definitions (`tpu_embeddings.models.skipgram`), at most
+`MAX_PAIRS` of them kept (a uniform draw), and negatives, all drawn once
+from `seed`.
 """
 
 import dataclasses
@@ -20,8 +21,6 @@ from tpu_embeddings.models import skipgram
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 
 EVAL_SPLIT = 'eval'
-# Eval sequences read by default (the validator's max_eval_examples).
-SEQUENCES = 1000
 # Pairs scored at most: beyond this a seeded uniform sample of the pairs. The
 # loss's standard error on it is about 0.003 nats; both models of a
 # comparison are scored on the same pairs.

@@ -5,6 +5,10 @@ import math
 
 from tpu_embeddings.core import settings
 
+# Eval sequences the held-out sample reads by default (the validator's
+# max_eval_examples; the trainer's TensorBoard eval loss reads as many).
+EVAL_SEQUENCES = 1000
+
 
 @dataclasses.dataclass(frozen=True)
 class SkipGramConfig(settings.Settings):

@@ -18,6 +18,7 @@ import tensorflow as tf
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models import skipgram
 from tpu_embeddings.models import skipgram_input
+from tpu_embeddings.models.skipgram_config import EVAL_SEQUENCES
 from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
 from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
 from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
@@ -89,14 +90,14 @@ def activation_gradients(activations, ctx):
 
 def heldout_pairs(ctx) -> Optional[heldout.EvalPairs]:
   """The held-out sample (`heldout.read_pairs` of the first
-  `heldout.SEQUENCES` eval sequences, the validator's default sample) of the
+  `EVAL_SEQUENCES` eval sequences, the validator's default sample) of the
   Examples that have an eval split; None when none has one. Read once."""
   if 'heldout_pairs' not in ctx.cache:
     present = _with_eval(ctx)
     vocabulary = ctx.vocabulary('')
     ctx.cache['heldout_pairs'] = heldout.read_pairs(
         present, vocabulary.tokens, vocabulary.counts, ctx.settings,
-        heldout.SEQUENCES, ctx.seed) if present else None
+        EVAL_SEQUENCES, ctx.seed) if present else None
   return ctx.cache['heldout_pairs']
 
 
