@@ -17,6 +17,8 @@ import signal
 from typing import Iterator, Optional
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
+# The stop signals that arrived in this process, in order.
+_RECEIVED = []
 
 
 class Stopped(KeyboardInterrupt):
@@ -29,6 +31,7 @@ class Stopped(KeyboardInterrupt):
 
 def _raise_stopped(signum, frame):
   del frame
+  _RECEIVED.append(signum)
   for handled in HANDLED:
     signal.signal(handled, signal.SIG_DFL)
   raise Stopped(signum)
@@ -54,14 +57,16 @@ def signal_of(error: BaseException) -> Optional[int]:
 
   The stop may sit in the error's cause or context: raised inside a C
   callback, it can come out as another error (a SystemError) raised while
-  it unwound.
+  it unwound. Raised inside a finalizer (`__del__`), it is swallowed and
+  another error surfaces later: once a stop signal arrived, it is the
+  answer whatever the error.
   """
   for e in error_chain(error):
     if isinstance(e, Stopped):
       return e.signum
     if isinstance(e, KeyboardInterrupt):
       return int(signal.SIGINT)
-  return None
+  return _RECEIVED[0] if _RECEIVED else None
 
 
 def exit_code(signum: int) -> int:

@@ -86,6 +86,20 @@ def test_stop_signals_unwind_as_keyboard_interrupt():
   assert stop_signals.signal_of(ValueError()) is None
 
 
+def test_a_stop_swallowed_by_a_finalizer_is_still_the_stop(monkeypatch):
+  monkeypatch.setattr(stop_signals, '_RECEIVED', [])
+  handlers = {s: signal.getsignal(s) for s in stop_signals.HANDLED}
+  try:
+    try:  # as a __del__ running when the signal arrived swallows it
+      stop_signals._raise_stopped(signal.SIGINT, None)  # pylint: disable=protected-access
+    except stop_signals.Stopped:
+      pass
+    assert stop_signals.signal_of(ValueError('raised later')) == signal.SIGINT
+  finally:
+    for s, handler in handlers.items():
+      signal.signal(s, handler)
+
+
 def test_an_error_raised_while_a_stop_unwinds_is_the_stop():
   # A stop raised inside a C callback can surface as a SystemError.
   try:
