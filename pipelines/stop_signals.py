@@ -11,9 +11,17 @@ SIGINT, 143 for SIGTERM), as a shell reports a process a signal ended.
 
 A second signal while the first unwinds ends the process at once (the
 default action), for a user who does not want to wait for the cleanups.
+
+A stop raised inside a finalizer (`__del__`, e.g. grpc's server) is
+swallowed by Python, which prints "Exception ignored in". `install()` also
+sets a hook that keeps that quiet and raises the stop again in the main
+thread, so the run still stops, with its one line.
 """
 
+import _thread
 import signal
+import sys
+import threading
 from typing import Iterator, Optional
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -37,10 +45,41 @@ def _raise_stopped(signum, frame):
   raise Stopped(signum)
 
 
+def _stop_again(unraisable) -> None:
+  """`sys.unraisablehook`: a swallowed stop is raised again in the main
+  thread; anything else is printed as Python does."""
+  stop = unraisable.exc_value
+  if not isinstance(stop, Stopped):
+    sys.__unraisablehook__(unraisable)
+    return
+  _signal_main_thread(stop.signum)
+
+
+def _signal_main_thread(signum: int) -> None:
+  """Sends `signum` to the main thread again from another thread, so that
+  it lands once the hook has returned (a blocking call returns too)."""
+  signal.signal(signum, _raise_stopped_outside_hook)
+  # The low-level start: `threading.Thread.start` waits for the thread,
+  # and the signal would land inside that wait.
+  _thread.start_new_thread(signal.pthread_kill,
+                           (threading.main_thread().ident, signum))
+
+
+def _raise_stopped_outside_hook(signum, frame):
+  while frame is not None:
+    if frame.f_code is _stop_again.__code__:
+      _signal_main_thread(signum)  # still inside the hook: once more
+      return
+    frame = frame.f_back
+  _raise_stopped(signum, None)
+
+
 def install():
-  """From the main thread: SIGINT and SIGTERM raise `Stopped`."""
+  """From the main thread: SIGINT and SIGTERM raise `Stopped`, and a stop
+  swallowed by a finalizer is raised again."""
   for handled in HANDLED:
     signal.signal(handled, _raise_stopped)
+  sys.unraisablehook = _stop_again
 
 
 def error_chain(error: BaseException) -> Iterator[BaseException]:

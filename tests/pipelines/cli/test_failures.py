@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 
 import pytest
 import tensorflow as tf
@@ -98,6 +99,36 @@ def test_a_stop_swallowed_by_a_finalizer_is_still_the_stop(monkeypatch):
   finally:
     for s, handler in handlers.items():
       signal.signal(s, handler)
+
+
+_FINALIZER_STOP = textwrap.dedent("""
+    import os, signal, time
+    from pipelines import stop_signals
+    stop_signals.install()
+
+    class Server:
+      def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)  # the signal lands inside the finalizer
+
+    Server()
+    try:
+      for _ in range(100):
+        time.sleep(0.05)
+      print('ran on')
+    except stop_signals.Stopped as stop:
+      print('stopped', stop.signum)
+    """)
+
+
+def test_a_stop_inside_a_finalizer_stops_the_run_quietly():
+  """Python swallows an exception raised in `__del__` and prints it; the
+  stop is raised again in the main thread, and nothing is printed."""
+  done = subprocess.run([sys.executable, '-c', _FINALIZER_STOP],
+                        capture_output=True, text=True, timeout=60,
+                        cwd=paths.REPO)
+  assert done.stdout == f'stopped {int(signal.SIGTERM)}\n', done
+  assert done.stderr == '', done.stderr
 
 
 def test_an_error_raised_while_a_stop_unwinds_is_the_stop():
