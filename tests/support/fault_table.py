@@ -55,6 +55,25 @@ def _trainer_checkpoints(home: str) -> List[str]:
       'ckpt-*.index')) if not p.endswith('/ckpt-0.index')]
 
 
+def _claimed_checkpoints(home: str, pid: int) -> List[str]:
+  """Trainer checkpoints past step 0 in the outputs whose resume record
+  names process `pid`: saved by its training, or adopted by it once the
+  record is written (before that, a stop cannot name them)."""
+  found = []
+  for record in glob.glob(os.path.join(
+      home, 'pipeline', 'EmbeddingTrainer', 'resume', '*.json')):
+    try:
+      with open(record) as f:
+        pointer = json.load(f)
+    except (OSError, ValueError):
+      continue
+    if isinstance(pointer, dict) and pointer.get('pid') == pid:
+      found += [p for p in glob.glob(os.path.join(
+          str(pointer.get('model_uri')), 'checkpoint', 'ckpt-*.index'))
+                if not p.endswith('/ckpt-0.index')]
+  return found
+
+
 class Chain:
   """One home, one data root, the CLI run again and again."""
 
@@ -152,7 +171,7 @@ class Chain:
     in place before the run."""
     if row.when == 'start':
       return True
-    trigger = _trigger(row, self.home, lines, before)
+    trigger = _trigger(row, self.home, lines, before, process.pid)
     while process.poll() is None:
       if trigger():
         self._act(row, process)
@@ -189,13 +208,13 @@ def _collect(stream, into):
     into.append(line)
 
 
-def _trigger(row: Row, home: str, lines: List[str],
-             before) -> Callable[[], bool]:
+def _trigger(row: Row, home: str, lines: List[str], before,
+             pid: int) -> Callable[[], bool]:
   running = f'  {row.node:<22} running ...\n'
   if row.when == 'running':
     return lambda: running in lines
-  if row.when == 'checkpoint':
-    return lambda: bool(set(_trainer_checkpoints(home)) - before)
+  if row.when == 'checkpoint':  # a new one, of the training this run claimed
+    return lambda: bool(set(_claimed_checkpoints(home, pid)) - before)
   seen: List[float] = []
 
   def later():  # two seconds into the component
