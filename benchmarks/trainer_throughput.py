@@ -31,7 +31,7 @@ step, --live-steps steps per round in the training loop's compiled runner
   gensim Word2Vec (sg=1, the same window, dim, negatives and sample, 2
     workers, min_count=1), given the corpus's sequences as token lists (read
     before timing) and trained one epoch per round. Its pairs/s are the
-    epoch's expected pairs (SkipGramData.pairs_per_epoch: gensim draws its
+    epoch's expected pairs (SkipGramBatches.pairs_per_epoch: gensim draws its
     reduced windows and subsamples by the same rules) over its training
     seconds.
 Rounds alternate between rows, so load from other processes hits all alike;
@@ -201,15 +201,16 @@ def live_rows(corpus, config, adapter, fused, live_steps, pairs_per_epoch,
 
 
 def run_preset(name, args, work):
-  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram_input import SkipGramBatches  # pylint: disable=g-import-not-at-top
   window, dim, lo, hi, tokens = PRESETS[name]
   tokens = args.tokens or tokens
   corpus = skipgram_corpus.write(os.path.join(work, name),
                                  skipgram_corpus.zipf_lines(tokens, lo, hi))
   config, _, adapter, fused = trainer_parts(corpus, window, dim)
-  pairs = SkipGramData(corpus.tokens, corpus.counts, config).pairs_per_epoch(
-      examples_io.token_dataset(corpus.examples_uri, 'train'))
+  pairs = SkipGramBatches(SkipGramData(
+      corpus.tokens, corpus.counts, config)).pairs_per_epoch(
+          [corpus.examples_uri], 'train')
   print(f'\n== {name}: window {window}, dim {dim}, lines of {lo}-{hi} '
         f'tokens, {corpus.total_tokens:,} tokens, {len(corpus.tokens):,} '
         f'distinct, {pairs:,.0f} pairs per epoch', flush=True)

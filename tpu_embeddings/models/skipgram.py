@@ -191,17 +191,6 @@ class SkipGramData:
     return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
             NEGATIVES_FEATURE: negatives}
 
-  def pairs_per_epoch(self, sequences: tf.data.Dataset) -> float:
-    """Expected pairs of one pass over `sequences`, from each sequence's
-    expected in-vocabulary tokens kept by subsampling (one read, no pairs)."""
-    def kept(tokens):
-      ids = self._table.lookup(tokens)
-      ids = tf.boolean_mask(ids, ids >= 0)
-      return tf.reduce_sum(tf.gather(self._keep, ids))
-    ds = sequences.map(kept, num_parallel_calls=tf.data.AUTOTUNE).batch(4096)
-    return float(sum(expected_pairs(k.numpy(), self.config.window).sum()
-                     for k in ds))
-
   def batches(self, sequences: tf.data.Dataset, epochs: int = 0,
               skip: int = 0) -> tf.data.Dataset:
     """Training batches of `epochs` passes (0 = endless), after `skip` batches.

@@ -117,6 +117,14 @@ class SkipGramBatches:
     return self._blocks(examples_uris, split).map(
         _plain(kept), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
+  def pairs_per_epoch(self, examples_uris: Sequence[str],
+                      split: str) -> float:
+    """Expected (target, context) pairs of one pass over the split, from
+    each sequence's `expected_kept` (a read of blocks, no pairs drawn)."""
+    window = self.config.window
+    return sum(float(skipgram.expected_pairs(kept.numpy(), window).sum())
+               for kept in self.expected_kept(examples_uris, split))
+
   def ids_of(self, sequences: tf.data.Dataset) -> tf.data.Dataset:
     """`id_sequences` of a dataset of token sequences (one call per
     sequence: for data that is not an Examples artifact)."""

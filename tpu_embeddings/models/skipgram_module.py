@@ -123,9 +123,5 @@ def check_input(ctx):
 
 
 def examples_per_epoch(ctx) -> float:
-  """Expected (target, context) pairs of one pass over the train split, from
-  each sequence's expected kept tokens (a read of blocks of records)."""
-  window = _data(ctx).config.window
-  return sum(float(skipgram.expected_pairs(kept.numpy(), window).sum())
-             for kept in _batches(ctx).expected_kept(ctx.examples_uris,
-                                                     TRAIN_SPLIT))
+  """Expected (target, context) pairs of one pass over the train split."""
+  return _batches(ctx).pairs_per_epoch(ctx.examples_uris, TRAIN_SPLIT)
