@@ -71,17 +71,23 @@ def negative_probabilities(counts: Sequence[int]) -> np.ndarray:
 
 def _pairs_of_tokens(tokens: tf.RaggedTensor, vocabulary: Sequence[str],
                      counts: Sequence[int], window: int, num_negatives: int,
-                     subsample: float, seed: int,
-                     max_pairs: int) -> EvalPairs:
-  """`eval_pairs` of a ragged [sequences, tokens] string tensor."""
+                     subsample: float, seed: int, max_pairs: int,
+                     data: Optional[skipgram.SkipGramData] = None
+                     ) -> EvalPairs:
+  """`eval_pairs` of a ragged [sequences, tokens] string tensor; `data`, a
+  SkipGramData of the same vocabulary and subsample, lends its id table and
+  keep probabilities instead of building them again."""
   sequences = int(tokens.nrows())
   if not sequences:
     empty = np.zeros([0], np.int32)
     return EvalPairs(empty, empty, np.zeros([0, num_negatives], np.int32), 0,
                      0)
-  ids = skipgram.id_lookup_table(vocabulary).lookup(tokens)
+  if data is None:
+    ids = skipgram.id_lookup_table(vocabulary).lookup(tokens)
+    keep = tf.constant(skipgram.keep_probabilities(counts, subsample))
+  else:
+    ids, keep = data.ids(tokens), data.keep
   oov = int(tf.reduce_sum(tf.cast(ids.flat_values < 0, tf.int32)))
-  keep = tf.constant(skipgram.keep_probabilities(counts, subsample))
   targets, contexts = skipgram.skipgram_pairs(ids, keep, window,
                                               tf.constant([seed, 0], tf.int64))
   targets, contexts = targets.numpy(), contexts.numpy()
@@ -160,8 +166,10 @@ def _eval_tokens(examples_uris: Sequence[str],
 def read_pairs(examples_uris: Sequence[str], tokens: Sequence[str],
                counts: Sequence[int], config: SkipGramConfig,
                max_sequences: int, seed: int,
-               max_pairs: int = MAX_PAIRS) -> EvalPairs:
-  """`eval_pairs` of the first `max_sequences` eval sequences of the Examples.
+               max_pairs: int = MAX_PAIRS,
+               data: Optional[skipgram.SkipGramData] = None) -> EvalPairs:
+  """`eval_pairs` of the first `max_sequences` eval sequences of the Examples
+  (`data`: the run's SkipGramData of `config`, whose tables are reused).
 
   Raises FileNotFoundError when an Examples artifact has no eval split.
   """
@@ -171,7 +179,7 @@ def read_pairs(examples_uris: Sequence[str], tokens: Sequence[str],
                           subsample=config.subsample).validate()
   return _pairs_of_tokens(_eval_tokens(examples_uris, max_sequences), tokens,
                           counts, config.window, config.negatives,
-                          config.subsample, seed, max_pairs)
+                          config.subsample, seed, max_pairs, data)
 
 
 def loss_of_rows(rows_of: Callable[[np.ndarray], np.ndarray],

@@ -177,6 +177,11 @@ class SkipGramData:
   def ids(self, tokens: tf.Tensor) -> tf.Tensor:
     return self._table.lookup(tokens)
 
+  @property
+  def keep(self) -> tf.Tensor:
+    """Each vocabulary row's subsampling keep probability ([V] float32)."""
+    return self._keep
+
   def _pairs(self, index, ids):
     """Pairs and negatives of chunk `index` (a ragged batch of id sequences)."""
     c = self.config

@@ -97,7 +97,7 @@ def heldout_pairs(ctx) -> Optional[heldout.EvalPairs]:
     vocabulary = ctx.vocabulary('')
     ctx.cache['heldout_pairs'] = heldout.read_pairs(
         present, vocabulary.tokens, vocabulary.counts, ctx.settings,
-        EVAL_SEQUENCES, ctx.seed) if present else None
+        EVAL_SEQUENCES, ctx.seed, data=_data(ctx)) if present else None
   return ctx.cache['heldout_pairs']
 
 

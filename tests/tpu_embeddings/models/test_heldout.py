@@ -6,6 +6,7 @@ import pytest
 
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.models import heldout
+from tpu_embeddings.models import skipgram
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 
 
@@ -85,3 +86,20 @@ def test_pairs_beyond_the_cap_are_a_seeded_sample_of_them():
                              num_negatives=2, subsample=0.0, seed=4,
                              max_pairs=500)
   np.testing.assert_array_equal(again.negatives, capped.negatives)
+
+
+def test_the_runs_sampler_lends_its_tables_and_the_pairs_are_the_same(
+    tmp_path):
+  rng = np.random.default_rng(3)
+  tokens = [f't{i}' for i in range(40)]
+  counts = [int(c) for c in rng.integers(1, 500, 40)]
+  uri = fx.write_examples(str(tmp_path / 'e'), {'eval': [
+      [tokens[i] for i in rng.integers(0, 40, 30)] + ['oov']
+      for _ in range(20)]})
+  config = SkipGramConfig(window=4, negatives=3, subsample=1e-2)
+  own = heldout.read_pairs([uri], tokens, counts, config, 20, seed=1)
+  lent = heldout.read_pairs([uri], tokens, counts, config, 20, seed=1,
+                            data=skipgram.SkipGramData(tokens, counts, config))
+  assert own.targets.size > 100 and lent.oov_tokens == own.oov_tokens == 20
+  for name in ('targets', 'contexts', 'negatives'):
+    np.testing.assert_array_equal(getattr(lent, name), getattr(own, name))
