@@ -1,7 +1,7 @@
 """Export of a large table to both formats: peak memory and wall time vs peers.
 
     python -m benchmarks.export_large_table [--rows 10000000] [--dim 64]
-        [--optimizer adagrad] [--workdir DIR] [--swap-huge-pages]
+        [--optimizer adagrad] [--workdir DIR] [--rounds 3] [--huge-pages on]
 
 Writes a trainer Model artifact whose checkpoint is saved by `TPUEmbedding` in
 CPU mode (TPU format; with the optimizer's slots, as the trainer writes it),
@@ -28,10 +28,10 @@ for them (ours streams its token asset inside its timed part). Reported:
 * the peers' peak RSS / table bytes, and a plain copy of the checkpoint files
   (`shutil.copytree`) / (a + b) wall time               (information)
 
-Ours runs with glibc's huge-page tunable (`tpu_embeddings.core.huge_pages`), as
-`python -m pipelines` and the Kubeflow image run the exporter; the peers run
-as a plain `python` would. `--swap-huge-pages` adds, for information, the
-peers with it and ours without.
+Every exporter runs under the same setting of glibc's huge-page tunable
+(`tpu_embeddings.core.huge_pages`, as `python -m pipelines` and the Kubeflow
+image run ours; `--huge-pages off` runs all without it), `--rounds` times in
+alternation, and the table reports each one's median wall and peak RSS.
 
 Wall times run from after the imports to the end of the export. Peak RSS is
 each child's own ru_maxrss (a fresh interpreter started by this driver, which
@@ -45,6 +45,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -189,15 +190,40 @@ def _dir_bytes(path: str) -> int:
              for r, _, files in os.walk(path) for f in files)
 
 
+def _contend(model_uri: str, out: str, rounds: int, on: bool):
+  """Runs the three exporters `rounds` times, alternating, each in a fresh
+  process under the same huge-page setting; ({name: median wall, median
+  peak RSS, ours' phases}, {name: output GiB})."""
+  runs = {name: [] for name in _CHILDREN if name != 'write'}
+  sizes = {}
+  for _ in range(rounds):
+    for name in runs:  # every output removed but ours of the last round
+      path = os.path.join(out, name)
+      shutil.rmtree(path, ignore_errors=True)
+      runs[name].append(json.loads(_run_child(
+          '--child', name, model_uri, path, huge_pages_on=on
+      ).strip().splitlines()[-1]))
+      sizes[name] = _dir_bytes(path) / 2**30
+      if name != 'export':
+        shutil.rmtree(path)
+  results = {}
+  for name, done in runs.items():
+    results[name] = {key: statistics.median(r[key] for r in done)
+                     for key in ('wall', 'peak_rss', 'base_rss')}
+    results[name]['phases'] = done[-1].get('phases', [])
+  return results, sizes
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--rows', type=int, default=10_000_000)
   parser.add_argument('--dim', type=int, default=64)
   parser.add_argument('--optimizer', default='adagrad')
   parser.add_argument('--workdir', default='')
-  parser.add_argument(
-      '--swap-huge-pages', action='store_true',
-      help='also run the peers with huge pages and ours without (information)')
+  parser.add_argument('--rounds', type=int, default=3,
+                      help='runs of each exporter; medians are reported')
+  parser.add_argument('--huge-pages', choices=('on', 'off'), default='on',
+                      help="glibc's huge-page tunable for every exporter")
   parser.add_argument('--child', nargs='+', help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args.child:
@@ -229,22 +255,8 @@ def main():
     out = os.path.join(work, 'exports')
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    results, sizes = {}, {}
-    # (name, child, huge pages): ours runs as `python -m pipelines` and the
-    # Kubeflow image run it; the peers as a user's plain `python` does.
-    runs = [('tf2', 'tf2', False), ('hub', 'hub', False),
-            ('export', 'export', True)]
-    if args.swap_huge_pages:
-      runs += [('tf2 hp', 'tf2', True), ('hub hp', 'hub', True),
-               ('export no hp', 'export', False)]
-    for name, kind, on in runs:  # every output but ours removed when done
-      path = os.path.join(out, name.replace(' ', '-'))
-      results[name] = json.loads(_run_child(
-          '--child', kind, model_uri, path, huge_pages_on=on
-      ).strip().splitlines()[-1])
-      sizes[name] = _dir_bytes(path) / 2**30
-      if name != 'export':
-        shutil.rmtree(path)
+    results, sizes = _contend(model_uri, out, args.rounds,
+                              args.huge_pages == 'on')
     table_bytes = args.rows * args.dim * 4
     peers_wall = results['tf2']['wall'] + results['hub']['wall']
     rows = [('plain copy of the checkpoint', copy_wall, None, '(info)'),
@@ -255,22 +267,14 @@ def main():
             ('peers (a) + (b)', peers_wall, None, ''),
             ('ours, both + load checks', results['export']['wall'],
              results['export']['peak_rss'], 'wall <= 0.6, RSS <= 1.5')]
-    if args.swap_huge_pages:
-      tuned_wall = results['tf2 hp']['wall'] + results['hub hp']['wall']
-      rows += [
-          ('(a) with huge pages', results['tf2 hp']['wall'],
-           results['tf2 hp']['peak_rss'], '(info)'),
-          ('(b) with huge pages', results['hub hp']['wall'],
-           results['hub hp']['peak_rss'], '(info)'),
-          ('peers (a) + (b), huge pages', tuned_wall, None, '(info)'),
-          ('ours without huge pages', results['export no hp']['wall'],
-           results['export no hp']['peak_rss'], '(info)')]
     print(f'\ntable {args.rows} x {args.dim} float32 '
           f'{table_bytes / 2**30:.2f} GiB; checkpoint ({args.optimizer}, with '
           f'slots) {_dir_bytes(ckpt_dir) / 2**30:.2f} GiB; exports (a) '
           f'{sizes["tf2"]:.2f}, (b) {sizes["hub"]:.2f}, ours serving + hub '
-          f'{sizes["export"]:.2f} GiB')
-    print('export phases: ' + '; '.join(results['export']['phases']))
+          f'{sizes["export"]:.2f} GiB; medians of {args.rounds} runs each, '
+          f'huge pages {args.huge_pages} for all')
+    print('export phases (last run): ' + '; '.join(
+        results['export']['phases']))
     print('peak RSS above the imports: ' + ', '.join(
         f'{name} {(r["peak_rss"] - r["base_rss"]) / 2**30:.2f} GiB'
         for name, r in (('(a)', results['tf2']), ('(b)', results['hub']),

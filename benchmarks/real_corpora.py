@@ -1,6 +1,7 @@
 """The pipeline with no settings on real corpora, next to gensim's defaults.
 
     python -m benchmarks.real_corpora [--corpora lee,head500,enwiki,items]
+        [--epochs 1,2,3] [--set table.optimizer=sgd ...]
 
 For each corpus the whole local pipeline runs once in a fresh home with
 `PipelineConfig()` as it comes (no `--set`), and gensim `Word2Vec(sg=1)` with
@@ -18,6 +19,12 @@ validator's pairs), the held-out loss of each and of the frequency-only model
 the gate compares with, the quality figures, trainer / gensim training
 seconds and whole-run seconds (the pipeline's wall from start to push vs
 gensim's read + train).
+
+With `--epochs`, the pipeline runs again per corpus at each number of
+passes, and the table that follows gives each run's trainer seconds against
+gensim's 5-epoch training and its figures against gensim's, then the fewest
+passes within `--tolerance` of gensim on every figure (time to quality).
+`--set` changes a setting for every pipeline run.
 """
 
 import argparse
@@ -36,15 +43,17 @@ from benchmarks import time_to_quality
 TEXT = ('lee', 'head500', 'enwiki')
 
 
-def run_pipeline(data_root, home):
-  """The local pipeline with every default; (summary, its tokens table)."""
+def run_pipeline(data_root, home, settings=None):
+  """The local pipeline with every default but `settings` ({name: value}, as
+  `--set` names them); (summary, its tokens table)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
   from pipelines.local import runner  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
-  summary = runner.run(data_root, home, config_lib.PipelineConfig(),
+  summary = runner.run(data_root, home,
+                       config_lib.PipelineConfig.from_dict(settings or {}),
                        out=io.StringIO())
   reader = tf.train.load_checkpoint(
       model_layout.latest_checkpoint(summary['model']))
@@ -154,11 +163,42 @@ def _sides(home, summary, ours, train_file):
   return rows, quality.Table(model.wv.index_to_key, model.wv.vectors)
 
 
-def run_text(name, work):
+def passes_to_quality(name, data_root, work, args, gensim_train, score):
+  """Runs the pipeline again at each of `args.epochs`; prints each run's
+  trainer seconds and figures against gensim's (`score(table)` gives
+  {figure: (ours, gensim's)}), and the fewest passes within
+  `args.tolerance` of gensim's on every figure."""
+  if not args.epochs:
+    return
+  print(f'{"passes":>6} {"trainer s":>9} {"x gensim":>8} {"blessed":>7}  '
+        f'figures (pipeline / gensim)')
+  reached = None
+  for epochs in args.epochs:
+    summary, table = run_pipeline(
+        data_root, os.path.join(work, f'home-{name}-{epochs}-passes'),
+        {**args.settings, 'trainer.epochs': epochs})
+    trainer = summary['timing']['per_component'].get(
+        time_to_quality.TRAINER_NODE, float('nan'))
+    figures = score(table)
+    good = all(time_to_quality.reaches(ours, theirs, args.tolerance)
+               for ours, theirs in figures.values())
+    if good and reached is None:
+      reached = (epochs, trainer)
+    print(f'{epochs:>6} {trainer:>9.1f} {trainer / gensim_train:>8.2f} '
+          f'{"yes" if summary.get("blessed") else "NO":>7}  ' + ', '.join(
+              f'{k} {o:.3f} / {t:.3f}' for k, (o, t) in figures.items()))
+  print(f'to gensim quality (-{args.tolerance:.0%}): ' + (
+      f'{reached[0]} passes, trainer {reached[1]:.1f}s = '
+      f'{reached[1] / gensim_train:.2f}x gensim training '
+      f'({gensim_train:.1f}s)' if reached else
+      f'not reached with passes {args.epochs}'), flush=True)
+
+
+def run_text(name, work, args):
   data_root = os.path.join(work, f'data-{name}')
   tokens = text_corpora.write(name, data_root)
   home = os.path.join(work, f'home-{name}')
-  summary, ours = run_pipeline(data_root, home)
+  summary, ours = run_pipeline(data_root, home, args.settings)
   train_file = time_to_quality.train_split_file(
       home, os.path.join(work, f'train-{name}.txt'))
   rows, theirs = _sides(home, summary, ours, train_file)
@@ -168,15 +208,19 @@ def run_text(name, work):
   print_corpus(name, tokens, rows,
                f'wordsim on {figures["wordsim"][2]} pairs, analogy on '
                f'{figures["analogy"][2]} questions both models know')
+  passes_to_quality(name, data_root, work, args, rows['gensim']['train'],
+                    lambda table: {k: (o, g) for k, (o, g, _) in judged(
+                        table, theirs).items()})
   return rows
 
 
-def run_items(work, sequences, seed):
+def run_items(work, args):
+  seed = args.seed
   corpus = interaction_corpus.generate(
       os.path.join(work, 'data-items'),
-      interaction_corpus.Shape(sequences=sequences, seed=seed))
+      interaction_corpus.Shape(sequences=args.item_sequences, seed=seed))
   home = os.path.join(work, 'home-items')
-  summary, ours = run_pipeline(corpus.data_root, home)
+  summary, ours = run_pipeline(corpus.data_root, home, args.settings)
   train_file = time_to_quality.train_split_file(
       home, os.path.join(work, 'train-items.txt'))
   rows, theirs = _sides(home, summary, ours, train_file)
@@ -193,6 +237,13 @@ def run_items(work, sequences, seed):
   print_corpus('items', corpus.events, rows,
                f'HR@10 of {len(corpus.heldout):,} held-out next items, '
                f'category P@10 of {len(items):,} items')
+  passes_to_quality('items', corpus.data_root, work, args,
+                    rows['gensim']['train'], lambda table: {
+                        'HR@10': (quality.hit_rate(table, corpus.heldout),
+                                  rows['gensim']['hr']),
+                        'catP@10': (quality.category_precision(
+                            table, corpus.categories, items),
+                                    rows['gensim']['catp'])})
   return rows
 
 
@@ -203,21 +254,33 @@ def main(argv=None):
                       help='sequences of the generated interaction corpus')
   parser.add_argument('--seed', type=int, default=0)
   parser.add_argument('--work', help='keep corpora and homes here')
+  parser.add_argument('--epochs', default='',
+                      help='passes to run the pipeline again at (e.g. '
+                      '1,2,3), for its time to gensim quality')
+  parser.add_argument('--tolerance', type=float, default=0.02,
+                      help='relative shortfall still counted as reached')
+  parser.add_argument('--set', action='append', default=[],
+                      metavar='KEY=VALUE',
+                      help='a pipeline setting for every run (e.g. '
+                      'table.optimizer=sgd); repeatable')
   args = parser.parse_args(argv)
+  args.epochs = [int(e) for e in args.epochs.split(',') if e]
+  args.settings = time_to_quality.settings_of(args.set)
   names = args.corpora.split(',')
   unknown = sorted(set(names) - set(TEXT) - {'items'})
   if unknown:
     parser.error(f'unknown corpus {unknown[0]!r}; choose from '
                  f'{", ".join(TEXT + ("items",))}')
-  print(f'pipeline: PipelineConfig() defaults; gensim: Word2Vec(sg=1) '
-        f'defaults; {os.cpu_count()} cores')
+  print(f'pipeline: PipelineConfig() defaults'
+        f'{" with " + str(args.settings) if args.settings else ""}; '
+        f'gensim: Word2Vec(sg=1) defaults; {os.cpu_count()} cores')
   with tempfile.TemporaryDirectory() as tmp:
     work = args.work or tmp
     for name in names:
       if name == 'items':
-        run_items(work, args.item_sequences, args.seed)
+        run_items(work, args)
       else:
-        run_text(name, work)
+        run_text(name, work, args)
 
 
 if __name__ == '__main__':
