@@ -143,6 +143,25 @@ def test_a_live_owner_or_a_completed_model_is_not_resumed(killed, tmp_path):
   assert resume.adopt(root, key, str(tmp_path / 'new3'), spec) is None
 
 
+def _finished_pid() -> int:
+  done = subprocess.Popen([sys.executable, '-c', 'pass'])
+  done.wait()
+  return done.pid
+
+
+def test_a_run_stopped_between_adopting_and_claiming_is_resumed_again(
+    killed, tmp_path):
+  """A stop after the copy but before `claim` leaves the record naming the
+  interrupted output: the next rerun adopts the same checkpoint from it."""
+  model, spec = _copy_killed(killed, tmp_path)
+  root, key = _point(killed, model, _finished_pid())
+  first = resume.adopt(root, key, str(tmp_path / 'stopped'), spec)
+  assert first is not None  # and the run stops here, before resume.claim
+  again = resume.adopt(root, key, str(tmp_path / 'rerun'), spec)
+  assert (again.model_uri, again.step) == (model, first.step)
+  assert _checkpoint_files(str(tmp_path / 'rerun'))[0][0] == first.step
+
+
 def test_an_unwritable_resume_root_is_a_warning_not_a_failure(tmp_path):
   blocked = tmp_path / 'resume'
   blocked.write_text('a file where the folder should be')
