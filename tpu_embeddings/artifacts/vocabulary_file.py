@@ -13,6 +13,7 @@ Out-of-vocabulary tokens:
 """
 
 import dataclasses
+import re
 from typing import Dict, Iterator, List, Sequence, Tuple
 
 VOCABULARY_FILENAME = 'vocabulary.tsv'
@@ -144,8 +145,18 @@ def _path_of(directory_or_file: str) -> str:
   return path
 
 
+# A good `token<TAB>count` line of `read` (CRLF too); others go through
+# `_parse_line`.
+_LINE = re.compile(r'^([^\t\n]+)\t([0-9]+)\r?$', re.MULTILINE)
+
+
 def _check_line(path: str, n: int, raw: bytes) -> str:
   """The token of one `vocabulary.tsv` line, or VocabularyError."""
+  return _parse_line(path, n, raw)[0]
+
+
+def _parse_line(path: str, n: int, raw: bytes) -> Tuple[str, int]:
+  """(token, count) of one `vocabulary.tsv` line, or VocabularyError."""
   try:
     # `read` sees CRLF line ends as LF ones.
     line = raw.decode('utf-8').rstrip('\r\n')
@@ -157,7 +168,7 @@ def _check_line(path: str, n: int, raw: bytes) -> str:
     raise VocabularyError(
         f'vocabulary: {path} line {n}: expected "token<TAB>count", got '
         f'{line[:80]!r}')
-  return parts[0]
+  return parts[0], int(parts[1])
 
 
 def _drop_counts(block: bytes) -> bytes:
@@ -220,19 +231,20 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
 
 def read(directory_or_file: str) -> TokenCounts:
   """Reads `vocabulary.tsv` from an artifact directory or a file path."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   path = _path_of(directory_or_file)
   tokens, counts = [], []
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    for n, raw in enumerate(f, start=1):
-      line = raw.decode('utf-8').rstrip('\n')
-      parts = line.split('\t')
-      if len(parts) != 2 or not parts[0] or not parts[1].isdigit():
-        raise VocabularyError(
-            f'vocabulary: {path} line {n}: expected "token<TAB>count", got '
-            f'{line[:80]!r}')
-      tokens.append(parts[0])
-      counts.append(int(parts[1]))
+  # Blocks of lines, each parsed by one regular expression; a block where
+  # it does not match every line is parsed line by line, for the error.
+  for block in line_blocks(path):
+    try:
+      found = _LINE.findall(block.decode('utf-8'))
+    except UnicodeDecodeError:
+      found = []
+    if len(found) != block.count(b'\n'):
+      found = [_parse_line(path, len(tokens) + i + 1, raw)
+               for i, raw in enumerate(block.split(b'\n')[:-1])]
+    tokens.extend(token for token, _ in found)
+    counts.extend(int(count) for _, count in found)
   if not tokens:
     raise VocabularyError(f'vocabulary: {path} is empty')
   return TokenCounts(tuple(tokens), tuple(counts))

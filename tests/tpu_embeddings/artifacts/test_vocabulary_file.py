@@ -50,14 +50,23 @@ def test_write_counts_writes_what_write_writes(tmp_path, min_count,
 
 
 @pytest.mark.parametrize('content,message', [
-    ('', 'is empty'),
-    ('a\t1\nb\n', 'line 2'),
-    ('a\tmany\n', 'line 1'),
+    (b'', 'is empty'),
+    (b'a\t1\nb\n', 'line 2'),
+    (b'a\tmany\n', 'line 1'),
+    (b'a\t1\n\xff\t2\n', 'line 2: not UTF-8'),
 ])
 def test_bad_files_are_clear_errors(tmp_path, content, message):
-  (tmp_path / vocabulary_file.VOCABULARY_FILENAME).write_text(content)
+  (tmp_path / vocabulary_file.VOCABULARY_FILENAME).write_bytes(content)
   with pytest.raises(vocabulary_file.VocabularyError, match=message):
     vocabulary_file.read(str(tmp_path))
+
+
+def test_line_ends_and_a_last_line_without_one(tmp_path):
+  path = tmp_path / vocabulary_file.VOCABULARY_FILENAME
+  for content in (b'a\t3\r\nb\t2\r\n', b'a\t3\nb\t2'):
+    path.write_bytes(content)
+    read = vocabulary_file.read(str(tmp_path))
+    assert (read.tokens, read.counts) == (('a', 'b'), (3, 2))
 
 
 def test_missing_file(tmp_path):
