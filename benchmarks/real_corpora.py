@@ -39,6 +39,7 @@ from benchmarks import embedding_quality as quality
 from benchmarks import interaction_corpus
 from benchmarks import text_corpora
 from benchmarks import time_to_quality
+from pipelines.cli import arguments
 
 TEXT = ('lee', 'head500', 'enwiki')
 
@@ -265,7 +266,7 @@ def main(argv=None):
                       'table.optimizer=sgd); repeatable')
   args = parser.parse_args(argv)
   args.epochs = [int(e) for e in args.epochs.split(',') if e]
-  args.settings = time_to_quality.settings_of(args.set)
+  args.settings = arguments.settings_of(args.set)
   names = args.corpora.split(',')
   unknown = sorted(set(names) - set(TEXT) - {'items'})
   if unknown:

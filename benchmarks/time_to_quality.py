@@ -34,7 +34,6 @@ import argparse
 import collections
 import glob
 import io
-import json
 import os
 import statistics
 import tempfile
@@ -44,6 +43,7 @@ import numpy as np
 
 from benchmarks import embedding_quality as quality
 from benchmarks import interaction_corpus
+from pipelines.cli import arguments
 
 TRAINER_NODE = 'EmbeddingTrainer'
 DATA_NODES = ('FileBasedExampleGen', 'Vocabulary')
@@ -83,20 +83,6 @@ def reaches(ours, theirs, tolerance):
   return ours >= theirs - tolerance * abs(theirs)
 
 
-def settings_of(items):
-  """KEY=VALUE strings to config values (JSON where it parses)."""
-  values = {}
-  for item in items:
-    key, sep, raw = item.partition('=')
-    if not sep:
-      raise ValueError(f'--set {item!r}: expected KEY=VALUE')
-    try:
-      values[key] = json.loads(raw)
-    except json.JSONDecodeError:
-      values[key] = raw
-  return values
-
-
 def pipeline_run(corpus, home, dim, window, negatives, epochs, seed,
                  settings=()):
   """Runs the local pipeline (`settings`: more config keys, as `--set`
@@ -113,7 +99,7 @@ def pipeline_run(corpus, home, dim, window, negatives, epochs, seed,
       'trainer.train_steps': 0, 'seed': seed, 'vocabulary.min_count': 1,
       # From scratch, whatever the home holds.
       'trainer.warm_start_from_pushed': False,
-      **settings_of(settings),
+      **arguments.settings_of(settings),
   })
   summary = local_runner.run(corpus.data_root, home, config,
                              out=io.StringIO())

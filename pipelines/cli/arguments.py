@@ -23,6 +23,21 @@ def add_config_arguments(p):
                  help='Beam pipeline argument, e.g. --beam-arg=--runner=...')
 
 
+def settings_of(items) -> dict:
+  """`--set FIELD=VALUE` items as {field: value}: a JSON value where it
+  parses, else the text."""
+  values = {}
+  for item in items:
+    field, sep, raw = item.partition('=')
+    if not sep:
+      raise ValueError(f'--set {item!r}: expected FIELD=VALUE')
+    try:
+      values[field] = json.loads(raw)
+    except json.JSONDecodeError:
+      values[field] = raw
+  return values
+
+
 def config_from_args(args):
   """PipelineConfig from --config, --set and --tpu, over the SETTINGS of
   --module-file."""
@@ -45,14 +60,7 @@ def config_from_args(args):
       raise ValueError(f'--config {args.config}: expected a JSON object of '
                        f'settings, got {type(loaded).__name__}')
     values.update(loaded)
-  for item in args.set:
-    field, sep, raw = item.partition('=')
-    if not sep:
-      raise ValueError(f'--set {item!r}: expected FIELD=VALUE')
-    try:
-      values[field] = json.loads(raw)
-    except json.JSONDecodeError:
-      values[field] = raw
+  values.update(settings_of(args.set))
   if args.tpu is not None:
     values['trainer.tpu'] = args.tpu
   return model_settings.with_module_defaults(values, args.module_file)
