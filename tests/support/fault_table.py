@@ -48,11 +48,17 @@ class Row:
   when: str = 'start'          # start, running, checkpoint, later
 
 
-def _trainer_checkpoints(home: str) -> List[str]:
-  """Trainer checkpoints past step 0 (a warm start writes step 0)."""
+def _checkpoints_past_0(models: str) -> List[str]:
+  """Checkpoints past step 0 (a warm start writes step 0) of the trainer
+  outputs matching the glob `models`."""
   return [p for p in glob.glob(os.path.join(
-      home, 'pipeline', 'EmbeddingTrainer', 'model', '*', 'checkpoint',
-      'ckpt-*.index')) if not p.endswith('/ckpt-0.index')]
+      models, 'checkpoint', 'ckpt-*.index'))
+          if not p.endswith('/ckpt-0.index')]
+
+
+def _trainer_checkpoints(home: str) -> List[str]:
+  return _checkpoints_past_0(os.path.join(
+      home, 'pipeline', 'EmbeddingTrainer', 'model', '*'))
 
 
 def _claimed_checkpoints(home: str, pid: int) -> List[str]:
@@ -68,9 +74,7 @@ def _claimed_checkpoints(home: str, pid: int) -> List[str]:
     except (OSError, ValueError):
       continue
     if isinstance(pointer, dict) and pointer.get('pid') == pid:
-      found += [p for p in glob.glob(os.path.join(
-          str(pointer.get('model_uri')), 'checkpoint', 'ckpt-*.index'))
-                if not p.endswith('/ckpt-0.index')]
+      found += _checkpoints_past_0(str(pointer.get('model_uri')))
   return found
 
 
