@@ -131,7 +131,7 @@ def step_rows(corpus, config, dim, adapter, fused, steps):
   # The adapter's step takes the built-in module's (ids, extras) batches.
   adapter_iterator = iter(batches.map(lambda f: (f, {})).repeat())
   fused_train = training_loop.CompiledSteps(
-      fused, adapter.learning_rate_scale, LinearDecay(0))
+      fused, adapter.learning_rate_scale, LinearDecay(0), user_code=False)
   labels = tf.concat([tf.ones([BATCH, 1]), tf.zeros([BATCH, NEGATIVES])], 1)
   keras_data = batches.map(lambda f: (f, labels)).repeat()
   looped = keras_model(len(corpus.tokens), dim, steps)
@@ -167,7 +167,7 @@ def live_rows(corpus, config, adapter, fused, live_steps, pairs_per_epoch,
   old = SkipGramData(corpus.tokens, corpus.counts, config)
   new = SkipGramBatches(old)
   fused_train = training_loop.CompiledSteps(
-      fused, adapter.learning_rate_scale, LinearDecay(0))
+      fused, adapter.learning_rate_scale, LinearDecay(0), user_code=False)
   sentences = skipgram_corpus.read_text(corpus.text_file)
 
   def live(make_batches, train):

@@ -70,7 +70,8 @@ class CpuAdapter:
     self._fused = None  # set by build() when the fused op trains the spec
     # train(iterator, steps, first_step) -> the steps' batch losses.
     self.train = training_loop.CompiledSteps(
-        self.step, self.learning_rate_scale, decay or LinearDecay(0))
+        self.step, self.learning_rate_scale, decay or LinearDecay(0),
+        user_code=not module.builtin)
 
   def build(self, element_spec=None):
     """Creates the tables and slots, and the dense model and its slots on a

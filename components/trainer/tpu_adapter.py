@@ -75,7 +75,8 @@ class TpuAdapter:
                   module.activation_gradients is not None)
     # train(iterator, steps, first_step) -> the steps' batch losses.
     self.train = training_loop.CompiledSteps(
-        self._host_step, self.learning_rate_scale, decay or LinearDecay(0))
+        self._host_step, self.learning_rate_scale, decay or LinearDecay(0),
+        user_code=not module.builtin)
 
   def build(self, element_spec):
     with self.strategy.scope():

@@ -34,29 +34,53 @@ def run_steps(iterator, steps, step_fn, first_step=0, before_step=None):
   `before_step(global_step)`, if given, runs before each step (it sets the
   step's learning rate). Stops early when the data ends. Returns the losses
   of the steps run, [done].
+
+  An explicit `tf.while_loop`: converting the loop with autograph took a
+  fresh process's first call several tenths of a second.
   """
-  losses = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
-  done = tf.constant(0)
-  for _ in tf.range(steps):
+  steps = tf.cast(steps, tf.int32)
+  first_step = tf.cast(first_step, tf.int64)
+
+  def one_step(done, losses, _):
     batch = iterator.get_next_as_optional()
-    if not batch.has_value():
-      break
-    if before_step is not None:
-      before_step(tf.cast(first_step, tf.int64) + tf.cast(done, tf.int64))
-    losses = losses.write(done, step_fn(batch.get_value()))
-    done += 1
+
+    def train():
+      if before_step is not None:
+        before_step(first_step + tf.cast(done, tf.int64))
+      return done + 1, losses.write(done, step_fn(batch.get_value())), True
+
+    return tf.cond(batch.has_value(), train, lambda: (done, losses, False))
+
+  _, losses, _ = tf.while_loop(
+      lambda done, _, more: more & (done < steps), one_step,
+      (tf.constant(0), tf.TensorArray(tf.float32, size=0, dynamic_size=True),
+       tf.constant(True)))
   return losses.stack()
+
+
+def autograph_converted(step_fn):
+  """`step_fn` with autograph applied to it and what it calls (a user
+  module's loss may branch on tensors in Python); `run_steps` itself is not
+  converted."""
+  def call(batch):
+    return step_fn(batch)
+  return tf.autograph.to_graph(call)
 
 
 class CompiledSteps:
   """An adapter's `train`: `run_steps` of its `step_fn` in one tf.function,
-  each step's learning-rate scale set from `decay` at its global step."""
+  each step's learning-rate scale set from `decay` at its global step.
 
-  def __init__(self, step_fn, learning_rate_scale: tf.Variable, decay):
-    self._step_fn = step_fn
+  `user_code`: the step runs a module's own functions, converted by
+  autograph; built-in steps are plain graph code and skip the conversion.
+  """
+
+  def __init__(self, step_fn, learning_rate_scale: tf.Variable, decay,
+               user_code: bool = True):
+    self._step_fn = autograph_converted(step_fn) if user_code else step_fn
     self._scale = learning_rate_scale
     self._decay = decay
-    self._run = tf.function(self._run_steps)
+    self._run = tf.function(self._run_steps, autograph=False)
 
   def _set_learning_rate(self, step):
     self._scale.assign(self._decay(step))
