@@ -178,9 +178,19 @@ class SkipGramData:
     return self._table.lookup(tokens)
 
   @property
+  def table(self) -> tf.lookup.StaticHashTable:
+    """token -> row id (OOV -1)."""
+    return self._table
+
+  @property
   def keep(self) -> tf.Tensor:
     """Each vocabulary row's subsampling keep probability ([V] float32)."""
     return self._keep
+
+  @property
+  def negative_sampler(self) -> Tuple[tf.Tensor, tf.Tensor]:
+    """The negatives' alias table, (accept [V] float32, alias [V] int32)."""
+    return self._accept, self._alias
 
   def _pairs(self, index, ids):
     """Pairs and negatives of chunk `index` (a ragged batch of id sequences)."""

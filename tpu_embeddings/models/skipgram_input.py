@@ -64,8 +64,8 @@ class SkipGramBatches:
     # alias table) are shared, not built again.
     self.config = data.config
     self.vocabulary_size = data.vocabulary_size
-    self._table, self._keep = data._table, data.keep  # pylint: disable=protected-access
-    self._accept, self._alias = data._accept, data._alias  # pylint: disable=protected-access
+    self._table, self._keep = data.table, data.keep
+    self._accept, self._alias = data.negative_sampler
     self._ops = library.load() if use_ops else None
 
   @property
