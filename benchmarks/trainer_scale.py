@@ -1,6 +1,7 @@
 """Seconds per million tokens as the corpus grows: the trainer vs gensim.
 
-    python -m benchmarks.trainer_scale [--sizes 1,10,100] [--work DIR]
+    python -m benchmarks.trainer_scale [--sizes 1,10,100] [--rounds 3]
+        [--rounds-up-to 10] [--work DIR]
 
 For each size (millions of train tokens) a corpus of Zipf(1) tokens over a
 30k vocabulary, lines of 10-40 tokens (benchmarks.skipgram_corpus; every
@@ -20,16 +21,20 @@ pipeline CLI's malloc setting (tpu_embeddings/core/huge_pages.py):
             (gensim reads a corpus file in its worker threads, so the two
             are one figure).
 
-The table prints seconds, seconds per million tokens, the trainer's ratio to
-gensim, and each per-token cost relative to the smallest size's (flat
-scaling is 1.0). Targets (issue #25): per-token cost flat within 1.2x from
-1M to 100M tokens, and at most 2x gensim's.
+With `--rounds R`, each size up to `--rounds-up-to` millions (default 10)
+runs both sides R times (default 3) in alternation and the table gives
+medians; larger sizes run once. The table prints seconds, seconds per
+million tokens, the trainer's ratio to gensim, and each per-token cost
+relative to the smallest size's (flat scaling is 1.0). Targets (issue
+#25): per-token cost flat within 1.2x from 1M to 100M tokens, and at most
+2x gensim's.
 """
 
 import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -106,6 +111,10 @@ def main(argv=None):
   parser.add_argument('--min-count', type=int, default=5,
                       help='the pipeline default vocabulary.min_count')
   parser.add_argument('--work', help='keep corpora and outputs here')
+  parser.add_argument('--rounds', type=int, default=3,
+                      help='runs of each side per size (medians reported)')
+  parser.add_argument('--rounds-up-to', type=float, default=10,
+                      help='larger sizes run once')
   parser.add_argument('--child', nargs='+', help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   if args.child:
@@ -132,16 +141,27 @@ def main(argv=None):
                                                         args.min_count)
       print(f'{size:g}M: corpus written in {time.perf_counter() - start:.0f}'
             f' s ({tokens:,} train tokens)', flush=True)
-      out = os.path.join(directory, 'out')
-      shutil.rmtree(out, ignore_errors=True)  # a kept --work would resume
-      ours = in_child('trainer', examples, vocabulary, out)
-      theirs = in_child('gensim', text, args.dim, ours['window'],
-                        ours['negatives'], ours['subsample'], args.min_count)
-      rows.append((size, tokens, ours, theirs))
-      print(f'{size:g}M: trainer {ours["train"]:.1f} s (+{ours["import"]:.1f}'
-            f' s import, {ours["pairs_per_sec"]:,.0f} pairs/s), gensim '
-            f'{theirs["read_train"]:.1f} s', flush=True)
+      runs = []
+      for _ in range(args.rounds if size <= args.rounds_up_to else 1):
+        out = os.path.join(directory, 'out')
+        shutil.rmtree(out, ignore_errors=True)  # a kept --work would resume
+        ours = in_child('trainer', examples, vocabulary, out)
+        theirs = in_child('gensim', text, args.dim, ours['window'],
+                          ours['negatives'], ours['subsample'],
+                          args.min_count)
+        runs.append((ours, theirs))
+        print(f'{size:g}M: trainer {ours["train"]:.1f} s (+'
+              f'{ours["import"]:.1f} s import, {ours["pairs_per_sec"]:,.0f} '
+              f'pairs/s), gensim {theirs["read_train"]:.1f} s', flush=True)
+      rows.append((size, tokens, medians([o for o, _ in runs]),
+                   medians([t for _, t in runs])))
   report(rows)
+
+
+def medians(runs):
+  """Each figure's median over the runs."""
+  return {key: statistics.median(r[key] for r in runs)
+          for key in runs[0] if isinstance(runs[0][key], (int, float))}
 
 
 def report(rows):
