@@ -56,6 +56,18 @@ def test_negatives_follow_unigram_to_the_three_quarters():
   np.testing.assert_allclose(freq, p, atol=0.004)
 
 
+def test_the_alias_table_holds_each_probability_exactly():
+  rng = np.random.default_rng(3)
+  for n in (1, 2, 7, 5000):
+    p = skipgram.negative_sampling_probabilities(rng.zipf(1.3, size=n))
+    accept, alias = skipgram.alias_table(p)
+    assert accept.dtype == np.float32 and alias.dtype == np.int32
+    # Slot i gives i with probability accept[i], alias[i] otherwise.
+    mass = accept.astype(np.float64) + np.bincount(
+        alias, weights=1.0 - accept.astype(np.float64), minlength=n)
+    np.testing.assert_allclose(mass / n, p, rtol=1e-5, atol=1e-9)
+
+
 @pytest.mark.slow
 def test_batches_have_static_shapes_and_resume_exactly():
   tokens = [f't{i}' for i in range(30)]
