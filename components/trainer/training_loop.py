@@ -35,8 +35,8 @@ def run_steps(iterator, steps, step_fn, first_step=0, before_step=None):
   step's learning rate). Stops early when the data ends. Returns the losses
   of the steps run, [done].
 
-  An explicit `tf.while_loop`: converting the loop with autograph took a
-  fresh process's first call several tenths of a second.
+  Written as an explicit `tf.while_loop`, so that it traces without
+  autograph (whose conversion a fresh process pays on its first call).
   """
   steps = tf.cast(steps, tf.int32)
   first_step = tf.cast(first_step, tf.int64)
