@@ -77,3 +77,26 @@ def test_built_in_steps_are_not_converted():
                                       user_code=False)
   with pytest.raises(TypeError, match='bool'):
     train(iter(numbers(4)), 4)
+
+
+class ReplicaBranching(Branching):
+  """A host step that runs a branching replica function in `strategy.run`,
+  as the TPU adapter runs a module's loss."""
+
+  def __init__(self):
+    super().__init__()
+    self.strategy = tf.distribute.MirroredStrategy(['/cpu:0'])
+
+  def host_step(self, batch):
+    out = self.strategy.run(self.step, args=(batch,))
+    return self.strategy.reduce(tf.distribute.ReduceOp.SUM, out, axis=None)
+
+
+def test_user_code_run_by_a_strategy_is_converted_too():
+  b = ReplicaBranching()
+  train = training_loop.CompiledSteps(b.host_step, b.scale, lambda s: 1.0)
+  np.testing.assert_allclose(train(iter(numbers(4)), 4), [-1, -2, 3, 4])
+  built_in = training_loop.CompiledSteps(b.host_step, b.scale, lambda s: 1.0,
+                                         user_code=False)
+  with pytest.raises(TypeError, match='bool'):
+    built_in(iter(numbers(4)), 4)
