@@ -177,12 +177,8 @@ class SkipGramData:
     self._alias = tf.constant(alias)
 
   def ids(self, tokens: tf.Tensor) -> tf.Tensor:
+    """Row ids of `tokens` (dense or ragged; OOV -1)."""
     return self._table.lookup(tokens)
-
-  @property
-  def table(self) -> tf.lookup.StaticHashTable:
-    """token -> row id (OOV -1)."""
-    return self._table
 
   @property
   def keep(self) -> tf.Tensor:

@@ -64,7 +64,7 @@ class SkipGramBatches:
     # alias table) are shared, not built again.
     self.config = data.config
     self.vocabulary_size = data.vocabulary_size
-    self._table, self._keep = data.table, data.keep
+    self._ids, self._keep = data.ids, data.keep
     self._accept, self._alias = data.negative_sampler
     self._ops = library.load() if use_ops else None
 
@@ -82,7 +82,7 @@ class SkipGramBatches:
       tokens = tf.io.parse_example(records, spec)[examples_io.TOKENS_FEATURE]
       # Splitting a dense block into rows is a copy per row; splitting a
       # ragged one goes through a variant per row, several times slower.
-      return (self._table.lookup(tokens).to_tensor(-1),
+      return (self._ids(tokens).to_tensor(-1),
               tf.cast(tokens.row_lengths(), tf.int32))
 
     datasets = [
@@ -129,7 +129,7 @@ class SkipGramBatches:
     """`id_sequences` of a dataset of token sequences (one call per
     sequence: for data that is not an Examples artifact)."""
     return sequences.map(
-        lambda tokens: (self._table.lookup(tokens), tf.size(tokens)),
+        lambda tokens: (self._ids(tokens), tf.size(tokens)),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
   def pairs(self, index, ids) -> Dict[str, tf.Tensor]:
