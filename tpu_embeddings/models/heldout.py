@@ -19,6 +19,7 @@ import tensorflow as tf
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.models import skipgram
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
+from tpu_embeddings.models.skipgram_loss import loss as batch_loss
 
 EVAL_SPLIT = 'eval'
 # Pairs scored at most: beyond this a seeded uniform sample of the pairs. The
@@ -140,10 +141,10 @@ def skipgram_loss(table: np.ndarray, targets: np.ndarray, contexts: np.ndarray,
   total = 0.0
   for start in range(0, targets.size, _PAIRS_PER_CALL):
     end = start + _PAIRS_PER_CALL
-    total += float(skipgram.loss(tf.gather(t, targets[start:end]),
-                                 tf.gather(o, contexts[start:end]),
-                                 tf.gather(o, negatives[start:end]),
-                                 global_batch_size=1))
+    total += float(batch_loss(tf.gather(t, targets[start:end]),
+                              tf.gather(o, contexts[start:end]),
+                              tf.gather(o, negatives[start:end]),
+                              global_batch_size=1))
   loss = float(total) / targets.size
   return loss if math.isfinite(loss) else None
 

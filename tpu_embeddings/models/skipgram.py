@@ -6,13 +6,15 @@ Everything here is plain TensorFlow and runs the same for both adapters:
   dropped), frequent-token subsampling, a word2vec "reduced window" around
   every kept token -> (target, context) pairs, `K` negatives per pair drawn
   from the unigram^0.75 distribution of the vocabulary counts;
-* the loss on activations and its gradients with respect to the activations.
+* (skipgram_loss.py) the loss on activations and its gradients.
 
 The batches are `{'target': [B], 'context': [B], 'negatives': [B, K]}` int32
-ids. The CPU adapter looks them up as they are; the TPU adapter enqueues
-`negatives` as `[B, K, 1]` (TPUEmbedding reduces the last dimension of a dense
-input), so both see activations `target [B, D]`, `context [B, D]`,
-`negatives [B, K, D]`.
+ids; with shared negatives, `negatives` is `[B/G, S]`: each group of G
+consecutive pairs scores the same S. The CPU adapter looks them up as they
+are; the TPU adapter enqueues `negatives` as `[B, K, 1]` (TPUEmbedding
+reduces the last dimension of a dense input), so both see activations
+`target [B, D]`, `context [B, D]`, `negatives [B, K, D]` (shared:
+`[B/G, S, D]`).
 
 The pipeline is deterministic given the seed (a seeded per-epoch shuffle, then
 stateless random ops keyed by the chunk index), so a resumed run continues
@@ -20,7 +22,7 @@ exactly where the checkpointed one stopped by skipping the batches it already
 trained on.
 """
 
-from typing import Dict, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -200,7 +202,7 @@ class SkipGramData:
     target, context = skipgram_pairs(ids, self._keep, c.window, pair_seed)
     negatives = sample_negatives(
         self._accept, self._alias,
-        tf.stack([tf.shape(target)[0], c.negatives]), negative_seed)
+        tf.stack([tf.shape(target)[0], negatives_per_pair(c)]), negative_seed)
     return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
             NEGATIVES_FEATURE: negatives}
 
@@ -222,60 +224,34 @@ class SkipGramData:
     ds = ds.ragged_batch(c.sequences_per_chunk).enumerate()
     ds = ds.map(self._pairs, num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=True)
-    ds = ds.rebatch(c.batch_size, drop_remainder=True)
+    ds = with_shared_negatives(ds.rebatch(c.batch_size, drop_remainder=True),
+                               self._accept, self._alias, c)
     if skip:
       ds = ds.skip(skip)
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
-# -- loss on activations ------------------------------------------------------
-def _scores(target, context, negatives):
-  """(t.c [B], t.n [B, K]): the logits of the pairs and of the negatives."""
-  # Batched matmuls, not einsum: einsum's [B] tiny products are the slower
-  # CPU kernel (XLA lowers both to the same dot on TPU).
-  pos = tf.reduce_sum(target * context, axis=-1)
-  neg = tf.squeeze(tf.matmul(negatives, target[:, :, None]), -1)
-  return pos, neg
+def negatives_per_pair(config: SkipGramConfig) -> int:
+  """Negatives drawn with each pair: K, or none when batches share them."""
+  return 0 if config.shared_negatives else config.negatives
 
 
-def _loss_of_scores(pos, neg, scale):
-  return (tf.reduce_sum(tf.nn.softplus(-pos)) +
-          tf.reduce_sum(tf.nn.softplus(neg))) * scale
+def with_shared_negatives(batches: tf.data.Dataset, accept: tf.Tensor,
+                          alias: tf.Tensor,
+                          config: SkipGramConfig) -> tf.data.Dataset:
+  """`batches` with each batch's shared negatives ([groups, S], drawn from
+  the batch's index, so a resumed run that skips batches draws the same),
+  or `batches` as they are when each pair has its own."""
+  if not config.shared_negatives:
+    return batches
+  shape = [config.negative_groups, config.shared_negatives]
 
+  def shared(index, batch):
+    seed = tf.random.experimental.stateless_fold_in(
+        tf.constant([config.seed, 1], tf.int64), index)
+    return {**batch,
+            NEGATIVES_FEATURE: sample_negatives(accept, alias, shape, seed)}
 
-def loss(target: tf.Tensor, context: tf.Tensor, negatives: tf.Tensor,
-         global_batch_size) -> tf.Tensor:
-  """The loss of `loss_and_gradients`, for automatic differentiation."""
-  scale = 1.0 / tf.cast(global_batch_size, target.dtype)
-  return _loss_of_scores(*_scores(target, context, negatives), scale)
-
-
-def loss_and_gradients(target: tf.Tensor, context: tf.Tensor,
-                       negatives: tf.Tensor, global_batch_size
-                      ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
-  """Negative-sampling loss and its gradients w.r.t. the activations.
-
-  loss = sum_b [softplus(-t_b.c_b) + sum_k softplus(t_b.n_bk)] / global_batch
-
-  Args:
-    target: [B, D] activations of the targets.
-    context: [B, D] activations of the contexts.
-    negatives: [B, K, D] activations of the negatives.
-    global_batch_size: divisor of the summed loss (the global batch on TPU,
-      where each replica holds B = global / replicas pairs).
-
-  Returns:
-    (this replica's share of the loss, {feature: gradient}) with gradients
-    shaped like the activations, as `TPUEmbedding.apply_gradients` expects.
-  """
-  scale = 1.0 / tf.cast(global_batch_size, target.dtype)
-  pos, neg = _scores(target, context, negatives)
-  loss = _loss_of_scores(pos, neg, scale)
-  d_pos = (tf.sigmoid(pos) - 1.0) * scale                       # dL/dpos
-  d_neg = tf.sigmoid(neg) * scale                               # dL/dneg
-  d_target = (d_pos[:, None] * context +
-              tf.squeeze(tf.matmul(d_neg[:, None, :], negatives), 1))
-  d_context = d_pos[:, None] * target
-  d_negatives = d_neg[:, :, None] * target[:, None, :]
-  return loss, {TARGET_FEATURE: d_target, CONTEXT_FEATURE: d_context,
-                NEGATIVES_FEATURE: d_negatives}
+  return batches.enumerate().map(
+      tf.autograph.experimental.do_not_convert(shared),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

@@ -153,7 +153,7 @@ class SkipGramBatches:
     order = tf.random.experimental.stateless_shuffle(tf.range(pairs),
                                                      seed=order_seed)
     accept, alias = self._accept, self._alias
-    shape = tf.stack([pairs, c.negatives])
+    shape = tf.stack([pairs, skipgram.negatives_per_pair(c)])
     slot = tf.random.stateless_uniform(
         shape, seed=slot_seed, minval=0,
         maxval=tf.shape(accept, out_type=tf.int32)[0], dtype=tf.int32)
@@ -174,7 +174,8 @@ class SkipGramBatches:
                                               pair_seed)
     negatives = skipgram.sample_negatives(
         self._accept, self._alias,
-        tf.stack([tf.shape(target)[0], c.negatives]), negative_seed)
+        tf.stack([tf.shape(target)[0], skipgram.negatives_per_pair(c)]),
+        negative_seed)
     return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
             NEGATIVES_FEATURE: negatives}
 
@@ -224,7 +225,9 @@ class SkipGramBatches:
     ds = self.chunks(ds).map(_plain(self._chunk_pairs),
                             num_parallel_calls=tf.data.AUTOTUNE,
                             deterministic=True)
-    ds = ds.rebatch(c.batch_size, drop_remainder=True)
+    ds = skipgram.with_shared_negatives(
+        ds.rebatch(c.batch_size, drop_remainder=True), self._accept,
+        self._alias, c)
     if skip:
       ds = ds.skip(skip)
     return ds.prefetch(tf.data.AUTOTUNE)

@@ -18,6 +18,7 @@ import tensorflow as tf
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models import skipgram
 from tpu_embeddings.models import skipgram_input
+from tpu_embeddings.models import skipgram_loss
 from tpu_embeddings.models.skipgram_config import EVAL_SEQUENCES
 from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
 from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
@@ -74,18 +75,27 @@ def input_fn(ctx, epochs: int) -> tf.data.Dataset:
                       epochs=epochs).map(_no_extras)
 
 
+def negative_weight(ctx) -> float:
+  """The weight of the negatives' loss terms (K/S with shared negatives),
+  from the trainer's settings; 1 without them."""
+  settings = ctx.settings
+  return settings.negative_weight if settings is not None else 1.0
+
+
 def loss_fn(model, activations, extras, ctx, training):
   del model, extras, training  # no dense model; the same loss either way
-  return skipgram.loss(activations[TARGET_FEATURE],
-                       activations[CONTEXT_FEATURE],
-                       activations[NEGATIVES_FEATURE], ctx.global_batch_size)
+  return skipgram_loss.loss(activations[TARGET_FEATURE],
+                            activations[CONTEXT_FEATURE],
+                            activations[NEGATIVES_FEATURE],
+                            ctx.global_batch_size, negative_weight(ctx))
 
 
 def activation_gradients(activations, ctx):
   """(loss, {feature: d loss / d activations}), derived by hand."""
-  return skipgram.loss_and_gradients(
+  return skipgram_loss.loss_and_gradients(
       activations[TARGET_FEATURE], activations[CONTEXT_FEATURE],
-      activations[NEGATIVES_FEATURE], ctx.global_batch_size)
+      activations[NEGATIVES_FEATURE], ctx.global_batch_size,
+      negative_weight(ctx))
 
 
 def heldout_pairs(ctx) -> Optional[heldout.EvalPairs]:

@@ -1,5 +1,4 @@
-"""The shared skip-gram core: pairs, subsampling, negatives, loss and gradients.
-"""
+"""The shared skip-gram core: pairs, subsampling, negatives, batches."""
 
 import collections
 
@@ -97,43 +96,12 @@ def test_batches_have_static_shapes_and_resume_exactly():
   assert abs(len(full) - 2 * one) <= 1
 
 
-def test_loss_and_gradients_match_autodiff():
-  rng = np.random.default_rng(2)
-  t = tf.constant(rng.normal(size=(6, 4)), tf.float32)
-  c = tf.constant(rng.normal(size=(6, 4)), tf.float32)
-  n = tf.constant(rng.normal(size=(6, 3, 4)), tf.float32)
-  loss, grads = skipgram.loss_and_gradients(t, c, n, global_batch_size=12)
-  with tf.GradientTape() as tape:
-    tape.watch([t, c, n])
-    pos = tf.reduce_sum(t * c, -1)
-    neg = tf.reduce_sum(t[:, None, :] * n, -1)
-    reference = (tf.reduce_sum(
-        tf.nn.sigmoid_cross_entropy_with_logits(tf.ones_like(pos), pos)) +
-                 tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(
-                     tf.zeros_like(neg), neg))) / 12
-  dt, dc, dn = tape.gradient(reference, [t, c, n])
-  np.testing.assert_allclose(loss.numpy(), reference.numpy(), rtol=1e-5)
-  np.testing.assert_allclose(grads['target'], dt, rtol=1e-4, atol=1e-6)
-  np.testing.assert_allclose(grads['context'], dc, rtol=1e-4, atol=1e-6)
-  np.testing.assert_allclose(grads['negatives'], dn, rtol=1e-4, atol=1e-6)
-
-
 @pytest.mark.parametrize('field,value', [('batch_size', 0), ('window', -1),
                                          ('negatives', 1.5),
                                          ('subsample', 1.0)])
 def test_bad_config_names_the_field(field, value):
   with pytest.raises(ValueError, match=field):
     skipgram.SkipGramConfig(**{field: value}).validate()
-
-
-def test_untrained_loss_is_the_loss_of_a_table_that_learned_nothing():
-  config = skipgram.SkipGramConfig(negatives=7)
-  batch, dim = 4, 3
-  # Every logit is 0.
-  loss, _ = skipgram.loss_and_gradients(
-      tf.zeros([batch, dim]), tf.zeros([batch, dim]),
-      tf.zeros([batch, config.negatives, dim]), batch)
-  assert config.untrained_loss() == pytest.approx(float(loss))
 
 
 @pytest.mark.slow

@@ -81,6 +81,29 @@ def test_token_sequences_give_the_same_batches(ops_built, examples,
   assert_same(got, reference)
 
 
+SHARED = CONFIG.replace(shared_negatives=6, negative_group=16)
+
+
+def test_shared_negatives_are_drawn_per_batch_and_survive_a_resume(
+    ops_built, examples, reference):
+  """With shared negatives the pairs are the per-pair batches' pairs; each
+  batch holds [B/G, S] negatives keyed by its index, so batch i is the same
+  whether the run started at 0 or skipped to i."""
+  fast = SkipGramBatches(skipgram.SkipGramData(VOCABULARY, COUNTS, SHARED))
+  sequences = fast.id_sequences(examples, 'train')
+  resumed = stacked(fast.batches(sequences, epochs=2, skip=5))
+  whole = stacked(fast.batches(sequences, epochs=2))
+  assert resumed['negatives'].shape[1:] == [4, 6]
+  for name in ('target', 'context'):
+    np.testing.assert_array_equal(resumed[name], reference[name])
+  np.testing.assert_array_equal(resumed['negatives'], whole['negatives'][5:])
+  slow = skipgram.SkipGramData(VOCABULARY, COUNTS, SHARED)
+  assert_same(resumed, stacked(slow.batches(token_sequences(examples),
+                                            epochs=2, skip=5)))
+  drawn = resumed['negatives'].numpy()
+  assert len({row.tobytes() for batch in drawn for row in batch}) > 1
+
+
 def test_an_id_outside_the_vocabulary_is_refused(ops_built):
   ops = library.load()
   with pytest.raises(tf.errors.InvalidArgumentError,
