@@ -1,7 +1,7 @@
 """Seconds per million tokens as the corpus grows: the trainer vs gensim.
 
     python -m benchmarks.trainer_scale [--sizes 1,10,100] [--rounds 3]
-        [--rounds-up-to 10] [--work DIR]
+        [--rounds-up-to 10] [--work DIR] [--set trainer.KEY=VALUE ...]
 
 For each size (millions of train tokens) a corpus of Zipf(1) tokens over a
 30k vocabulary, lines of 10-40 tokens (benchmarks.skipgram_corpus; every
@@ -11,7 +11,7 @@ text file of the train lines. Then, each in a fresh process with the
 pipeline CLI's malloc setting (tpu_embeddings/core/huge_pages.py):
 
   trainer   the EmbeddingTrainer executor's `train` with the pipeline's
-            default settings and one epoch (`trainer.epochs=1`): its
+            default settings (and `--set`'s) and one epoch: its
             checks, the held-out sample, reading the Examples, training,
             checkpoints and TensorBoard files. Timed inside the process;
             the import of TensorFlow and TFX is reported apart.
@@ -60,16 +60,18 @@ def write_corpus(directory: str, million_tokens: float, min_count: int):
   return corpus.examples_uri, vocabulary, corpus.text_file, corpus.total_tokens
 
 
-def train_child(examples_uri: str, vocabulary_uri: str, out: str):
-  """In a fresh process: the trainer with the defaults, one epoch."""
+def train_child(examples_uri: str, vocabulary_uri: str, out: str,
+                settings: str):
+  """In a fresh process: the trainer with the defaults but `settings`
+  (JSON), one epoch."""
   start = time.perf_counter()
   from components.trainer import executor  # pylint: disable=g-import-not-at-top
   from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
   from tests.support.artifact_fixtures import SpanlessExamples  # pylint: disable=g-import-not-at-top
   imported = time.perf_counter() - start
   config = config_lib.PipelineConfig.from_dict({
-      'trainer.epochs': 1, 'trainer.warm_start_from_pushed': False,
-  }).trainer_config()
+      **json.loads(settings), 'trainer.epochs': 1,
+      'trainer.warm_start_from_pushed': False}).trainer_config()
   args = executor.TrainerArgs([SpanlessExamples(examples_uri)],
                               vocabulary_uri, os.path.join(out, 'model'),
                               os.path.join(out, 'run'))
@@ -115,6 +117,8 @@ def main(argv=None):
                       help='runs of each side per size (medians reported)')
   parser.add_argument('--rounds-up-to', type=float, default=10,
                       help='larger sizes run once')
+  parser.add_argument('--set', action='append', default=[],
+                      metavar='KEY=VALUE', help='a trainer setting; repeatable')
   parser.add_argument('--child', nargs='+', help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   if args.child:
@@ -127,10 +131,12 @@ def main(argv=None):
                                     int(negatives), float(subsample),
                                     int(min_count))))
     return
+  from pipelines.cli import arguments  # pylint: disable=g-import-not-at-top
+  settings = arguments.settings_of(args.set)
   print(f'{os.cpu_count()} CPUs; load average '
         f'{" ".join(f"{x:.2f}" for x in os.getloadavg())}; pipeline '
-        'defaults, one epoch; gensim Word2Vec(corpus_file, sg=1), 2 workers',
-        flush=True)
+        f'defaults{" with " + str(settings) if settings else ""}, one epoch; '
+        'gensim Word2Vec(corpus_file, sg=1), 2 workers', flush=True)
   rows = []
   with tempfile.TemporaryDirectory() as tmp:
     work = args.work or tmp
@@ -145,7 +151,8 @@ def main(argv=None):
       for _ in range(args.rounds if size <= args.rounds_up_to else 1):
         out = os.path.join(directory, 'out')
         shutil.rmtree(out, ignore_errors=True)  # a kept --work would resume
-        ours = in_child('trainer', examples, vocabulary, out)
+        ours = in_child('trainer', examples, vocabulary, out,
+                        json.dumps(settings))
         theirs = in_child('gensim', text, args.dim, ours['window'],
                           ours['negatives'], ours['subsample'],
                           args.min_count)
