@@ -81,7 +81,8 @@ class CpuAdapter:
         self.module.builtin):
       optimizer = next(iter(self._rules.values())).optimizer
       self._fused = fused_step.for_adapter(
-          self.spec, optimizer, self.variables, self.global_batch_size)
+          self.spec, optimizer, self.variables, self.global_batch_size,
+          negative_weight=self.module.hook('negative_weight')(self.ctx))
     if self.model is not None:
       dense_model.build(self.module, self.ctx, self.spec, element_spec,
                         self.model, self.dense_optimizer)
@@ -133,9 +134,11 @@ class CpuAdapter:
 
 def for_skipgram(spec: EmbeddingSpec, global_batch_size: int,
                  decay: Optional[LinearDecay] = None,
-                 fast_path: bool = True, fused: bool = True) -> CpuAdapter:
+                 fast_path: bool = True, fused: bool = True,
+                 settings=None) -> CpuAdapter:
   """A CPU adapter of the built-in skip-gram on batches of (ids, {}).
-  `fused=False` keeps the fast step in TensorFlow ops."""
+  `fused=False` keeps the fast step in TensorFlow ops; `settings` (a
+  SkipGramConfig) gives the loss its shared negatives' weight."""
   return CpuAdapter(spec, module_file.builtin(),
-                    ModelContext(global_batch_size=global_batch_size), decay,
-                    fast_path, fused)
+                    ModelContext(global_batch_size=global_batch_size,
+                                 settings=settings), decay, fast_path, fused)

@@ -8,7 +8,13 @@ does the same in one pass over the batch on the intra-op threads, on the same
 variables (tables and optimizer slots, updated in place), so checkpoints keep
 their keys and meaning.
 
-    step = fused_step.for_adapter(spec, optimizer, variables, global_batch)
+The negatives feature is either [B, K] (K negatives per pair) or [N, S] with
+N dividing B: each group of B/N consecutive pairs shares S negatives.
+`negative_weight` multiplies the negatives' term (the adapter passes the
+settings' K/S, so the loss keeps the scale of K negatives per pair).
+
+    step = fused_step.for_adapter(spec, optimizer, variables, global_batch,
+                                  negative_weight)
     loss = step(features) if step else <the TensorFlow path>
 
 `for_adapter` returns None, with the reason logged once, when the op cannot
@@ -51,7 +57,8 @@ class FusedSkipGramStep:
   """`CpuAdapter.step` in one op: features -> the batch's mean loss."""
 
   def __init__(self, ops, spec: EmbeddingSpec, optimizer,
-               variables: Variables, global_batch_size: int):
+               variables: Variables, global_batch_size: int,
+               negative_weight: float = 1.0):
     source, output = skipgram_tables(spec)
     tables = [source] if source == output else [source, output]
     self._ops = ops
@@ -62,6 +69,7 @@ class FusedSkipGramStep:
     self._slots = ([variables[t][ACCUMULATORS] for t in tables]
                    if self._kind == 'adagrad' else [])
     self._loss_scale = 1.0 / global_batch_size
+    self._negative_weight = float(negative_weight)
 
   def _learning_rate(self) -> tf.Tensor:
     """The optimizer's learning rate now (a callable reads its scale)."""
@@ -78,11 +86,13 @@ class FusedSkipGramStep:
         negatives=tf.cast(features[NEGATIVES_FEATURE], tf.int32),
         learning_rate=self._learning_rate(),
         loss_scale=tf.constant(self._loss_scale, tf.float32),
+        negative_weight=tf.constant(self._negative_weight, tf.float32),
         optimizer=self._kind)
 
 
 def for_adapter(spec: EmbeddingSpec, optimizer, variables: Variables,
-                global_batch_size: int) -> Optional[FusedSkipGramStep]:
+                global_batch_size: int, negative_weight: float = 1.0
+                ) -> Optional[FusedSkipGramStep]:
   """The fused step for the CPU adapter's built variables, or None (the
   reason logged) when the adapter's TensorFlow step must train instead."""
   reason = unsupported(spec, optimizer)
@@ -91,6 +101,6 @@ def for_adapter(spec: EmbeddingSpec, optimizer, variables: Variables,
     if ops is None:
       return None  # load() said why
     return FusedSkipGramStep(ops, spec, optimizer, variables,
-                             global_batch_size)
+                             global_batch_size, negative_weight)
   logging.info('Skip-gram CPU step: TensorFlow path for %s', reason)
   return None

@@ -13,6 +13,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/resource_var.h"
 #include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/kernels/training_op_helpers.h"
 #include "tensorflow/core/platform/mutex.h"
 
@@ -29,6 +30,7 @@ REGISTER_OP("SkipGramStep")
     .Input("negatives: int32")
     .Input("learning_rate: float")
     .Input("loss_scale: float")
+    .Input("negative_weight: float")
     .Output("loss: float")
     .Attr("num_tables: int >= 1")
     .Attr("num_slots: int >= 0")
@@ -42,6 +44,9 @@ update per distinct row (as a TPU applies the embedding optimizer).
 tables: [input] (tied: targets, contexts and negatives read it) or [input,
   output] (contexts and negatives read the output table).
 slots: Adagrad: one accumulator per table, same shape; SGD: none.
+negatives: [N, K] with N dividing B: pair b uses row b / (B / N) (N = B:
+  K negatives per pair; N < B: groups of B / N consecutive pairs share K).
+negative_weight: multiplies the negatives' term of the loss.
 loss: loss_scale * the summed negative-sampling loss of the batch.
 )doc");
 
@@ -105,16 +110,27 @@ class SkipGramStepOp : public OpKernel {
     const Tensor& context = ctx->input(variables + 1);
     const Tensor& negatives = ctx->input(variables + 2);
     const int64_t batch = target.NumElements();
+    const int64_t negative_rows =
+        negatives.dims() == 2 ? negatives.dim_size(0) : -1;
     OP_REQUIRES(ctx, target.dims() == 1 && context.dims() == 1 &&
                          context.NumElements() == batch &&
-                         negatives.dims() == 2 &&
-                         negatives.dim_size(0) == batch,
+                         (negative_rows == batch ||
+                          (negative_rows >= 1 && batch % negative_rows == 0)),
                 errors::InvalidArgument(
                     "SkipGramStep: needs target [B], context [B] and "
-                    "negatives [B, K], got ",
+                    "negatives [N, K] with N dividing B (N = B: K per pair; "
+                    "N < B: each B/N consecutive pairs share a row), got ",
                     target.shape().DebugString(), ", ",
                     context.shape().DebugString(), ", ",
                     negatives.shape().DebugString()));
+    for (int i = variables + 3; i < variables + 6; ++i) {
+      const TensorShape& shape = ctx->input(i).shape();
+      OP_REQUIRES(ctx, TensorShapeUtils::IsScalar(shape),
+                  errors::InvalidArgument(
+                      "SkipGramStep: learning_rate, loss_scale and "
+                      "negative_weight must be scalars, got ",
+                      shape.DebugString()));
+    }
     const int out = num_tables_ - 1;
     OP_REQUIRES_OK(ctx, CheckIds("target", target, tensors[0].dim_size(0)));
     OP_REQUIRES_OK(ctx, CheckIds("context", context, tensors[out].dim_size(0)));
@@ -125,6 +141,7 @@ class SkipGramStepOp : public OpKernel {
     args.dim = tensors[0].dim_size(1);
     args.batch = batch;
     args.num_negatives = negatives.dim_size(1);
+    args.negative_rows = negative_rows;
     args.output_table = out;
     args.target = target.flat<int32>().data();
     args.context = context.flat<int32>().data();
@@ -135,6 +152,7 @@ class SkipGramStepOp : public OpKernel {
     }
     args.learning_rate = ctx->input(variables + 3).scalar<float>()();
     args.loss_scale = ctx->input(variables + 4).scalar<float>()();
+    args.negative_weight = ctx->input(variables + 5).scalar<float>()();
 
     auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
     auto parallel = [workers](int64_t n, const auto& fn) {

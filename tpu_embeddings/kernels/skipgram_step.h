@@ -6,15 +6,28 @@
 // minibatch, and the embedding optimizer's rule is applied once per distinct
 // row (the TPU's gradient accumulation):
 //
-//   loss = scale * sum_b [softplus(-t_b.c_b) + sum_k softplus(t_b.n_bk)]
+//   loss = scale * sum_b [softplus(-t_b.c_b) +
+//                         weight * sum_k softplus(t_b.n_{r(b),k})]
 //   SGD:      w -= lr * g
 //   Adagrad:  a += g^2;  w -= lr * g / sqrt(a)
 //
-// The batch is cut into a fixed number of pair blocks, each summing its
-// pairs' gradients per row in a private map; then each of a fixed number of
-// row shards adds the blocks' sums of its rows in block order and applies the
-// rule. Blocks and shards run in parallel; results do not depend on the
-// number of threads.
+// Negatives are [N, K] with N dividing the batch B, and pair b uses row
+// r(b) = b / (B / N). N = B gives each pair its own K negatives; N < B makes
+// each group of B / N consecutive pairs share K negatives. `weight`
+// (negative_weight) multiplies the negatives' term and its gradients.
+//
+// The batch is cut into a fixed number of pair blocks, on group boundaries,
+// each summing its pairs' gradients per row in a private map; then each of a
+// fixed number of row shards adds the blocks' sums of its rows in block order
+// and applies the rule. Blocks and shards run in parallel; results do not
+// depend on the number of threads.
+//
+// A group's K negative rows are hot for all its pairs, so shared negatives
+// are dense products: the distinct target rows of a chunk of the group
+// gathered into a matrix T, logits L = N^T T, target gradients N dL and
+// negative-row gradients T dL^T (each target counted as often as it occurs),
+// and each negative row's gradient, summed over the group, added to the
+// block's map once.
 
 #ifndef TPU_EMBEDDINGS_KERNELS_SKIPGRAM_STEP_H_
 #define TPU_EMBEDDINGS_KERNELS_SKIPGRAM_STEP_H_
@@ -22,11 +35,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <utility>
 #include <vector>
 
 #include "Eigen/Core"
+
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
 
 namespace tpu_embeddings {
 
@@ -38,16 +54,23 @@ constexpr int kRowShards = 4;
 struct StepArgs {
   int64_t dim = 0;
   int64_t batch = 0;
-  int64_t num_negatives = 0;
+  int64_t num_negatives = 0;   // K: negatives per row of `negatives`
+  int64_t negative_rows = 0;   // N: rows of `negatives`, dividing `batch`
   // Table of contexts and negatives: 0 (tied to the targets' table) or 1.
   int output_table = 0;
   const int32_t* target = nullptr;     // [batch], rows of tables[0]
   const int32_t* context = nullptr;    // [batch], rows of the output table
-  const int32_t* negatives = nullptr;  // [batch, num_negatives], same
+  const int32_t* negatives = nullptr;  // [negative_rows, num_negatives]
   float* tables[2] = {nullptr, nullptr};
   float* slots[2] = {nullptr, nullptr};  // Adagrad accumulators; SGD: null
   float learning_rate = 0.0f;
   float loss_scale = 1.0f;
+  float negative_weight = 1.0f;  // w, on the negatives' loss and gradients
+
+  // Pairs per row of negatives: 1 when each pair has its own.
+  int64_t group() const {
+    return negative_rows > 0 ? batch / negative_rows : 1;
+  }
 };
 
 // A row of one table: the table index in the high half, the id in the low.
@@ -109,14 +132,97 @@ class RowIndex {
   uint64_t mask_ = 0;
 };
 
+// out = g * v when the row was just added, else out += g * v.
+inline void Accumulate(float* out, float g, const float* v, int64_t dim,
+                       bool added) {
+  if (added) {
+    for (int64_t d = 0; d < dim; ++d) out[d] = g * v[d];
+  } else {
+    for (int64_t d = 0; d < dim; ++d) out[d] += g * v[d];
+  }
+}
+
+// The distinct targets of a chunk of pairs: column j of `rows` [dim,
+// distinct] is the row of target `ids[j]`, which `count[j]` of the pairs
+// have; pair i has column `column[i]`.
+struct ChunkTargets {
+  std::vector<int32_t> slots;  // open addressing: hash -> column, or -1
+  std::vector<int32_t> ids;
+  std::vector<int32_t> count;
+  std::vector<int32_t> column;
+  std::vector<float> rows;
+  int64_t distinct = 0;
+  uint64_t mask = 0;
+
+  void Reset(int64_t pairs, int64_t dim) {
+    int64_t capacity = 16;
+    while (capacity < 2 * pairs) capacity <<= 1;
+    slots.assign(capacity, -1);
+    mask = capacity - 1;
+    ids.resize(pairs);
+    count.resize(pairs);
+    column.resize(pairs);
+    rows.resize(pairs * dim);
+    distinct = 0;
+  }
+
+  // Pair i has target `id`, whose row is `row`.
+  void Add(int64_t i, int32_t id, const float* row, int64_t dim) {
+    uint64_t h = Mix(static_cast<uint32_t>(id)) >> 32;
+    while (true) {
+      int32_t& slot = slots[h & mask];
+      if (slot < 0) {
+        slot = static_cast<int32_t>(distinct++);
+        ids[slot] = id;
+        count[slot] = 0;
+        std::copy_n(row, dim, rows.data() + int64_t{slot} * dim);
+      }
+      if (ids[slot] == id) {
+        ++count[slot];
+        column[i] = slot;
+        return;
+      }
+      ++h;
+    }
+  }
+};
+
 // The summed gradients of the rows that one block of pairs touches.
 struct BlockSums {
   RowIndex index;
   std::vector<int32_t> of_shard[kRowShards];  // row indices per row shard
   std::vector<float> rows;             // [keys, dim]
-  std::vector<float> target_gradient;  // [dim]
-  std::vector<float> logits;           // [kPairsPerChunk, 1 + negatives]
+  // [dim]; shared negatives: [chunk, dim], then [dim] for a pair's sum.
+  std::vector<float> target_gradient;
+  // [chunk] positives, then [chunk, negatives] (shared negatives: a
+  // distinct target's negatives).
+  std::vector<float> logits;
+  // Shared negatives: the chunk's distinct targets, the group's negative
+  // rows and their gradient sums [negatives, dim].
+  ChunkTargets targets;
+  std::vector<float> shared_rows;
+  std::vector<float> shared_gradients;
   double loss = 0.0;
+
+  // Empties the map for up to `max_rows` rows and sizes the buffers.
+  void Reset(int64_t max_rows, int64_t dim) {
+    index.Reset(max_rows);
+    for (std::vector<int32_t>& rows : of_shard) rows.clear();
+    if (static_cast<int64_t>(this->rows.size()) < max_rows * dim) {
+      this->rows.resize(max_rows * dim);
+    }
+    loss = 0.0;
+  }
+
+  // Adds coefficient * v to the gradient sum of row `id` of `table`.
+  void Add(int table, int32_t id, float coefficient, const float* v,
+           int64_t dim) {
+    bool added;
+    const uint64_t key = RowKey(table, id);
+    const int32_t i = index.Find(key, &added);
+    if (added) of_shard[ShardOf(key)].push_back(i);
+    Accumulate(rows.data() + int64_t{i} * dim, coefficient, v, dim, added);
+  }
 };
 
 struct StepScratch {
@@ -138,39 +244,153 @@ inline float Dot(const float* a, const float* b, int64_t dim) {
   return s;
 }
 
-// TensorFlow's Softplus and Sigmoid kernels on `logits` (in place: the
-// logits become sigmoid(logit)); returns the sum of the softplus values.
+// Softplus and sigmoid of x from e = exp(-|x|), both accurate in the tails:
+//   softplus(x) = max(x, 0) + log1p(e)
+//   sigmoid(x)  = 1 / (1 + e) for x >= 0, e / (1 + e) below
+// with log1p(e) = 2 atanh(e / (2 + e)) as its series (e <= 1, so the
+// series' argument is at most 1/3), and exp by 2^n times a polynomial
+// (Cephes' expf); arguments below -80 give exp(-80).
+constexpr float kExpFloor = -80.0f;
+constexpr float kLog2E = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f;  // ln 2 = kLn2Hi + kLn2Lo
+constexpr float kLn2Lo = -2.12194440e-4f;
+constexpr float kExpPolynomial[6] = {1.9875691500e-4f, 1.3981999507e-3f,
+                                     8.3334519073e-3f, 4.1665795894e-2f,
+                                     1.6666665459e-1f, 5.0000001201e-1f};
+// 1 / (2k + 1) for k = 6, 5, ..., 1: the atanh series in z = t^2.
+constexpr float kAtanhSeries[6] = {1.0f / 13, 1.0f / 11, 1.0f / 9,
+                                   1.0f / 7,  1.0f / 5,  1.0f / 3};
+
+// Logits taken at a time by SoftplusAndSigmoidSpan.
+constexpr int64_t kSpan = 512;
+
+#ifdef __AVX__
+constexpr int64_t kLanes = 8;
+
+inline __m256 ExpOfNonPositive(__m256 a) {
+  // max(floor, a) keeps a NaN.
+  a = _mm256_max_ps(_mm256_set1_ps(kExpFloor), a);
+  const __m256 n = _mm256_round_ps(
+      _mm256_mul_ps(a, _mm256_set1_ps(kLog2E)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_sub_ps(a, _mm256_mul_ps(n, _mm256_set1_ps(kLn2Hi)));
+  r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(kLn2Lo)));
+  __m256 p = _mm256_set1_ps(kExpPolynomial[0]);
+  for (int i = 1; i < 6; ++i) {
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(kExpPolynomial[i]));
+  }
+  p = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, r), r),
+                    _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  // 2^n from its exponent bits, in two halves (AVX has no 8-lane integers).
+  const __m256i k = _mm256_cvtps_epi32(n);
+  const __m128i bias = _mm_set1_epi32(127);
+  const __m128i low = _mm_slli_epi32(
+      _mm_add_epi32(_mm256_castsi256_si128(k), bias), 23);
+  const __m128i high = _mm_slli_epi32(
+      _mm_add_epi32(_mm256_extractf128_si256(k, 1), bias), 23);
+  const __m256 scale = _mm256_castsi256_ps(
+      _mm256_insertf128_si256(_mm256_castsi128_si256(low), high, 1));
+  return _mm256_mul_ps(p, scale);
+}
+
+// logits[0, count) (count a multiple of kLanes, at most kSpan) become their
+// sigmoids; lane j of `partial` gains the softplus of logits j, j + kLanes,
+// ... Two passes (first every e, then the rest) keep the dependency chains
+// short enough to overlap.
+inline void SoftplusAndSigmoidSpan(float* logits, int64_t count,
+                                   float* partial) {
+  alignas(32) float exps[kSpan];
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t i = 0; i < count; i += kLanes) {
+    const __m256 abs = _mm256_andnot_ps(sign, _mm256_loadu_ps(logits + i));
+    _mm256_store_ps(exps + i, ExpOfNonPositive(_mm256_sub_ps(zero, abs)));
+  }
+  __m256 sum = _mm256_loadu_ps(partial);
+  for (int64_t i = 0; i < count; i += kLanes) {
+    const __m256 x = _mm256_loadu_ps(logits + i);
+    const __m256 e = _mm256_load_ps(exps + i);
+    const __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, e));
+    // x < 0 ? e * s : s, as bit operations on the comparison's mask (GCC
+    // turns a blend on a comparison into per-lane branches without AVX2).
+    const __m256 negative = _mm256_cmp_ps(x, zero, _CMP_LT_OQ);
+    _mm256_storeu_ps(logits + i,
+                     _mm256_or_ps(_mm256_and_ps(negative, _mm256_mul_ps(e, s)),
+                                  _mm256_andnot_ps(negative, s)));
+    const __m256 t = _mm256_div_ps(e, _mm256_add_ps(_mm256_set1_ps(2.0f), e));
+    const __m256 z = _mm256_mul_ps(t, t);
+    __m256 series = _mm256_set1_ps(kAtanhSeries[0]);
+    for (int j = 1; j < 6; ++j) {
+      series = _mm256_add_ps(_mm256_mul_ps(series, z),
+                             _mm256_set1_ps(kAtanhSeries[j]));
+    }
+    series = _mm256_add_ps(_mm256_mul_ps(series, z), one);
+    const __m256 log1p = _mm256_mul_ps(_mm256_add_ps(t, t), series);
+    // max(0, x) keeps a NaN.
+    sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_max_ps(zero, x), log1p));
+  }
+  _mm256_storeu_ps(partial, sum);
+}
+#else
+constexpr int64_t kLanes = 1;
+
+inline void SoftplusAndSigmoidSpan(float* logits, int64_t count,
+                                   float* partial) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float x = logits[i];
+    const float a = std::max(kExpFloor, -std::fabs(x));
+    const float n = std::nearbyint(a * kLog2E);
+    const float r = (a - n * kLn2Hi) - n * kLn2Lo;
+    float p = kExpPolynomial[0];
+    for (int j = 1; j < 6; ++j) p = p * r + kExpPolynomial[j];
+    const float e = std::ldexp(p * r * r + (r + 1.0f), static_cast<int>(n));
+    const float s = 1.0f / (1.0f + e);
+    logits[i] = std::isnan(x) ? x : x < 0.0f ? e * s : s;
+    const float t = e / (2.0f + e);
+    const float z = t * t;
+    float series = kAtanhSeries[0];
+    for (int j = 1; j < 6; ++j) series = series * z + kAtanhSeries[j];
+    const float softplus = std::max(0.0f, x) + (t + t) * (series * z + 1.0f);
+    *partial += std::isnan(x) ? x : softplus;
+  }
+}
+#endif
+
+// The logits become their sigmoids; returns the sum of their softplus
+// values. Every logit goes through the same code (a partial last group of
+// lanes is padded), so a value's results do not depend on its position.
 inline double SoftplusSumAndSigmoid(float* logits, int64_t n) {
-  Eigen::Map<Eigen::ArrayXf> x(logits, n);
-  static const float threshold =
-      std::log(std::numeric_limits<float>::epsilon()) + 2.0f;
-  const Eigen::ArrayXf e = x.exp();
-  const double softplus =
-      (x > -threshold)
-          .select(x, (x < threshold).select(e, (e + 1.0f).log()))
-          .sum();
-  x = x.logistic();
-  return softplus;
+  double sum = 0.0;
+  const int64_t whole = n - n % kLanes;
+  for (int64_t first = 0; first < whole; first += kSpan) {
+    float partial[kLanes] = {};
+    SoftplusAndSigmoidSpan(logits + first, std::min(kSpan, whole - first),
+                           partial);
+    for (int64_t j = 0; j < kLanes; ++j) sum += partial[j];
+  }
+  if (whole < n) {
+    float padded[kLanes] = {};
+    float partial[kLanes] = {};
+    std::copy(logits + whole, logits + n, padded);
+    SoftplusAndSigmoidSpan(padded, kLanes, partial);
+    std::copy_n(padded, n - whole, logits + whole);
+    for (int64_t j = 0; j < n - whole; ++j) sum += partial[j];
+  }
+  return sum;
 }
 
 inline void Prefetch(const float* row, int64_t dim) {
   for (int64_t d = 0; d < dim; d += 16) __builtin_prefetch(row + d);
 }
 
-// out = g * v when the row was just added, else out += g * v.
-inline void Accumulate(float* out, float g, const float* v, int64_t dim,
-                       bool added) {
-  if (added) {
-    for (int64_t d = 0; d < dim; ++d) out[d] = g * v[d];
-  } else {
-    for (int64_t d = 0; d < dim; ++d) out[d] += g * v[d];
-  }
-}
-
-inline void PrefetchPair(const StepArgs& s, int64_t b) {
+// Prefetches the target and context rows of pair b and, when `negatives`,
+// its own negative rows.
+inline void PrefetchPair(const StepArgs& s, int64_t b, bool negatives) {
   const int out = s.output_table;
   Prefetch(s.tables[0] + int64_t{s.target[b]} * s.dim, s.dim);
   Prefetch(s.tables[out] + int64_t{s.context[b]} * s.dim, s.dim);
+  if (!negatives) return;
   for (int64_t k = 0; k < s.num_negatives; ++k) {
     Prefetch(s.tables[out] + int64_t{s.negatives[b * s.num_negatives + k]} *
                                  s.dim, s.dim);
@@ -179,70 +399,177 @@ inline void PrefetchPair(const StepArgs& s, int64_t b) {
 
 constexpr int64_t kPairsPerChunk = 32;
 
-// Loss and per-row gradient sums of the pairs of block `block` of `blocks`,
-// `kPairsPerChunk` pairs at a time: their logits, then the loss and the
-// logits' gradients in one vectorized pass, then the rows' gradients (the
-// chunk's rows are still in cache).
-inline void SumBlock(const StepArgs& s, int64_t block, int64_t blocks,
+// Loss and per-row gradient sums of pairs [begin, end), each with its own
+// negatives, `kPairsPerChunk` pairs at a time: their logits, then the loss
+// and the logits' sigmoids in vectorized passes, then the rows' gradients
+// (the chunk's rows are still in cache).
+inline void SumPairs(const StepArgs& s, int64_t begin, int64_t end,
                      BlockSums* sums) {
-  const int64_t begin = block * s.batch / blocks;
-  const int64_t end = (block + 1) * s.batch / blocks;
   const int64_t dim = s.dim;
   const int64_t k_count = s.num_negatives;
   const int out = s.output_table;
-  const int64_t max_rows = (end - begin) * (k_count + 2);
-  sums->index.Reset(max_rows);
-  for (std::vector<int32_t>& rows : sums->of_shard) rows.clear();
-  if (static_cast<int64_t>(sums->rows.size()) < max_rows * dim) {
-    sums->rows.resize(max_rows * dim);
-  }
+  sums->Reset((end - begin) * (k_count + 2), dim);
   sums->target_gradient.resize(dim);
   sums->logits.resize(kPairsPerChunk * (k_count + 1));
-  sums->loss = 0.0;
+  const float negative_scale = s.negative_weight * s.loss_scale;
   float* g = sums->target_gradient.data();
   auto row_of = [&](int table, int32_t id) {
     return s.tables[table] + int64_t{id} * dim;
   };
-  // Adds coefficient * v to the gradient sum of row `id` of `table`.
-  auto add = [&](int table, int32_t id, float coefficient, const float* v) {
-    bool added;
-    const uint64_t key = RowKey(table, id);
-    const int32_t i = sums->index.Find(key, &added);
-    if (added) sums->of_shard[ShardOf(key)].push_back(i);
-    Accumulate(sums->rows.data() + int64_t{i} * dim, coefficient, v, dim,
-               added);
-  };
   for (int64_t first = begin; first < end; first += kPairsPerChunk) {
     const int64_t last = std::min(end, first + kPairsPerChunk);
-    float* logit = sums->logits.data();
-    // The positive logit enters negated: softplus(-pos) is its loss.
+    // The positive logits enter negated: softplus(-pos) is their loss.
+    float* positive = sums->logits.data();
+    float* negative = positive + (last - first);
     for (int64_t b = first; b < last; ++b) {
-      if (b + 4 < last) PrefetchPair(s, b + 4);
+      if (b + 4 < last) PrefetchPair(s, b + 4, true);
       const float* t = row_of(0, s.target[b]);
-      *logit++ = -Dot(t, row_of(out, s.context[b]), dim);
+      *positive++ = -Dot(t, row_of(out, s.context[b]), dim);
       for (int64_t k = 0; k < k_count; ++k) {
-        *logit++ = Dot(t, row_of(out, s.negatives[b * k_count + k]), dim);
+        *negative++ = Dot(t, row_of(out, s.negatives[b * k_count + k]), dim);
       }
     }
-    sums->loss += SoftplusSumAndSigmoid(sums->logits.data(),
-                                        (last - first) * (k_count + 1));
-    const float* sigmoid = sums->logits.data();
+    const double positive_loss =
+        SoftplusSumAndSigmoid(sums->logits.data(), last - first);
+    const double negative_loss = SoftplusSumAndSigmoid(
+        sums->logits.data() + (last - first), (last - first) * k_count);
+    sums->loss += positive_loss + s.negative_weight * negative_loss;
+    const float* positive_sigmoid = sums->logits.data();
+    const float* sigmoid = positive_sigmoid + (last - first);
     for (int64_t b = first; b < last; ++b) {
       const float* t = row_of(0, s.target[b]);
       const float* c = row_of(out, s.context[b]);
       // d loss / d pos = sigmoid(pos) - 1 = -sigmoid(-pos).
-      const float d_pos = -*sigmoid++ * s.loss_scale;
+      const float d_pos = -*positive_sigmoid++ * s.loss_scale;
       for (int64_t d = 0; d < dim; ++d) g[d] = d_pos * c[d];
-      add(out, s.context[b], d_pos, t);
+      sums->Add(out, s.context[b], d_pos, t, dim);
       for (int64_t k = 0; k < k_count; ++k) {
         const int32_t id = s.negatives[b * k_count + k];
         const float* n = row_of(out, id);
-        const float d_neg = *sigmoid++ * s.loss_scale;
+        const float d_neg = *sigmoid++ * negative_scale;
         for (int64_t d = 0; d < dim; ++d) g[d] += d_neg * n[d];
-        add(out, id, d_neg, t);
+        sums->Add(out, id, d_neg, t, dim);
       }
-      add(0, s.target[b], 1.0f, g);
+      sums->Add(0, s.target[b], 1.0f, g, dim);
     }
+  }
+}
+
+// Pairs of one group taken at a time by SumGroups (its buffers stay in the
+// second-level cache).
+constexpr int64_t kGroupChunk = 256;
+
+// Column-major float matrix over a buffer: a column is a row of a table.
+using MatrixMap =
+    Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>>;
+
+// Pairs [first, last) of a group whose negative rows are `n` [dim, K]:
+// their loss, their target and context rows' gradients into the map, and
+// the negative rows' gradients added to `dn` [dim, K]. A pair's logits and
+// their gradients depend on its target row alone, so they are computed once
+// per distinct target of the chunk (a frequent word is many pairs' target).
+inline void SumGroupChunk(const StepArgs& s, int64_t first, int64_t last,
+                          const MatrixMap& n, MatrixMap* dn,
+                          BlockSums* sums) {
+  const int64_t dim = s.dim;
+  const int64_t m = last - first;
+  const int64_t k_count = n.cols();
+  const int out = s.output_table;
+  auto row_of = [&](int table, int32_t id) {
+    return s.tables[table] + int64_t{id} * dim;
+  };
+  ChunkTargets& targets = sums->targets;
+  targets.Reset(m, dim);
+  // The positive logits enter negated: softplus(-pos) is their loss.
+  float* positive = sums->logits.data();
+  float* negative = positive + m;
+  for (int64_t b = first; b < last; ++b) {
+    if (b + 4 < last) PrefetchPair(s, b + 4, false);
+    const float* t = row_of(0, s.target[b]);
+    targets.Add(b - first, s.target[b], t, dim);
+    positive[b - first] = -Dot(t, row_of(out, s.context[b]), dim);
+  }
+  const int64_t distinct = targets.distinct;
+  MatrixMap t(targets.rows.data(), dim, distinct);
+  // [K, distinct]: column j holds the logits of distinct target j.
+  MatrixMap logits(negative, k_count, distinct);
+  logits.noalias() = n.transpose() * t;
+  double negative_loss = 0.0;
+  for (int64_t j = 0; j < distinct; ++j) {
+    negative_loss += targets.count[j] *
+                     SoftplusSumAndSigmoid(negative + j * k_count, k_count);
+  }
+  sums->loss += SoftplusSumAndSigmoid(positive, m) +
+                s.negative_weight * negative_loss;
+  // d loss / d neg = weight * sigmoid(neg), times the loss scale.
+  logits.array() *= s.negative_weight * s.loss_scale;
+  MatrixMap dt(sums->target_gradient.data(), dim, distinct);
+  dt.noalias() = n * logits;
+  // A negative row's gradient sums over pairs: target j counts count[j]
+  // times.
+  for (int64_t j = 0; j < distinct; ++j) {
+    logits.col(j) *= static_cast<float>(targets.count[j]);
+  }
+  dn->noalias() += t * logits.transpose();
+  float* g = sums->target_gradient.data() + m * dim;
+  for (int64_t b = first; b < last; ++b) {
+    const int64_t j = targets.column[b - first];
+    const float* c = row_of(out, s.context[b]);
+    const float* from_negatives = dt.data() + j * dim;
+    // d loss / d pos = sigmoid(pos) - 1 = -sigmoid(-pos).
+    const float d_pos = -positive[b - first] * s.loss_scale;
+    for (int64_t d = 0; d < dim; ++d) g[d] = d_pos * c[d] + from_negatives[d];
+    sums->Add(out, s.context[b], d_pos, targets.rows.data() + j * dim, dim);
+    sums->Add(0, s.target[b], 1.0f, g, dim);
+  }
+}
+
+// Loss and per-row gradient sums of groups [begin, end) of pairs sharing
+// negatives, `kGroupChunk` pairs at a time; each group's negative rows
+// enter the map once, with their gradients summed over the group.
+inline void SumGroups(const StepArgs& s, int64_t begin, int64_t end,
+                      BlockSums* sums) {
+  const int64_t dim = s.dim;
+  const int64_t k_count = s.num_negatives;
+  const int64_t group = s.group();
+  const int64_t chunk = std::min(group, kGroupChunk);
+  const int out = s.output_table;
+  sums->Reset((end - begin) * (2 * group + k_count), dim);
+  sums->target_gradient.resize((chunk + 1) * dim);
+  sums->logits.resize(chunk * (k_count + 1));
+  sums->shared_rows.resize(k_count * dim);
+  sums->shared_gradients.resize(k_count * dim);
+  MatrixMap n(sums->shared_rows.data(), dim, k_count);
+  MatrixMap dn(sums->shared_gradients.data(), dim, k_count);
+  for (int64_t g = begin; g < end; ++g) {
+    const int32_t* ids = s.negatives + g * k_count;
+    for (int64_t k = 0; k < k_count; ++k) {
+      std::copy_n(s.tables[out] + int64_t{ids[k]} * dim, dim,
+                  sums->shared_rows.data() + k * dim);
+    }
+    dn.setZero();
+    for (int64_t first = g * group; first < (g + 1) * group;
+         first += chunk) {
+      SumGroupChunk(s, first, std::min((g + 1) * group, first + chunk), n,
+                    &dn, sums);
+    }
+    for (int64_t k = 0; k < k_count; ++k) {
+      sums->Add(out, ids[k], 1.0f, sums->shared_gradients.data() + k * dim,
+                dim);
+    }
+  }
+}
+
+// Block `block` of `blocks`: a range of whole rows of negatives, so a group
+// never straddles two blocks.
+inline void SumBlock(const StepArgs& s, int64_t block, int64_t blocks,
+                     BlockSums* sums) {
+  const int64_t begin = block * s.negative_rows / blocks;
+  const int64_t end = (block + 1) * s.negative_rows / blocks;
+  if (s.group() == 1) {
+    SumPairs(s, begin, end, sums);
+  } else {
+    SumGroups(s, begin, end, sums);
   }
 }
 
@@ -315,8 +642,10 @@ inline void ApplyShard(const StepArgs& s, int shard, int64_t blocks,
 // [0, n), on any threads, and returns when all calls have.
 template <typename Parallel>
 float RunStep(const StepArgs& s, StepScratch* scratch, Parallel parallel) {
+  if (s.batch == 0) return 0.0f;
   const int64_t blocks = std::max<int64_t>(
-      1, std::min<int64_t>(kPairBlocks, s.batch / kPairsPerBlock));
+      1, std::min<int64_t>({int64_t{kPairBlocks}, s.batch / kPairsPerBlock,
+                            s.negative_rows}));
   parallel(blocks,
            [&](int64_t b) { SumBlock(s, b, blocks, &scratch->blocks[b]); });
   parallel(kRowShards, [&](int64_t shard) {
