@@ -13,6 +13,12 @@ TPUEmbedding reduces the last dimension of a rank >= 2 dense input and
 rejects one whose last dimension is not 1, so such ids ([B, K]) are enqueued
 as [B, K, 1]; the activations then have the shapes the CPU adapter sees
 ([B, K, D]). Ragged ids [B, None] give combined [B, D] activations on both.
+
+Each replica gets an even share of every feature's rows. When every feature
+has the batch's rows, tf.distribute splits the batch; when one has fewer
+(skip-gram's shared negatives: [B/G, S]), `replica_shares` cuts each
+feature's rows evenly, so each replica holds whole groups of pairs with
+their negatives.
 """
 
 from typing import Dict, Optional
@@ -39,11 +45,51 @@ def per_replica_input_shapes(ids_spec, replicas: int
   shapes = {}
   for name, spec in ids_spec.items():
     dims = spec.shape.as_list()
+    if dims[0] and dims[0] % replicas:
+      raise ValueError(
+          f'feature {name!r} has {dims[0]} rows per batch, which do not '
+          f'split evenly over the {replicas} TPU replicas (shared negatives: '
+          f'make batch_size / negative_group a multiple of {replicas})')
     dims[0] = dims[0] // replicas if dims[0] else dims[0]
     if not isinstance(spec, tf.RaggedTensorSpec) and len(dims) >= 2:
       dims.append(1)
     shapes[name] = tf.TensorShape(dims)
   return shapes
+
+
+def _leading_dims(element_spec) -> set:
+  return {spec.shape[0] for spec in tf.nest.flatten(element_spec)}
+
+
+def replica_shares(dataset: tf.data.Dataset, replicas: int,
+                   context: tf.distribute.InputContext) -> tf.data.Dataset:
+  """The global batches of `dataset` cut into the shares of the replicas of
+  input pipeline `context`, one element per replica: every tensor's rows
+  split evenly, whatever its row count (shared negatives have fewer rows
+  than the batch has pairs; a group never straddles two replicas)."""
+  hosts, host = context.num_input_pipelines, context.input_pipeline_id
+
+  def shares(t):
+    if isinstance(t, tf.RaggedTensor):
+      raise ValueError('ragged features cannot be split by rows over '
+                       'replicas together with features of other row counts')
+    rest = t.shape.as_list()
+    return tf.reshape(t, [hosts, replicas // hosts, rest[0] // replicas] +
+                      rest[1:])[host]
+
+  return dataset.map(lambda *e: tf.nest.map_structure(shares, e)).unbatch()
+
+
+def distribute(strategy: tf.distribute.Strategy, dataset: tf.data.Dataset):
+  """`dataset`'s global batches as per-replica values of `strategy`: split
+  by tf.distribute when every tensor has the batch's rows, else by
+  `replica_shares`."""
+  options = tf.distribute.InputOptions(experimental_fetch_to_device=False)
+  if len(_leading_dims(dataset.element_spec)) <= 1:
+    return strategy.experimental_distribute_dataset(dataset, options=options)
+  replicas = strategy.num_replicas_in_sync
+  return strategy.distribute_datasets_from_function(
+      lambda context: replica_shares(dataset, replicas, context), options)
 
 
 class TpuAdapter:
@@ -87,10 +133,8 @@ class TpuAdapter:
                           self.model, self.dense_optimizer)
 
   def iterator(self, dataset: tf.data.Dataset):
-    distributed = self.strategy.experimental_distribute_dataset(
-        dataset.map(lambda ids, extras: (tpu_features(ids), extras)),
-        options=tf.distribute.InputOptions(experimental_fetch_to_device=False))
-    return iter(distributed)
+    return iter(distribute(self.strategy, dataset.map(
+        lambda ids, extras: (tpu_features(ids), extras))))
 
   def _tpu_step(self, extras):
     activations = self.embedding.dequeue()
