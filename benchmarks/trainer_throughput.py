@@ -1,7 +1,7 @@
 """CPU trainer throughput: the step alone and the live trainer, in pairs/s.
 
     python -m benchmarks.trainer_throughput [--presets defaults,window50]
-        [--rounds 3] [--steps 300] [--live-steps 2000]
+        [--rounds 3] [--steps 300] [--live-steps 2000] [--shared 64 --group 256]
 
 Two presets, each on its own generated corpus (benchmarks.skipgram_corpus:
 Zipf(1) tokens over a 30k vocabulary, written as an Examples artifact and as
@@ -28,6 +28,8 @@ step, --live-steps steps per round in the training loop's compiled runner
     adapter's TensorFlow step;
   new: SkipGramBatches.id_sequences/batches (block reads, pair ops) + the
     fused step;
+  shared: the same with shared negatives (--shared S negatives per group of
+    --group pairs, weighted K/S; 0: no such row);
   gensim Word2Vec (sg=1, the same window, dim, negatives and sample, 2
     workers, min_count=1), given the corpus's sequences as token lists (read
     before timing) and trained one epoch per round. Its pairs/s are the
@@ -156,6 +158,37 @@ def step_rows(corpus, config, dim, adapter, fused, steps):
   }
 
 
+def shared_row(corpus, config, adapter, args):
+  """{row: round} of the live trainer with shared negatives."""
+  from components.trainer import fused_step  # pylint: disable=g-import-not-at-top
+  from components.trainer import training_loop  # pylint: disable=g-import-not-at-top
+  from components.trainer.learning_rate import LinearDecay  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram_input import SkipGramBatches  # pylint: disable=g-import-not-at-top
+  shared = config.replace(shared_negatives=args.shared,
+                          negative_group=args.group)
+  optimizer = adapter._rules['tokens'].optimizer  # pylint: disable=protected-access
+  step = fused_step.for_adapter(adapter.spec, optimizer, adapter.variables,
+                                BATCH, negative_weight=shared.negative_weight)
+  train = training_loop.CompiledSteps(
+      step, adapter.learning_rate_scale, LinearDecay(0), user_code=False)
+  made = SkipGramBatches(SkipGramData(corpus.tokens, corpus.counts, shared))
+  return {f'live shared {args.shared}/{args.group}: + fused op': live_round(
+      lambda: made.batches(made.id_sequences([corpus.examples_uri], 'train')),
+      train, args.live_steps)}
+
+
+def live_round(make_batches, train, live_steps):
+  """A round of `live_steps` steps from a fresh iterator -> pairs/s."""
+  def round_():
+    iterator = iter(make_batches().repeat())
+    train(iterator, 5)  # starts the pipeline (traces on the first round)
+    clock = Clock()
+    done = train(iterator, live_steps).size
+    return clock.rates(done * BATCH)
+  return round_
+
+
 def live_rows(corpus, config, adapter, fused, live_steps, pairs_per_epoch,
               dim, window):
   """{row: callable running one round -> pairs/s}, input pipeline included."""
@@ -170,15 +203,6 @@ def live_rows(corpus, config, adapter, fused, live_steps, pairs_per_epoch,
       fused, adapter.learning_rate_scale, LinearDecay(0), user_code=False)
   sentences = skipgram_corpus.read_text(corpus.text_file)
 
-  def live(make_batches, train):
-    def round_():
-      iterator = iter(make_batches().repeat())
-      train(iterator, 5)  # starts the pipeline (traces on the first round)
-      clock = Clock()
-      done = train(iterator, live_steps).size
-      return clock.rates(done * BATCH)
-    return round_
-
   def gensim_round():
     from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
     model = Word2Vec(vector_size=dim, window=window, negative=NEGATIVES,
@@ -189,13 +213,14 @@ def live_rows(corpus, config, adapter, fused, live_steps, pairs_per_epoch,
     return clock.rates(pairs_per_epoch)
 
   return {
-      'live today: SkipGramData + TF step': live(
+      'live today: SkipGramData + TF step': live_round(
           lambda: old.batches(examples_io.token_dataset(
               corpus.examples_uri, 'train')).map(lambda f: (f, {})),
-          adapter.train),
-      'live new: SkipGramBatches + fused op': live(
+          adapter.train, live_steps),
+      'live new: SkipGramBatches + fused op': live_round(
           lambda: new.batches(new.id_sequences([corpus.examples_uri],
-                                               'train')), fused_train),
+                                               'train')), fused_train,
+          live_steps),
       'gensim Word2Vec sg, 2 workers (1 epoch)': gensim_round,
   }
 
@@ -217,6 +242,7 @@ def run_preset(name, args, work):
   rows = step_rows(corpus, config, dim, adapter, fused, args.steps)
   rows.update(live_rows(corpus, config, adapter, fused, args.live_steps,
                         pairs, dim, window))
+  rows.update(shared_row(corpus, config, adapter, args) if args.shared else {})
   rates = {row: [] for row in rows}
   for _ in range(args.rounds):
     for row, round_ in rows.items():
@@ -237,10 +263,12 @@ def report(median):
     print(f'{row:<42} {wall:>10,.0f} {wall / keras[0]:>7.2f} '
           f'{wall / gensim[0]:>8.2f} {cpu:>11,.0f} {cpu / keras[1]:>7.2f} '
           f'{cpu / gensim[1]:>8.2f}')
-  live = median['live new: SkipGramBatches + fused op'][0]
-  print(f'target live >= 1M pairs/s: {"met" if live >= 1e6 else "NOT met"}; '
-        f'>= 0.8x gensim: {"met" if live >= 0.8 * gensim[0] else "NOT met"} '
-        f'({live / gensim[0]:.2f}x)')
+  for row, (live, _) in median.items():
+    if row.startswith(('live new', 'live shared')):
+      print(f'{row.split(":")[0]}: target >= 1M pairs/s '
+            f'{"met" if live >= 1e6 else "NOT met"}; >= 0.8x gensim '
+            f'{"met" if live >= 0.8 * gensim[0] else "NOT met"} '
+            f'({live / gensim[0]:.2f}x)')
 
 
 def main(argv=None):
@@ -253,6 +281,8 @@ def main(argv=None):
   parser.add_argument('--live-steps', type=int, default=2000,
                       help='steps per round, live')
   parser.add_argument('--rounds', type=int, default=3)
+  parser.add_argument('--shared', type=int, default=64)  # 0: no such row
+  parser.add_argument('--group', type=int, default=256)
   parser.add_argument('--work', help='keep the corpora here')
   args = parser.parse_args(argv)
   print(f'{os.cpu_count()} CPUs; load average before: '
