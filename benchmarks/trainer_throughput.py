@@ -106,7 +106,7 @@ def trainer_parts(corpus, window, dim):
                           negatives=NEGATIVES)
   spec = skipgram_spec(dim=dim, vocabulary_size=len(corpus.tokens),
                        learning_rate=1.0, initial_accumulator_value=1e-3)
-  adapter = cpu_adapter.for_skipgram(spec, BATCH)
+  adapter = cpu_adapter.for_skipgram(spec, BATCH, fused=False)
   adapter.build()
   optimizer = adapter._rules['tokens'].optimizer  # pylint: disable=protected-access
   step = fused_step.for_adapter(spec, optimizer, adapter.variables, BATCH)
