@@ -1,7 +1,7 @@
 """CPU trainer throughput: the step alone and the live trainer, in pairs/s.
 
     python -m benchmarks.trainer_throughput [--presets defaults,window50]
-        [--rounds 3] [--steps 300] [--live-steps 2000] [--shared 64 --group 256]
+        [--rounds 3] [--steps 300] [--live-steps 2000] [--shared 16 --group 64]
 
 Two presets, each on its own generated corpus (benchmarks.skipgram_corpus:
 Zipf(1) tokens over a 30k vocabulary, written as an Examples artifact and as
@@ -281,8 +281,8 @@ def main(argv=None):
   parser.add_argument('--live-steps', type=int, default=2000,
                       help='steps per round, live')
   parser.add_argument('--rounds', type=int, default=3)
-  parser.add_argument('--shared', type=int, default=64)  # 0: no such row
-  parser.add_argument('--group', type=int, default=256)
+  parser.add_argument('--shared', type=int, default=16)  # 0: no such row
+  parser.add_argument('--group', type=int, default=64)
   parser.add_argument('--work', help='keep the corpora here')
   args = parser.parse_args(argv)
   print(f'{os.cpu_count()} CPUs; load average before: '

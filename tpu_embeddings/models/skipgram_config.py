@@ -39,7 +39,7 @@ class SkipGramConfig(settings.Settings):
   window: int = 5
   negatives: int = 5
   shared_negatives: int = 0
-  negative_group: int = 256
+  negative_group: int = 64
   subsample: float = 1e-3
   seed: int = 0
   sequences_per_chunk: int = 256
