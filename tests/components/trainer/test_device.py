@@ -15,8 +15,8 @@ import tensorflow as tf
 
 from components.trainer import cpu_adapter
 from components.trainer import device
-from components.trainer import tpu_adapter
 from tests.support import interaction_fixtures
+from tests.support import tpu_shapes
 from tpu_embeddings.models import spec_vocabularies
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.skipgram_features import skipgram_spec
@@ -203,27 +203,14 @@ def test_tpu_embedding_accepts_the_spec_configs_in_cpu_mode(optimizer):
 
 def test_tpu_activation_shapes_equal_the_cpu_adapters():
   spec = skipgram_spec(dim=D, vocabulary_size=20)
-  embedding = tf.tpu.experimental.embedding.TPUEmbedding(
-      spec.build_feature_config(), spec.build_optimizer())
-  features = tpu_adapter.tpu_features(batch())
   # The mid-level API's own rules, as enqueue applies them.
-  input_shapes = embedding._get_input_shapes(  # pylint: disable=protected-access
-      features, per_replica=False, in_tpu_context=True)
-  output_shapes = embedding._get_output_shapes_from_input_shapes(  # pylint: disable=protected-access
-      input_shapes)
-  names = sorted(features)  # nest order of the feature dict
-  tpu_activation_shapes = {
-      n: s.as_list() + [D] for n, s in zip(names, output_shapes)}
-  expected = tpu_adapter.per_replica_input_shapes(
-      {n: tf.TensorSpec.from_tensor(t) for n, t in batch().items()}, 1)
-  assert [s.as_list() for s in input_shapes] == [
-      expected[n].as_list() for n in names]
-
+  inputs, activations = tpu_shapes.enqueue_shapes(spec, batch())
+  assert inputs == tpu_shapes.per_replica(batch(), 1)
   adapter = cpu_adapter.for_skipgram(spec, B)
   adapter.build()
   cpu = adapter.embedding.embedding_lookup(batch())
-  assert tpu_activation_shapes == {n: cpu[n].shape.as_list() for n in names}
-  assert tpu_activation_shapes['negatives'] == [B, K, D]
+  assert activations == {n: t.shape.as_list() for n, t in cpu.items()}
+  assert activations['negatives'] == [B, K, D]
 
 
 def test_tpu_embedding_rejects_the_unexpanded_negatives():
@@ -254,20 +241,11 @@ def test_the_two_tower_tables_and_ragged_ids_take_the_cpu_shapes(tmp_path):
       for t in ('user', 'item', 'category')}
   ids = ctx.to_ids({f: tf.constant([r[f] for r in rows['train'][:B]])
                     for f in module.features})
-  features = tpu_adapter.tpu_features(ids)
-  input_shapes = embedding._get_input_shapes(  # pylint: disable=protected-access
-      features, per_replica=False, in_tpu_context=True)
-  names = sorted(features)
-  expected = tpu_adapter.per_replica_input_shapes(
-      {n: tf.RaggedTensorSpec.from_value(t) for n, t in ids.items()}, 1)
-  assert [s.as_list() for s in input_shapes] == [
-      expected[n].as_list() for n in names]
-  dims = {f.name: spec.table(f.table).dim for f in spec.features}
-  tpu_shapes = {n: s.as_list() + [dims[n]] for n, s in zip(
-      names, embedding._get_output_shapes_from_input_shapes(input_shapes))}  # pylint: disable=protected-access
+  inputs, activations = tpu_shapes.enqueue_shapes(spec, ids)
+  assert inputs == tpu_shapes.per_replica(ids, 1)
   adapter = cpu_adapter.CpuAdapter(spec, module, ctx)
   adapter.embedding.build()
   cpu = adapter.embedding.embedding_lookup(ids)
-  assert tpu_shapes == {n: cpu[n].shape.as_list() for n in names}
-  assert tpu_shapes['history'] == [B, 32] and tpu_shapes['item_category'] == [
-      B, 8]
+  assert activations == {n: t.shape.as_list() for n, t in cpu.items()}
+  assert activations['history'] == [B, 32]
+  assert activations['item_category'] == [B, 8]

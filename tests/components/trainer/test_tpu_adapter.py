@@ -13,6 +13,7 @@ import tensorflow as tf
 from components.trainer import cpu_adapter
 from components.trainer import tpu_adapter
 from tests.support import paths
+from tests.support import tpu_shapes
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 
@@ -82,23 +83,14 @@ def test_negatives_rows_that_do_not_split_over_the_replicas_are_refused():
 
 def test_tpu_activations_of_shared_negatives_equal_the_cpu_adapters():
   spec = skipgram_spec(dim=D, vocabulary_size=500)
-  embedding = tf.tpu.experimental.embedding.TPUEmbedding(
-      spec.build_feature_config(), spec.build_optimizer())
   ids, _ = shared_batch()
-  features = tpu_adapter.tpu_features(ids)
-  input_shapes = embedding._get_input_shapes(  # pylint: disable=protected-access
-      features, per_replica=False, in_tpu_context=True)
-  names = sorted(features)
-  expected = tpu_adapter.per_replica_input_shapes(
-      {n: tf.TensorSpec.from_tensor(t) for n, t in ids.items()}, 2)
-  assert [s.as_list() for s in input_shapes] == [
-      [2 * expected[n][0]] + expected[n].as_list()[1:] for n in names]
-  tpu_shapes = {n: s.as_list() + [D] for n, s in zip(
-      names, embedding._get_output_shapes_from_input_shapes(input_shapes))}  # pylint: disable=protected-access
+  inputs, activations = tpu_shapes.enqueue_shapes(spec, ids)
+  halves = tpu_shapes.per_replica(ids, 2)
+  assert inputs == {n: [2 * s[0]] + s[1:] for n, s in halves.items()}
   config = SkipGramConfig(batch_size=B, shared_negatives=S,
                           negative_group=B // GROUPS)
   adapter = cpu_adapter.for_skipgram(spec, B, settings=config)
   adapter.build()
   cpu = adapter.embedding.embedding_lookup(ids)
-  assert tpu_shapes == {n: cpu[n].shape.as_list() for n in names}
-  assert tpu_shapes['negatives'] == [GROUPS, S, D]
+  assert activations == {n: t.shape.as_list() for n, t in cpu.items()}
+  assert activations['negatives'] == [GROUPS, S, D]
