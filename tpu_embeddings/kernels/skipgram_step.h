@@ -143,47 +143,35 @@ inline void Accumulate(float* out, float g, const float* v, int64_t dim,
 }
 
 // The distinct targets of a chunk of pairs: column j of `rows` [dim,
-// distinct] is the row of target `ids[j]`, which `count[j]` of the pairs
-// have; pair i has column `column[i]`.
+// distinct] is the row of the target that `count[j]` of the pairs have; pair
+// i has column `column[i]`.
 struct ChunkTargets {
-  std::vector<int32_t> slots;  // open addressing: hash -> column, or -1
-  std::vector<int32_t> ids;
+  RowIndex index;  // target id -> column
   std::vector<int32_t> count;
   std::vector<int32_t> column;
   std::vector<float> rows;
-  int64_t distinct = 0;
-  uint64_t mask = 0;
 
   void Reset(int64_t pairs, int64_t dim) {
-    int64_t capacity = 16;
-    while (capacity < 2 * pairs) capacity <<= 1;
-    slots.assign(capacity, -1);
-    mask = capacity - 1;
-    ids.resize(pairs);
+    index.Reset(pairs);
     count.resize(pairs);
     column.resize(pairs);
     rows.resize(pairs * dim);
-    distinct = 0;
+  }
+
+  int64_t distinct() const {
+    return static_cast<int64_t>(index.keys().size());
   }
 
   // Pair i has target `id`, whose row is `row`.
   void Add(int64_t i, int32_t id, const float* row, int64_t dim) {
-    uint64_t h = Mix(static_cast<uint32_t>(id)) >> 32;
-    while (true) {
-      int32_t& slot = slots[h & mask];
-      if (slot < 0) {
-        slot = static_cast<int32_t>(distinct++);
-        ids[slot] = id;
-        count[slot] = 0;
-        std::copy_n(row, dim, rows.data() + int64_t{slot} * dim);
-      }
-      if (ids[slot] == id) {
-        ++count[slot];
-        column[i] = slot;
-        return;
-      }
-      ++h;
+    bool added;
+    const int32_t slot = index.Find(RowKey(0, id), &added);
+    if (added) {
+      count[slot] = 0;
+      std::copy_n(row, dim, rows.data() + int64_t{slot} * dim);
     }
+    ++count[slot];
+    column[i] = slot;
   }
 };
 
@@ -489,7 +477,7 @@ inline void SumGroupChunk(const StepArgs& s, int64_t first, int64_t last,
     targets.Add(b - first, s.target[b], t, dim);
     positive[b - first] = -Dot(t, row_of(out, s.context[b]), dim);
   }
-  const int64_t distinct = targets.distinct;
+  const int64_t distinct = targets.distinct();
   MatrixMap t(targets.rows.data(), dim, distinct);
   // [K, distinct]: column j holds the logits of distinct target j.
   MatrixMap logits(negative, k_count, distinct);
