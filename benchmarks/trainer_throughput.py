@@ -97,9 +97,8 @@ def keras_model(vocabulary_size, dim, steps_per_execution):
 
 
 def trainer_parts(corpus, window, dim):
-  """(config, spec, a built CpuAdapter, its fused step)."""
+  """(config, spec, a built CpuAdapter with the TensorFlow step)."""
   from components.trainer import cpu_adapter  # pylint: disable=g-import-not-at-top
-  from components.trainer import fused_step  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram_config import SkipGramConfig  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram_features import skipgram_spec  # pylint: disable=g-import-not-at-top
   config = SkipGramConfig(batch_size=BATCH, window=window,
@@ -108,19 +107,28 @@ def trainer_parts(corpus, window, dim):
                        learning_rate=1.0, initial_accumulator_value=1e-3)
   adapter = cpu_adapter.for_skipgram(spec, BATCH, fused=False)
   adapter.build()
+  return config, spec, adapter
+
+
+def fused_on(adapter, negative_weight: float = 1.0):
+  """The SkipGramStep op on `adapter`'s variables, in the training loop's
+  compiled runner (training_loop.CompiledSteps)."""
+  from components.trainer import fused_step  # pylint: disable=g-import-not-at-top
+  from components.trainer import training_loop  # pylint: disable=g-import-not-at-top
+  from components.trainer.learning_rate import LinearDecay  # pylint: disable=g-import-not-at-top
   optimizer = adapter._rules['tokens'].optimizer  # pylint: disable=protected-access
-  step = fused_step.for_adapter(spec, optimizer, adapter.variables, BATCH)
+  step = fused_step.for_adapter(adapter.spec, optimizer, adapter.variables,
+                                BATCH, negative_weight=negative_weight)
   if step is None:
     raise SystemExit('the SkipGramStep op is unavailable (see the log)')
-  return config, spec, adapter, step
+  return training_loop.CompiledSteps(
+      step, adapter.learning_rate_scale, LinearDecay(0), user_code=False)
 
 
-def step_rows(corpus, config, dim, adapter, fused, steps):
+def step_rows(corpus, config, dim, adapter, steps):
   """{row: callable running one round -> pairs/s} on cached batches."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  from components.trainer import training_loop  # pylint: disable=g-import-not-at-top
-  from components.trainer.learning_rate import LinearDecay  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
   data = SkipGramData(corpus.tokens, corpus.counts, config)
@@ -132,8 +140,7 @@ def step_rows(corpus, config, dim, adapter, fused, steps):
   iterator = iter(batches.repeat())
   # The adapter's step takes the built-in module's (ids, extras) batches.
   adapter_iterator = iter(batches.map(lambda f: (f, {})).repeat())
-  fused_train = training_loop.CompiledSteps(
-      fused, adapter.learning_rate_scale, LinearDecay(0), user_code=False)
+  fused_train = fused_on(adapter)
   labels = tf.concat([tf.ones([BATCH, 1]), tf.zeros([BATCH, NEGATIVES])], 1)
   keras_data = batches.map(lambda f: (f, labels)).repeat()
   looped = keras_model(len(corpus.tokens), dim, steps)
@@ -160,18 +167,11 @@ def step_rows(corpus, config, dim, adapter, fused, steps):
 
 def shared_row(corpus, config, adapter, args):
   """{row: round} of the live trainer with shared negatives."""
-  from components.trainer import fused_step  # pylint: disable=g-import-not-at-top
-  from components.trainer import training_loop  # pylint: disable=g-import-not-at-top
-  from components.trainer.learning_rate import LinearDecay  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram_input import SkipGramBatches  # pylint: disable=g-import-not-at-top
   shared = config.replace(shared_negatives=args.shared,
                           negative_group=args.group)
-  optimizer = adapter._rules['tokens'].optimizer  # pylint: disable=protected-access
-  step = fused_step.for_adapter(adapter.spec, optimizer, adapter.variables,
-                                BATCH, negative_weight=shared.negative_weight)
-  train = training_loop.CompiledSteps(
-      step, adapter.learning_rate_scale, LinearDecay(0), user_code=False)
+  train = fused_on(adapter, shared.negative_weight)
   made = SkipGramBatches(SkipGramData(corpus.tokens, corpus.counts, shared))
   return {f'live shared {args.shared}/{args.group}: + fused op': live_round(
       lambda: made.batches(made.id_sequences([corpus.examples_uri], 'train')),
@@ -189,18 +189,15 @@ def live_round(make_batches, train, live_steps):
   return round_
 
 
-def live_rows(corpus, config, adapter, fused, live_steps, pairs_per_epoch,
-              dim, window):
+def live_rows(corpus, config, adapter, live_steps, pairs_per_epoch, dim,
+              window):
   """{row: callable running one round -> pairs/s}, input pipeline included."""
-  from components.trainer import training_loop  # pylint: disable=g-import-not-at-top
-  from components.trainer.learning_rate import LinearDecay  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram_input import SkipGramBatches  # pylint: disable=g-import-not-at-top
   old = SkipGramData(corpus.tokens, corpus.counts, config)
   new = SkipGramBatches(old)
-  fused_train = training_loop.CompiledSteps(
-      fused, adapter.learning_rate_scale, LinearDecay(0), user_code=False)
+  fused_train = fused_on(adapter)
   sentences = skipgram_corpus.read_text(corpus.text_file)
 
   def gensim_round():
@@ -232,16 +229,16 @@ def run_preset(name, args, work):
   tokens = args.tokens or tokens
   corpus = skipgram_corpus.write(os.path.join(work, name),
                                  skipgram_corpus.zipf_lines(tokens, lo, hi))
-  config, _, adapter, fused = trainer_parts(corpus, window, dim)
+  config, _, adapter = trainer_parts(corpus, window, dim)
   pairs = SkipGramBatches(SkipGramData(
       corpus.tokens, corpus.counts, config)).pairs_per_epoch(
           [corpus.examples_uri], 'train')
   print(f'\n== {name}: window {window}, dim {dim}, lines of {lo}-{hi} '
         f'tokens, {corpus.total_tokens:,} tokens, {len(corpus.tokens):,} '
         f'distinct, {pairs:,.0f} pairs per epoch', flush=True)
-  rows = step_rows(corpus, config, dim, adapter, fused, args.steps)
-  rows.update(live_rows(corpus, config, adapter, fused, args.live_steps,
-                        pairs, dim, window))
+  rows = step_rows(corpus, config, dim, adapter, args.steps)
+  rows.update(live_rows(corpus, config, adapter, args.live_steps, pairs, dim,
+                        window))
   rows.update(shared_row(corpus, config, adapter, args) if args.shared else {})
   rates = {row: [] for row in rows}
   for _ in range(args.rounds):
