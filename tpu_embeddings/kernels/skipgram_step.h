@@ -16,11 +16,14 @@
 // each group of B / N consecutive pairs share K negatives. `weight`
 // (negative_weight) multiplies the negatives' term and its gradients.
 //
-// The batch is cut into a fixed number of pair blocks, on group boundaries,
-// each summing its pairs' gradients per row in a private map; then each of a
-// fixed number of row shards adds the blocks' sums of its rows in block order
-// and applies the rule. Blocks and shards run in parallel; results do not
-// depend on the number of threads.
+// The batch is cut into a fixed number of pair blocks, on group boundaries.
+// Each block computes its pairs' loss and logits and lists the terms of its
+// rows' gradients (a coefficient times a vector it copies) per row shard;
+// then each of a fixed number of row shards sums the terms of its rows in
+// the order of the pairs, in one map, and applies the rule to each row. No
+// row's gradient is merged across maps, and the tables are read only before
+// they are written. Blocks and shards run in parallel; results do not depend
+// on the number of threads.
 //
 // A group's K negative rows are hot for all its pairs, so shared negatives
 // are dense products: the distinct target rows of a chunk of the group
@@ -149,13 +152,13 @@ struct ChunkTargets {
   RowIndex index;  // target id -> column
   std::vector<int32_t> count;
   std::vector<int32_t> column;
-  std::vector<float> rows;
+  float* rows = nullptr;  // room for a column per pair
 
-  void Reset(int64_t pairs, int64_t dim) {
+  void Reset(int64_t pairs, float* rows) {
     index.Reset(pairs);
     count.resize(pairs);
     column.resize(pairs);
-    rows.resize(pairs * dim);
+    this->rows = rows;
   }
 
   int64_t distinct() const {
@@ -168,56 +171,77 @@ struct ChunkTargets {
     const int32_t slot = index.Find(RowKey(0, id), &added);
     if (added) {
       count[slot] = 0;
-      std::copy_n(row, dim, rows.data() + int64_t{slot} * dim);
+      std::copy_n(row, dim, rows + int64_t{slot} * dim);
     }
     ++count[slot];
     column[i] = slot;
   }
 };
 
-// The summed gradients of the rows that one block of pairs touches.
-struct BlockSums {
-  RowIndex index;
-  std::vector<int32_t> of_shard[kRowShards];  // row indices per row shard
-  std::vector<float> rows;             // [keys, dim]
-  // [dim]; shared negatives: [chunk, dim], then [dim] for a pair's sum.
+// One term of a row's gradient: `coefficient` times vector `vector` of its
+// block's arena.
+struct Term {
+  uint64_t key;
+  float coefficient;
+  int32_t vector;
+};
+
+// What one block of pairs computes: its loss, and the terms of the gradients
+// of the rows it touches, listed per row shard in the order of its pairs.
+// The vectors the terms scale are copied into the block's arena, so the
+// shards can sum them while other shards write the tables.
+struct BlockTerms {
+  std::vector<float> arena;  // [vectors, dim]
+  int64_t vectors = 0;
+  std::vector<Term> of_shard[kRowShards];
+  // Shared negatives: target gradients from the negatives [chunk, dim].
   std::vector<float> target_gradient;
   // [chunk] positives, then [chunk, negatives] (shared negatives: a
   // distinct target's negatives).
   std::vector<float> logits;
-  // Shared negatives: the chunk's distinct targets, the group's negative
-  // rows and their gradient sums [negatives, dim].
+  // Shared negatives: the chunk's distinct targets and the group's negative
+  // rows [negatives, dim].
   ChunkTargets targets;
   std::vector<float> shared_rows;
-  std::vector<float> shared_gradients;
   double loss = 0.0;
 
-  // Empties the map for up to `max_rows` rows and sizes the buffers.
-  void Reset(int64_t max_rows, int64_t dim) {
-    index.Reset(max_rows);
-    for (std::vector<int32_t>& rows : of_shard) rows.clear();
-    if (static_cast<int64_t>(this->rows.size()) < max_rows * dim) {
-      this->rows.resize(max_rows * dim);
+  // Empties the lists and makes room for `max_vectors` vectors.
+  void Reset(int64_t max_vectors, int64_t dim) {
+    if (static_cast<int64_t>(arena.size()) < max_vectors * dim) {
+      arena.resize(max_vectors * dim);
     }
+    vectors = 0;
+    for (std::vector<Term>& terms : of_shard) terms.clear();
     loss = 0.0;
   }
 
-  // Adds coefficient * v to the gradient sum of row `id` of `table`.
-  void Add(int table, int32_t id, float coefficient, const float* v,
-           int64_t dim) {
-    bool added;
+  // `count` consecutive new vectors; returns the first's index.
+  int32_t NewVectors(int64_t count) {
+    const int64_t first = vectors;
+    vectors += count;
+    return static_cast<int32_t>(first);
+  }
+
+  float* Vector(int32_t i, int64_t dim) {
+    return arena.data() + int64_t{i} * dim;
+  }
+
+  // Row `id` of `table` gains coefficient * vector `vector`.
+  void Add(int table, int32_t id, float coefficient, int32_t vector) {
     const uint64_t key = RowKey(table, id);
-    const int32_t i = index.Find(key, &added);
-    if (added) of_shard[ShardOf(key)].push_back(i);
-    Accumulate(rows.data() + int64_t{i} * dim, coefficient, v, dim, added);
+    of_shard[ShardOf(key)].push_back({key, coefficient, vector});
   }
 };
 
+// A row shard's rows and their summed gradients [keys, dim].
+struct ShardSums {
+  RowIndex index;
+  std::vector<float> rows;
+};
+
 struct StepScratch {
-  BlockSums blocks[kPairBlocks];
-  // Per row shard: its rows as (block, index in block), a gradient [dim].
-  std::vector<std::pair<int32_t, int32_t>> shard_rows[kRowShards];
-  std::vector<float> shard_gradients[kRowShards];
+  BlockTerms blocks[kPairBlocks];
+  ShardSums shards[kRowShards];
 };
 
 inline float Dot(const float* a, const float* b, int64_t dim) {
@@ -387,27 +411,27 @@ inline void PrefetchPair(const StepArgs& s, int64_t b, bool negatives) {
 
 constexpr int64_t kPairsPerChunk = 32;
 
-// Loss and per-row gradient sums of pairs [begin, end), each with its own
+// Loss and gradient terms of pairs [begin, end), each with its own
 // negatives, `kPairsPerChunk` pairs at a time: their logits, then the loss
-// and the logits' sigmoids in vectorized passes, then the rows' gradients
-// (the chunk's rows are still in cache).
+// and the logits' sigmoids in vectorized passes, then the rows' terms (the
+// chunk's rows are still in cache). A pair's target row and the target's
+// gradient go to the arena; its context and negative rows' terms scale the
+// target row.
 inline void SumPairs(const StepArgs& s, int64_t begin, int64_t end,
-                     BlockSums* sums) {
+                     BlockTerms* block) {
   const int64_t dim = s.dim;
   const int64_t k_count = s.num_negatives;
   const int out = s.output_table;
-  sums->Reset((end - begin) * (k_count + 2), dim);
-  sums->target_gradient.resize(dim);
-  sums->logits.resize(kPairsPerChunk * (k_count + 1));
+  block->Reset(2 * (end - begin), dim);
+  block->logits.resize(kPairsPerChunk * (k_count + 1));
   const float negative_scale = s.negative_weight * s.loss_scale;
-  float* g = sums->target_gradient.data();
   auto row_of = [&](int table, int32_t id) {
     return s.tables[table] + int64_t{id} * dim;
   };
   for (int64_t first = begin; first < end; first += kPairsPerChunk) {
     const int64_t last = std::min(end, first + kPairsPerChunk);
     // The positive logits enter negated: softplus(-pos) is their loss.
-    float* positive = sums->logits.data();
+    float* positive = block->logits.data();
     float* negative = positive + (last - first);
     for (int64_t b = first; b < last; ++b) {
       if (b + 4 < last) PrefetchPair(s, b + 4, true);
@@ -418,27 +442,29 @@ inline void SumPairs(const StepArgs& s, int64_t begin, int64_t end,
       }
     }
     const double positive_loss =
-        SoftplusSumAndSigmoid(sums->logits.data(), last - first);
+        SoftplusSumAndSigmoid(block->logits.data(), last - first);
     const double negative_loss = SoftplusSumAndSigmoid(
-        sums->logits.data() + (last - first), (last - first) * k_count);
-    sums->loss += positive_loss + s.negative_weight * negative_loss;
-    const float* positive_sigmoid = sums->logits.data();
+        block->logits.data() + (last - first), (last - first) * k_count);
+    block->loss += positive_loss + s.negative_weight * negative_loss;
+    const float* positive_sigmoid = block->logits.data();
     const float* sigmoid = positive_sigmoid + (last - first);
     for (int64_t b = first; b < last; ++b) {
-      const float* t = row_of(0, s.target[b]);
       const float* c = row_of(out, s.context[b]);
+      const int32_t t = block->NewVectors(2);  // the target row, its gradient
+      std::copy_n(row_of(0, s.target[b]), dim, block->Vector(t, dim));
+      float* g = block->Vector(t + 1, dim);
       // d loss / d pos = sigmoid(pos) - 1 = -sigmoid(-pos).
       const float d_pos = -*positive_sigmoid++ * s.loss_scale;
       for (int64_t d = 0; d < dim; ++d) g[d] = d_pos * c[d];
-      sums->Add(out, s.context[b], d_pos, t, dim);
+      block->Add(out, s.context[b], d_pos, t);
       for (int64_t k = 0; k < k_count; ++k) {
         const int32_t id = s.negatives[b * k_count + k];
         const float* n = row_of(out, id);
         const float d_neg = *sigmoid++ * negative_scale;
         for (int64_t d = 0; d < dim; ++d) g[d] += d_neg * n[d];
-        sums->Add(out, id, d_neg, t, dim);
+        block->Add(out, id, d_neg, t);
       }
-      sums->Add(0, s.target[b], 1.0f, g, dim);
+      block->Add(0, s.target[b], 1.0f, t + 1);
     }
   }
 }
@@ -452,13 +478,13 @@ using MatrixMap =
     Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>>;
 
 // Pairs [first, last) of a group whose negative rows are `n` [dim, K]:
-// their loss, their target and context rows' gradients into the map, and
-// the negative rows' gradients added to `dn` [dim, K]. A pair's logits and
-// their gradients depend on its target row alone, so they are computed once
-// per distinct target of the chunk (a frequent word is many pairs' target).
+// their loss, their target and context rows' terms, and the negative rows'
+// gradients added to `dn` [dim, K]. A pair's logits and their gradients
+// depend on its target row alone, so they are computed once per distinct
+// target of the chunk (a frequent word is many pairs' target).
 inline void SumGroupChunk(const StepArgs& s, int64_t first, int64_t last,
                           const MatrixMap& n, MatrixMap* dn,
-                          BlockSums* sums) {
+                          BlockTerms* block) {
   const int64_t dim = s.dim;
   const int64_t m = last - first;
   const int64_t k_count = n.cols();
@@ -466,10 +492,11 @@ inline void SumGroupChunk(const StepArgs& s, int64_t first, int64_t last,
   auto row_of = [&](int table, int32_t id) {
     return s.tables[table] + int64_t{id} * dim;
   };
-  ChunkTargets& targets = sums->targets;
-  targets.Reset(m, dim);
+  ChunkTargets& targets = block->targets;
+  const int32_t rows = block->NewVectors(m);  // the distinct target rows
+  targets.Reset(m, block->Vector(rows, dim));
   // The positive logits enter negated: softplus(-pos) is their loss.
-  float* positive = sums->logits.data();
+  float* positive = block->logits.data();
   float* negative = positive + m;
   for (int64_t b = first; b < last; ++b) {
     if (b + 4 < last) PrefetchPair(s, b + 4, false);
@@ -478,7 +505,7 @@ inline void SumGroupChunk(const StepArgs& s, int64_t first, int64_t last,
     positive[b - first] = -Dot(t, row_of(out, s.context[b]), dim);
   }
   const int64_t distinct = targets.distinct();
-  MatrixMap t(targets.rows.data(), dim, distinct);
+  MatrixMap t(targets.rows, dim, distinct);
   // [K, distinct]: column j holds the logits of distinct target j.
   MatrixMap logits(negative, k_count, distinct);
   logits.noalias() = n.transpose() * t;
@@ -487,11 +514,11 @@ inline void SumGroupChunk(const StepArgs& s, int64_t first, int64_t last,
     negative_loss += targets.count[j] *
                      SoftplusSumAndSigmoid(negative + j * k_count, k_count);
   }
-  sums->loss += SoftplusSumAndSigmoid(positive, m) +
-                s.negative_weight * negative_loss;
+  block->loss += SoftplusSumAndSigmoid(positive, m) +
+                 s.negative_weight * negative_loss;
   // d loss / d neg = weight * sigmoid(neg), times the loss scale.
   logits.array() *= s.negative_weight * s.loss_scale;
-  MatrixMap dt(sums->target_gradient.data(), dim, distinct);
+  MatrixMap dt(block->target_gradient.data(), dim, distinct);
   dt.noalias() = n * logits;
   // A negative row's gradient sums over pairs: target j counts count[j]
   // times.
@@ -499,51 +526,51 @@ inline void SumGroupChunk(const StepArgs& s, int64_t first, int64_t last,
     logits.col(j) *= static_cast<float>(targets.count[j]);
   }
   dn->noalias() += t * logits.transpose();
-  float* g = sums->target_gradient.data() + m * dim;
   for (int64_t b = first; b < last; ++b) {
     const int64_t j = targets.column[b - first];
     const float* c = row_of(out, s.context[b]);
     const float* from_negatives = dt.data() + j * dim;
     // d loss / d pos = sigmoid(pos) - 1 = -sigmoid(-pos).
     const float d_pos = -positive[b - first] * s.loss_scale;
+    const int32_t gradient = block->NewVectors(1);
+    float* g = block->Vector(gradient, dim);
     for (int64_t d = 0; d < dim; ++d) g[d] = d_pos * c[d] + from_negatives[d];
-    sums->Add(out, s.context[b], d_pos, targets.rows.data() + j * dim, dim);
-    sums->Add(0, s.target[b], 1.0f, g, dim);
+    block->Add(out, s.context[b], d_pos, rows + static_cast<int32_t>(j));
+    block->Add(0, s.target[b], 1.0f, gradient);
   }
 }
 
-// Loss and per-row gradient sums of groups [begin, end) of pairs sharing
+// Loss and gradient terms of groups [begin, end) of pairs sharing
 // negatives, `kGroupChunk` pairs at a time; each group's negative rows
-// enter the map once, with their gradients summed over the group.
+// have one term each, their gradients summed over the group.
 inline void SumGroups(const StepArgs& s, int64_t begin, int64_t end,
-                      BlockSums* sums) {
+                      BlockTerms* block) {
   const int64_t dim = s.dim;
   const int64_t k_count = s.num_negatives;
   const int64_t group = s.group();
   const int64_t chunk = std::min(group, kGroupChunk);
   const int out = s.output_table;
-  sums->Reset((end - begin) * (2 * group + k_count), dim);
-  sums->target_gradient.resize((chunk + 1) * dim);
-  sums->logits.resize(chunk * (k_count + 1));
-  sums->shared_rows.resize(k_count * dim);
-  sums->shared_gradients.resize(k_count * dim);
-  MatrixMap n(sums->shared_rows.data(), dim, k_count);
-  MatrixMap dn(sums->shared_gradients.data(), dim, k_count);
+  block->Reset((end - begin) * (2 * group + k_count), dim);
+  block->target_gradient.resize(chunk * dim);
+  block->logits.resize(chunk * (k_count + 1));
+  block->shared_rows.resize(k_count * dim);
+  MatrixMap n(block->shared_rows.data(), dim, k_count);
   for (int64_t g = begin; g < end; ++g) {
     const int32_t* ids = s.negatives + g * k_count;
     for (int64_t k = 0; k < k_count; ++k) {
       std::copy_n(s.tables[out] + int64_t{ids[k]} * dim, dim,
-                  sums->shared_rows.data() + k * dim);
+                  block->shared_rows.data() + k * dim);
     }
+    const int32_t gradients = block->NewVectors(k_count);
+    MatrixMap dn(block->Vector(gradients, dim), dim, k_count);
     dn.setZero();
     for (int64_t first = g * group; first < (g + 1) * group;
          first += chunk) {
       SumGroupChunk(s, first, std::min((g + 1) * group, first + chunk), n,
-                    &dn, sums);
+                    &dn, block);
     }
     for (int64_t k = 0; k < k_count; ++k) {
-      sums->Add(out, ids[k], 1.0f, sums->shared_gradients.data() + k * dim,
-                dim);
+      block->Add(out, ids[k], 1.0f, gradients + static_cast<int32_t>(k));
     }
   }
 }
@@ -551,13 +578,13 @@ inline void SumGroups(const StepArgs& s, int64_t begin, int64_t end,
 // Block `block` of `blocks`: a range of whole rows of negatives, so a group
 // never straddles two blocks.
 inline void SumBlock(const StepArgs& s, int64_t block, int64_t blocks,
-                     BlockSums* sums) {
+                     BlockTerms* terms) {
   const int64_t begin = block * s.negative_rows / blocks;
   const int64_t end = (block + 1) * s.negative_rows / blocks;
   if (s.group() == 1) {
-    SumPairs(s, begin, end, sums);
+    SumPairs(s, begin, end, terms);
   } else {
-    SumGroups(s, begin, end, sums);
+    SumGroups(s, begin, end, terms);
   }
 }
 
@@ -579,50 +606,41 @@ inline void Update(const StepArgs& s, int table, int64_t id, const float* g) {
   }
 }
 
-// Updates the rows of shard `shard`: each row's gradient is the sum of its
-// blocks' sums, added in block order.
+// Sums the terms of shard `shard`'s rows, block after block (so in the
+// order of the pairs), then applies the rule to each row.
 inline void ApplyShard(const StepArgs& s, int shard, int64_t blocks,
                        StepScratch* scratch) {
   const int64_t dim = s.dim;
-  // The shard's rows, each at the first block that has it.
-  std::vector<std::pair<int32_t, int32_t>>& rows = scratch->shard_rows[shard];
-  rows.clear();
+  ShardSums& sums = scratch->shards[shard];
+  int64_t terms = 0;
   for (int64_t b = 0; b < blocks; ++b) {
-    const BlockSums& block = scratch->blocks[b];
-    for (const int32_t i : block.of_shard[shard]) {
-      bool earlier = false;
-      for (int64_t e = 0; e < b && !earlier; ++e) {
-        earlier = scratch->blocks[e].index.Lookup(block.index.keys()[i]) >= 0;
-      }
-      if (!earlier) rows.emplace_back(b, i);
+    terms += static_cast<int64_t>(scratch->blocks[b].of_shard[shard].size());
+  }
+  sums.index.Reset(terms);
+  if (static_cast<int64_t>(sums.rows.size()) < terms * dim) {
+    sums.rows.resize(terms * dim);
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    const BlockTerms& block = scratch->blocks[b];
+    for (const Term& term : block.of_shard[shard]) {
+      bool added;
+      const int32_t i = sums.index.Find(term.key, &added);
+      Accumulate(sums.rows.data() + int64_t{i} * dim, term.coefficient,
+                 block.arena.data() + int64_t{term.vector} * dim, dim, added);
     }
   }
-  std::vector<float>& sum = scratch->shard_gradients[shard];
-  sum.resize(dim);
+  const std::vector<uint64_t>& keys = sums.index.keys();
   constexpr size_t kAhead = 12;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    if (r + kAhead < rows.size()) {
-      const auto& next = rows[r + kAhead];
-      const uint64_t key = scratch->blocks[next.first].index.keys()[next.second];
+  for (size_t r = 0; r < keys.size(); ++r) {
+    if (r + kAhead < keys.size()) {
+      const uint64_t key = keys[r + kAhead];
       const int table = static_cast<int>(key >> 32);
       const int64_t id = static_cast<uint32_t>(key);
       Prefetch(s.tables[table] + id * dim, dim);
       if (s.slots[table] != nullptr) Prefetch(s.slots[table] + id * dim, dim);
     }
-    const BlockSums& block = scratch->blocks[rows[r].first];
-    const uint64_t key = block.index.keys()[rows[r].second];
-    const float* g = block.rows.data() + int64_t{rows[r].second} * dim;
-    for (int64_t l = rows[r].first + 1; l < blocks; ++l) {
-      const int32_t j = scratch->blocks[l].index.Lookup(key);
-      if (j < 0) continue;
-      if (g != sum.data()) {
-        std::copy_n(g, dim, sum.data());
-        g = sum.data();
-      }
-      const float* more = scratch->blocks[l].rows.data() + int64_t{j} * dim;
-      for (int64_t d = 0; d < dim; ++d) sum[d] += more[d];
-    }
-    Update(s, static_cast<int>(key >> 32), static_cast<uint32_t>(key), g);
+    Update(s, static_cast<int>(keys[r] >> 32), static_cast<uint32_t>(keys[r]),
+           sums.rows.data() + static_cast<int64_t>(r) * dim);
   }
 }
 
