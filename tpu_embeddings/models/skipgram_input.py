@@ -72,36 +72,46 @@ class SkipGramBatches:
   def uses_ops(self) -> bool:
     return self._ops is not None
 
-  def _blocks(self, examples_uris: Sequence[str],
-              split: str) -> tf.data.Dataset:
+  def _blocks(self, examples_uris: Sequence[str], split: str,
+              cache: bool = False) -> tf.data.Dataset:
     """The split's records a block at a time, as `(ids [R, L], lengths
-    [R])`: looked up (OOV = -1) and padded with -1 past each length."""
+    [R])`: looked up (OOV = -1) and padded with -1 past each length. With
+    `cache`, the first pass keeps the looked-up ids in memory (unpadded) and
+    later passes read them from there instead of parsing again."""
     spec = {examples_io.TOKENS_FEATURE: tf.io.RaggedFeature(tf.string)}
 
-    def padded_ids(records):
+    def looked_up(records):
       tokens = tf.io.parse_example(records, spec)[examples_io.TOKENS_FEATURE]
+      return (self._ids(tokens.flat_values),
+              tf.cast(tokens.row_lengths(), tf.int32))
+
+    def padded(ids, lengths):
       # Splitting a dense block into rows is a copy per row; splitting a
       # ragged one goes through a variant per row, several times slower.
-      return (self._ids(tokens).to_tensor(-1),
-              tf.cast(tokens.row_lengths(), tf.int32))
+      return (tf.RaggedTensor.from_row_lengths(ids, lengths).to_tensor(-1),
+              lengths)
 
     datasets = [
         tf.data.TFRecordDataset(examples_io.split_files(uri, split),
                                 compression_type='GZIP')
         .batch(RECORDS_PER_READ)
-        .map(_plain(padded_ids), num_parallel_calls=tf.data.AUTOTUNE,
+        .map(_plain(looked_up), num_parallel_calls=tf.data.AUTOTUNE,
              deterministic=True) for uri in examples_uris]
     ds = datasets[0]
     for other in datasets[1:]:
       ds = ds.concatenate(other)
-    return ds
+    if cache:
+      ds = ds.cache()
+    return ds.map(_plain(padded), num_parallel_calls=tf.data.AUTOTUNE,
+                  deterministic=True)
 
-  def id_sequences(self, examples_uris: Sequence[str],
-                   split: str) -> tf.data.Dataset:
+  def id_sequences(self, examples_uris: Sequence[str], split: str,
+                   cache: bool = False) -> tf.data.Dataset:
     """The split's sequences, in file order, as `(ids, length)`: the
     sequences `examples_io.token_dataset` reads, looked up (OOV = -1) and
-    padded with -1 past `length`."""
-    return self._blocks(examples_uris, split).unbatch()
+    padded with -1 past `length`. `cache`: passes after the first read the
+    ids from memory (4 bytes a token)."""
+    return self._blocks(examples_uris, split, cache).unbatch()
 
   def expected_kept(self, examples_uris: Sequence[str],
                     split: str) -> tf.data.Dataset:

@@ -29,6 +29,10 @@ from tpu_embeddings.models.skipgram_features import skipgram_tables
 BUILTIN = 'skipgram'
 TRAIN_SPLIT = 'train'
 EVAL_SPLIT = 'eval'
+# Passes after the first read the train split's looked-up ids from memory
+# when the vocabulary counts at most this many tokens (4 bytes each, plus
+# the out-of-vocabulary tokens'); larger corpora are parsed on every pass.
+CACHED_TOKENS = 50_000_000
 
 
 def embedding_spec(ctx):
@@ -69,10 +73,13 @@ def _no_extras(ids):
 def input_fn(ctx, epochs: int) -> tf.data.Dataset:
   """(ids, no extras) batches of `epochs` passes over the train split:
   `SkipGramData.batches`, made by `SkipGramBatches` (blocks of records, the
-  pair ops where they load; batch i is the same either way)."""
+  pair ops where they load, ids kept in memory between passes when they fit
+  `CACHED_TOKENS`; batch i is the same either way)."""
   made = _batches(ctx)
-  return made.batches(made.id_sequences(ctx.examples_uris, TRAIN_SPLIT),
-                      epochs=epochs).map(_no_extras)
+  cache = epochs != 1 and sum(ctx.vocabulary('').counts) <= CACHED_TOKENS
+  return made.batches(
+      made.id_sequences(ctx.examples_uris, TRAIN_SPLIT, cache=cache),
+      epochs=epochs).map(_no_extras)
 
 
 def negative_weight(ctx) -> float:

@@ -60,15 +60,18 @@ def assert_same(got, want):
                                   err_msg=name)
 
 
-@pytest.mark.parametrize(
-    'use_ops', [True, pytest.param(False, marks=pytest.mark.slow)])
+@pytest.mark.parametrize('use_ops,cache', [
+    (True, False), (True, True),
+    pytest.param(False, False, marks=pytest.mark.slow)])
 def test_the_same_batches_as_skipgram_data(ops_built, examples, reference,
-                                           use_ops):
+                                           use_ops, cache):
+  """The second pass reads the ids from memory with `cache`: the same
+  batches still."""
   fast = SkipGramBatches(skipgram.SkipGramData(VOCABULARY, COUNTS, CONFIG),
                          use_ops=use_ops)
   assert fast.uses_ops == use_ops
-  got = stacked(fast.batches(fast.id_sequences(examples, 'train'), epochs=2,
-                             skip=5))
+  got = stacked(fast.batches(fast.id_sequences(examples, 'train', cache),
+                             epochs=2, skip=5))
   assert_same(got, reference)
 
 
