@@ -51,8 +51,8 @@ namespace tpu_embeddings {
 
 // At most this many pair blocks, each of at least kPairsPerBlock pairs.
 constexpr int kPairBlocks = 8;
-constexpr int64_t kPairsPerBlock = 1024;
-constexpr int kRowShards = 4;
+constexpr int64_t kPairsPerBlock = 256;
+constexpr int kRowShards = 8;
 
 struct StepArgs {
   int64_t dim = 0;
@@ -84,7 +84,7 @@ inline uint64_t RowKey(int table, int32_t id) {
 inline uint64_t Mix(uint64_t key) { return key * 0x9E3779B97F4A7C15ull; }
 
 inline int ShardOf(uint64_t key) {
-  return static_cast<int>(Mix(key) >> 62);  // kRowShards == 4
+  return static_cast<int>(Mix(key) >> 61);  // kRowShards == 8
 }
 
 // Open-addressing map from row keys to dense indices 0, 1, ...
