@@ -100,6 +100,24 @@ def test_committed_example_package():
       kubeflow_parameters.PARAMETERS)
 
 
+def test_committed_example_package_carries_todays_defaults(tmp_path):
+  """The example's run parameters and resources are what compiling it today
+  gives (kubeflow/README.md's flags): recompile it when a default changes."""
+  committed = _load(os.path.join(REPO, 'kubeflow', 'pipeline.yaml'))[0]
+  path = str(tmp_path / 'today.yaml')
+  kubeflow_compile.compile_pipeline(
+      path, image=committed['deploymentSpec']['executors'][
+          'EmbeddingPusher_executor']['container']['image'],
+      pipeline_root=committed['defaultPipelineRoot'],
+      data_root='gs://YOUR_BUCKET/corpus',
+      push_root='gs://YOUR_BUCKET/embeddings',
+      tpu=kubeflow_compile.TpuRequest.parse('tpu-v5-lite-podslice', '2x2'))
+  today = _load(path)[0]
+  assert committed['root']['inputDefinitions'] == (
+      today['root']['inputDefinitions'])
+  assert _resources(committed) == _resources(today)
+
+
 def test_table_size_sizes_the_validator_and_exporter(tmp_path):
   path = str(tmp_path / 'big.yaml')
   big = pipeline_lib.PipelineConfig().replace(**{
