@@ -5,11 +5,13 @@
   (the query items left out) should hold the held-out next item.
 * `category_precision`: for sampled items, the share of their k nearest
   neighbours (by cosine, the item itself left out) in the same category.
+* `standard_error`: how far a figure moves with the sample it is judged on.
 
 A token missing from a table counts as a miss, so tables with a smaller
 vocabulary are not favoured.
 """
 
+import math
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
@@ -80,3 +82,15 @@ def query_items(counts: Dict[str, int], n: int, min_count: int = 5,
     return frequent
   return [frequent[i] for i in sorted(rng.choice(len(frequent), n,
                                                  replace=False))]
+
+
+def standard_error(value: float, n: int, correlation: bool = False) -> float:
+  """The sampling standard error of a figure judged on `n` items: a
+  proportion's binomial one (for a mean of shares in [0, 1], as category
+  P@10, an upper bound), or a Spearman correlation's (Fisher's z,
+  1.03 / sqrt(n - 3), taken back to the correlation's scale)."""
+  if n <= 3:
+    return float('nan')
+  if correlation:
+    return (1.0 - value * value) * 1.03 / math.sqrt(n - 3)
+  return math.sqrt(max(value * (1.0 - value), 0.0) / n)

@@ -24,6 +24,10 @@ With `--epochs`, the pipeline runs again per corpus at each number of
 passes, and the table that follows gives each run's trainer seconds against
 gensim's 5-epoch training and its figures against gensim's, then the fewest
 passes within `--tolerance` of gensim on every figure (time to quality).
+Each figure's ± is the sampling standard error of gensim's on the items
+judged (binomial, an upper bound for category P@10; Spearman's by Fisher's
+z): gaps of about twice it or less are within what another sample of as
+many items would move.
 `--set` changes a setting for every pipeline run.
 """
 
@@ -172,7 +176,7 @@ def passes_to_quality(name, data_root, work, args, gensim_train, score):
   if not args.epochs:
     return
   print(f'{"passes":>6} {"trainer s":>9} {"x gensim":>8} {"blessed":>7}  '
-        f'figures (pipeline / gensim)')
+        f'figures (pipeline / gensim ±its standard error)')
   reached = None
   for epochs in args.epochs:
     summary, table = run_pipeline(
@@ -182,12 +186,14 @@ def passes_to_quality(name, data_root, work, args, gensim_train, score):
         time_to_quality.TRAINER_NODE, float('nan'))
     figures = score(table)
     good = all(time_to_quality.reaches(ours, theirs, args.tolerance)
-               for ours, theirs in figures.values())
+               for ours, theirs, _ in figures.values())
     if good and reached is None:
       reached = (epochs, trainer)
     print(f'{epochs:>6} {trainer:>9.1f} {trainer / gensim_train:>8.2f} '
           f'{"yes" if summary.get("blessed") else "NO":>7}  ' + ', '.join(
-              f'{k} {o:.3f} / {t:.3f}' for k, (o, t) in figures.items()))
+              f'{k} {o:.3f} / {t:.3f} '
+              f'±{quality.standard_error(t, n, k == "wordsim"):.3f}'
+              for k, (o, t, n) in figures.items()))
   print(f'to gensim quality (-{args.tolerance:.0%}): ' + (
       f'{reached[0]} passes, trainer {reached[1]:.1f}s = '
       f'{reached[1] / gensim_train:.2f}x gensim training '
@@ -210,8 +216,7 @@ def run_text(name, work, args):
                f'wordsim on {figures["wordsim"][2]} pairs, analogy on '
                f'{figures["analogy"][2]} questions both models know')
   passes_to_quality(name, data_root, work, args, rows['gensim']['train'],
-                    lambda table: {k: (o, g) for k, (o, g, _) in judged(
-                        table, theirs).items()})
+                    lambda table: judged(table, theirs))
   return rows
 
 
@@ -241,10 +246,10 @@ def run_items(work, args):
   passes_to_quality('items', corpus.data_root, work, args,
                     rows['gensim']['train'], lambda table: {
                         'HR@10': (quality.hit_rate(table, corpus.heldout),
-                                  rows['gensim']['hr']),
+                                  rows['gensim']['hr'], len(corpus.heldout)),
                         'catP@10': (quality.category_precision(
                             table, corpus.categories, items),
-                                    rows['gensim']['catp'])})
+                                    rows['gensim']['catp'], len(items))})
   return rows
 
 
