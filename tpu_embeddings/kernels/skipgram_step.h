@@ -29,8 +29,8 @@
 // are dense products: the distinct target rows of a chunk of the group
 // gathered into a matrix T, logits L = N^T T, target gradients N dL and
 // negative-row gradients T dL^T (each target counted as often as it occurs),
-// and each negative row's gradient, summed over the group, added to the
-// block's map once.
+// and each negative row's gradient, summed over the group, listed as one
+// term.
 
 #ifndef TPU_EMBEDDINGS_KERNELS_SKIPGRAM_STEP_H_
 #define TPU_EMBEDDINGS_KERNELS_SKIPGRAM_STEP_H_
