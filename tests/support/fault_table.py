@@ -18,6 +18,7 @@ import dataclasses
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -202,9 +203,17 @@ class Chain:
 
 
 def _newest(checkpoints: str) -> int:
-  steps = [int(os.path.basename(p)[len('ckpt-'):-len('.index')])
-           for p in glob.glob(os.path.join(checkpoints, 'ckpt-*.index'))]
-  return max(steps, default=0)
+  """The step of the newest checkpoint the CheckpointManager recorded in its
+  `checkpoint` state file (0: none). A checkpoint whose files were written
+  but not recorded, as when the disk fills between the two, is not one a
+  resumed trainer may start from."""
+  state = os.path.join(checkpoints, 'checkpoint')
+  if not os.path.exists(state):
+    return 0
+  with open(state, encoding='utf-8') as f:
+    recorded = re.search(r'^model_checkpoint_path: "(?:.*/)?ckpt-(\d+)"',
+                         f.read(), re.MULTILINE)
+  return int(recorded.group(1)) if recorded else 0
 
 
 def _collect(stream, into):
