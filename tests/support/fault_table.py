@@ -18,6 +18,7 @@ import dataclasses
 import glob
 import json
 import os
+import pathlib
 import re
 import signal
 import subprocess
@@ -43,9 +44,8 @@ TMPFS_BYTES = 64 << 20
 @dataclasses.dataclass
 class Row:
   name: str
-  node: Optional[str]          # where the fault lands (None: before any)
-  fault: str                   # disk_full, read_only_home, read_only_push,
-                               # SIGINT, SIGTERM, none
+  node: Optional[str]  # where the fault lands (None: before any)
+  fault: str  # disk_full, read_only_home, read_only_push, SIGINT, SIGTERM, none
   when: str = 'start'          # start, running, checkpoint, later
 
 
@@ -132,8 +132,7 @@ class Chain:
             '--home', self.home] + SETTINGS
 
   def run(self, row: Row) -> Dict:
-    """Runs the CLI with `row`'s fault; what happened, and what consumers
-    see afterwards."""
+    """Runs the CLI with `row`'s fault: what happened, what consumers see."""
     before = set(_trainer_checkpoints(self.home))
     process = subprocess.Popen(
         self.command(), cwd=paths.REPO, stdout=subprocess.PIPE,
@@ -154,8 +153,7 @@ class Chain:
             'trainer': self.trainer_view()}
 
   def trainer_view(self) -> Dict:
-    """Each trainer output's newest checkpoint and where it resumed from,
-    and the checkpoints kept by failed trainings."""
+    """Trainer outputs' newest checkpoints, resume steps and kept ones."""
     node = os.path.join(self.home, 'pipeline', 'EmbeddingTrainer')
     models = {}
     for model in glob.glob(os.path.join(node, 'model', '*')):
@@ -172,8 +170,7 @@ class Chain:
     return {'models': models, 'kept': kept}
 
   def _inject(self, row: Row, process, lines, before) -> bool:
-    """Waits for the row's moment and acts; faults of the moment 'start' are
-    in place before the run."""
+    """Waits for the row's moment and acts ('start' faults are in place)."""
     if row.when == 'start':
       return True
     trigger = _trigger(row, self.home, lines, before, process.pid)
@@ -203,17 +200,12 @@ class Chain:
 
 
 def _newest(checkpoints: str) -> int:
-  """The step of the newest checkpoint the CheckpointManager recorded in its
-  `checkpoint` state file (0: none). A checkpoint whose files were written
-  but not recorded, as when the disk fills between the two, is not one a
-  resumed trainer may start from."""
-  state = os.path.join(checkpoints, 'checkpoint')
-  if not os.path.exists(state):
-    return 0
-  with open(state, encoding='utf-8') as f:
-    recorded = re.search(r'^model_checkpoint_path: "(?:.*/)?ckpt-(\d+)"',
-                         f.read(), re.MULTILINE)
-  return int(recorded.group(1)) if recorded else 0
+  """The step the CheckpointManager's state file records (0: none); files
+  written but not recorded (the disk filled in between) are no resume point."""
+  state = pathlib.Path(checkpoints, 'checkpoint')
+  found = state.exists() and re.search(
+      r'^model_checkpoint_path: "(?:.*/)?ckpt-(\d+)"', state.read_text(), re.M)
+  return int(found.group(1)) if found else 0
 
 
 def _collect(stream, into):
