@@ -84,7 +84,8 @@ inline uint64_t RowKey(int table, int32_t id) {
 inline uint64_t Mix(uint64_t key) { return key * 0x9E3779B97F4A7C15ull; }
 
 inline int ShardOf(uint64_t key) {
-  return static_cast<int>(Mix(key) >> 61);  // kRowShards == 8
+  static_assert(kRowShards == 8, "the shift keeps log2(kRowShards) bits");
+  return static_cast<int>(Mix(key) >> 61);
 }
 
 // Open-addressing map from row keys to dense indices 0, 1, ...
@@ -113,16 +114,6 @@ class RowIndex {
         *added = false;
         return slot;
       }
-      ++h;
-    }
-  }
-
-  // The key's index, or -1.
-  int32_t Lookup(uint64_t key) const {
-    uint64_t h = Mix(key) >> 24;
-    while (true) {
-      const int32_t slot = slots_[h & mask_];
-      if (slot < 0 || keys_[slot] == key) return slot;
       ++h;
     }
   }
