@@ -41,6 +41,7 @@ import numpy as np
 
 from benchmarks import embedding_quality as quality
 from benchmarks import interaction_corpus
+from benchmarks import kernels_ready
 from benchmarks import text_corpora
 from benchmarks import time_to_quality
 from pipelines.cli import arguments
@@ -280,6 +281,7 @@ def main(argv=None):
   print(f'pipeline: PipelineConfig() defaults'
         f'{" with " + str(args.settings) if args.settings else ""}; '
         f'gensim: Word2Vec(sg=1) defaults; {os.cpu_count()} cores')
+  kernels_ready.build_first()
   with tempfile.TemporaryDirectory() as tmp:
     work = args.work or tmp
     for name in names:

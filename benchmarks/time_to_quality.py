@@ -43,6 +43,7 @@ import numpy as np
 
 from benchmarks import embedding_quality as quality
 from benchmarks import interaction_corpus
+from benchmarks import kernels_ready
 from pipelines.cli import arguments
 
 TRAINER_NODE = 'EmbeddingTrainer'
@@ -225,6 +226,7 @@ def main(argv=None):
         f'{args.items:,} items; gensim {args.gensim_epochs} epochs, 2 workers; '
         f'quality on {args.sequences:,}xN held-out next items and '
         f'{args.queries:,} category queries')
+  kernels_ready.build_first()
   with tempfile.TemporaryDirectory() as tmp:
     work = args.work or tmp
     for multiple in sizes:

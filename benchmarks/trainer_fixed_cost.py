@@ -47,6 +47,7 @@ import tempfile
 import time
 
 from benchmarks import interaction_corpus
+from benchmarks import kernels_ready
 from benchmarks import skipgram_corpus
 
 PARTS = ('vocabulary read, spec', 'pair check', 'decay plan',
@@ -229,6 +230,7 @@ def main(argv=None):
   print(f'{os.cpu_count()} CPUs; load average before: '
         f'{" ".join(f"{x:.2f}" for x in os.getloadavg())}; window {WINDOW}, '
         f'dim {DIM}, batch {BATCH}, {args.steps} steps')
+  kernels_ready.build_first()
   with tempfile.TemporaryDirectory() as work:
     corpus = write_corpus(os.path.join(work, 'corpus'))
     print(f'corpus: {corpus.total_tokens:,} train tokens, '
