@@ -75,10 +75,11 @@ def category_precision(table: Table, categories: Dict[str, int],
 
 def query_items(counts: Dict[str, int], n: int, min_count: int = 5,
                 seed: int = 0) -> List[str]:
-  """`n` items sampled uniformly among those seen at least `min_count` times."""
+  """`n` items sampled uniformly among those seen at least `min_count` times
+  (n = 0: all of them)."""
   frequent = sorted(t for t, c in counts.items() if c >= min_count)
   rng = np.random.default_rng(seed)
-  if len(frequent) <= n:
+  if not n or len(frequent) <= n:
     return frequent
   return [frequent[i] for i in sorted(rng.choice(len(frequent), n,
                                                  replace=False))]

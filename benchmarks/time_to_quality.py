@@ -229,8 +229,9 @@ def main(argv=None):
   parser.add_argument('--gensim-epochs', type=int, default=5)
   parser.add_argument('--epochs', default='1,2,5',
                       help='pipeline epochs tried for time to quality')
-  parser.add_argument('--queries', type=int, default=2_000,
-                      help='items sampled for category precision')
+  parser.add_argument('--queries', type=int, default=0,
+                      help='items sampled for category precision (0: every '
+                      'item seen 5 times)')
   parser.add_argument('--tolerance', type=float, default=0.02,
                       help='relative shortfall still counted as reached')
   parser.add_argument('--seed', type=int, default=0)
@@ -247,7 +248,7 @@ def main(argv=None):
   print(f'dim {args.dim}, window {args.window}, negatives {args.negatives}, '
         f'{args.items:,} items; gensim {args.gensim_epochs} epochs, 2 workers; '
         f'quality on held-out next items (last and eval split) and '
-        f'{args.queries:,} category queries')
+        f'{args.queries or "all"} category queries')
   kernels_ready.build_first()
   with tempfile.TemporaryDirectory() as tmp:
     work = args.work or tmp
