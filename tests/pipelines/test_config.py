@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import os
 
 import pytest
 
@@ -74,6 +75,19 @@ def test_cli_config_file_and_overrides(tmp_path):
   path.write_text('{"trainer": ')
   with pytest.raises(ValueError, match=f'--config {path}: not valid JSON'):
     arguments.config_from_args(args)
+
+
+def test_the_item_sequences_config_changes_only_what_the_readme_names():
+  from pipelines.cli import arguments  # pylint: disable=g-import-not-at-top
+  from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__)))), 'examples', 'item_sequences.json')
+  args = cli.build_parser().parse_args(['run', '--data', 'd', '--home', 'h',
+                                        '--config', path])
+  config = arguments.config_from_args(args)
+  assert config == PipelineConfig().replace(**{
+      'trainer.window': 50, 'trainer.epochs': 3, 'table.optimizer': 'sgd',
+      'table.learning_rate': 51.2})
 
 
 def test_trainer_resume_root_is_one_stable_folder_of_the_pipeline_root():
