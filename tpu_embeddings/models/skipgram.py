@@ -64,23 +64,40 @@ def alias_table(probabilities: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
   Sampling draws a uniform slot i and a uniform u and returns i if
   u < accept[i] else alias[i]: exact, O(1) per sample, two gathers.
+
+  Built without a Python loop (a 10M-row vocabulary in about a second):
+  the rows below the mean ("small") are filled in order by the rows above
+  it ("large"), also in order. Large row j gives to each small row while it
+  has given at most its excess e_j, so small row i goes to the first large
+  row whose cumulative excess reaches the deficits before row i; a large row
+  that gives more than its excess becomes small, its slot filled by the next
+  large row. Every row's mass (its own slot's share plus what it gave) is
+  then its probability, as in Vose's loop.
   """
   n = len(probabilities)
-  scaled_array = np.asarray(probabilities, dtype=np.float64) * n
-  small = np.flatnonzero(scaled_array < 1.0).tolist()
-  large = np.flatnonzero(scaled_array >= 1.0).tolist()
-  # The loop runs on Python lists: indexing numpy scalars is the slow part.
-  scaled = scaled_array.tolist()
-  accept = [1.0] * n
-  alias = list(range(n))
-  while small and large:
-    s, l = small.pop(), large.pop()
-    accept[s] = scaled[s]
-    alias[s] = l
-    scaled[l] -= 1.0 - scaled[s]
-    (small if scaled[l] < 1.0 else large).append(l)
-  # Leftovers are 1 up to rounding.
-  return np.asarray(accept, np.float32), np.asarray(alias, np.int32)
+  scaled = np.asarray(probabilities, dtype=np.float64) * n
+  small = np.flatnonzero(scaled < 1.0)
+  large = np.flatnonzero(scaled >= 1.0)
+  accept = np.ones(n, np.float64)
+  alias = np.arange(n, dtype=np.int64)
+  if not small.size or not large.size:  # uniform, up to rounding
+    return accept.astype(np.float32), alias.astype(np.int32)
+  deficit = np.cumsum(1.0 - scaled[small])  # D(i): deficits of rows <= i
+  before = deficit - (1.0 - scaled[small])  # D(i - 1)
+  excess = np.cumsum(scaled[large] - 1.0)  # E(j)
+  giver = np.searchsorted(excess, before, side='left')
+  # Past the last large row only rounding is left: those slots keep 1.
+  served = giver < len(large)
+  accept[small[served]] = scaled[small[served]]
+  alias[small[served]] = large[giver[served]]
+  # What large row j gave beyond its excess: D(last small it served) - E(j).
+  count = np.searchsorted(before, excess, side='right')
+  given = np.where(count > 0, deficit[np.maximum(count - 1, 0)], 0.0)
+  over = given - excess
+  spent = np.flatnonzero(over[:-1] > 0.0)  # the last large row has no next
+  accept[large[spent]] = 1.0 - over[spent]
+  alias[large[spent]] = large[spent + 1]
+  return accept.astype(np.float32), alias.astype(np.int32)
 
 
 def sample_negatives(accept: tf.Tensor, alias: tf.Tensor, shape,

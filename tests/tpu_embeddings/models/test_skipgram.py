@@ -57,8 +57,17 @@ def test_negatives_follow_unigram_to_the_three_quarters():
 
 def test_the_alias_table_holds_each_probability_exactly():
   rng = np.random.default_rng(3)
-  for n in (1, 2, 7, 5000):
-    p = skipgram.negative_sampling_probabilities(rng.zipf(1.3, size=n))
+  cases = [skipgram.negative_sampling_probabilities(rng.zipf(1.3, size=n))
+           for n in (1, 2, 7, 5000)]
+  # One row holding most of the mass gives to every other row; rows just
+  # above the mean run out on the first small row and pass it on.
+  cases += [np.asarray([0.9] + [0.1 / 999] * 999),
+            np.asarray([1.02] * 50 + [0.5] * 2) / 52,
+            np.full(4, 0.25), rng.dirichlet(np.full(300, 0.05)),
+            # A large row whose excess is used up exactly, at a small row.
+            np.asarray([1.5, 1.5, 0.5, 0.5]) / 4]
+  for p in cases:
+    n = len(p)
     accept, alias = skipgram.alias_table(p)
     assert accept.dtype == np.float32 and alias.dtype == np.int32
     # Slot i gives i with probability accept[i], alias[i] otherwise.
