@@ -7,6 +7,9 @@ For each corpus the whole local pipeline runs once in a fresh home with
 `PipelineConfig()` as it comes (no `--set`), and gensim `Word2Vec(sg=1)` with
 its own defaults (dim 100, window 5, min_count 5, 5 epochs, 3 workers) learns
 from the same text: the pipeline's train split, read back from its Examples.
+gensim trains `gensim_side.RUNS` (3) times with seeds 0, 1, 2: its figures
+and training time are the medians (its threads race, so one run's figures
+move), its held-out loss the first run's.
 Text corpora (`benchmarks.text_corpora`, shipped with gensim) are judged by
 WordSim-353 Spearman and questions-words analogy accuracy, both on the words
 the two models know (the same pairs, the same questions, the same candidate
@@ -36,11 +39,11 @@ import argparse
 import io
 import os
 import tempfile
-import time
 
 import numpy as np
 
 from benchmarks import embedding_quality as quality
+from benchmarks import gensim_side
 from benchmarks import interaction_corpus
 from benchmarks import kernels_ready
 from benchmarks import text_corpora
@@ -69,65 +72,6 @@ def run_pipeline(data_root, home, settings=None):
       model_layout.table_key('tokens')))
 
 
-def run_gensim(train_file):
-  """gensim Word2Vec(sg=1), its own defaults; (read s, train s, model)."""
-  from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
-  start = time.perf_counter()
-  with open(train_file, encoding='utf-8') as f:
-    sentences = [line.split() for line in f]
-  read = time.perf_counter() - start
-  start = time.perf_counter()
-  model = Word2Vec(sentences, sg=1)
-  return read, time.perf_counter() - start, model
-
-
-def _newest(home, node, channel):
-  import glob  # pylint: disable=g-import-not-at-top
-  runs = glob.glob(os.path.join(home, 'pipeline', node, channel, '*'))
-  return max(runs, key=lambda p: int(os.path.basename(p)))
-
-
-def gensim_heldout(home, model):
-  """gensim's held-out skip-gram loss (vectors + syn1neg) on the validator's
-  pairs, and the frequency-only model's; what the default gate compares."""
-  from components.validator import eval_data  # pylint: disable=g-import-not-at-top
-  from components.validator import metrics  # pylint: disable=g-import-not-at-top
-  from components.validator.config import ValidatorConfig  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models import heldout  # pylint: disable=g-import-not-at-top
-  skipgram = eval_data.trained_skipgram(
-      _newest(home, 'EmbeddingTrainer', 'model'))
-  data = eval_data.load(_newest(home, 'FileBasedExampleGen', 'examples'),
-                        _newest(home, 'Vocabulary', 'vocabulary'),
-                        ValidatorConfig(), skipgram)
-  words = model.wv.index_to_key
-  table = metrics.align_table(words, model.wv.vectors, data.tokens)
-  contexts = metrics.align_table(words, model.syn1neg, data.tokens)
-  p = data.pairs
-  return (heldout.skipgram_loss(table, p.targets, p.contexts, p.negatives,
-                                contexts),
-          eval_data.frequency(data, skipgram)['eval_loss'])
-
-
-def judged(ours, theirs):
-  """{name: (ours, gensim, items judged)} on the words both models know."""
-  from components.validator import eval_files  # pylint: disable=g-import-not-at-top
-  from components.validator import metrics  # pylint: disable=g-import-not-at-top
-  common = sorted(set(ours.tokens) & set(theirs.tokens))
-  ids = {t: i for i, t in enumerate(common)}
-  tables = [metrics.align_table(t.tokens, t.unit, common)
-            for t in (ours, theirs)]
-  pairs = eval_files.read_similarity_file(
-      text_corpora.datapath(text_corpora.WORDSIM))
-  questions = eval_files.read_analogy_file(
-      text_corpora.datapath(text_corpora.ANALOGIES))
-  sim = [metrics.similarity_spearman(t, ids, pairs) for t in tables]
-  ana = [metrics.analogy_accuracy(t, ids, questions) for t in tables]
-  return {'wordsim': (sim[0]['spearman'], sim[1]['spearman'],
-                      sim[0]['covered_pairs']),
-          'analogy': (ana[0]['analogy_accuracy'], ana[1]['analogy_accuracy'],
-                      ana[0]['covered_questions'])}
-
-
 def _fmt(x, spec='.3f'):
   return '-' if x is None else format(x, spec)
 
@@ -151,8 +95,8 @@ def print_corpus(name, tokens, rows, figures):
 
 def _sides(home, summary, ours, train_file):
   """The two rows of a corpus, and gensim's model for its own figures."""
-  read, train, model = run_gensim(train_file)
-  loss, frequency = gensim_heldout(home, model)
+  read, train, models = gensim_side.run(train_file)
+  loss, frequency = gensim_side.heldout_loss(home, models[0])
   metrics = summary.get('metrics') or {}
   rows = {
       'pipeline': {
@@ -167,7 +111,8 @@ def _sides(home, summary, ours, train_file):
           'loss': loss, 'frequency': frequency, 'train': train,
           'whole': read + train},
   }
-  return rows, quality.Table(model.wv.index_to_key, model.wv.vectors)
+  return rows, [quality.Table(m.wv.index_to_key, m.wv.vectors)
+                for m in models]
 
 
 def passes_to_quality(name, data_root, work, args, gensim_train, score):
@@ -211,14 +156,14 @@ def run_text(name, work, args):
   train_file = time_to_quality.train_split_file(
       home, os.path.join(work, f'train-{name}.txt'))
   rows, theirs = _sides(home, summary, ours, train_file)
-  figures = judged(ours, theirs)
+  figures = gensim_side.judged(ours, theirs)
   for key, (mine, gensims, _) in figures.items():
     rows['pipeline'][key], rows['gensim'][key] = mine, gensims
   print_corpus(name, tokens, rows,
                f'wordsim on {figures["wordsim"][2]} pairs, analogy on '
                f'{figures["analogy"][2]} questions both models know')
   passes_to_quality(name, data_root, work, args, rows['gensim']['train'],
-                    lambda table: judged(table, theirs))
+                    lambda table: gensim_side.judged(table, theirs))
   return rows
 
 
@@ -239,10 +184,12 @@ def run_items(work, args):
       for item in line.split():
         counts[item] = counts.get(item, 0) + 1
   items = quality.query_items(counts, 0, seed=seed)  # all seen 5 times
-  for side, table in (('pipeline', ours), ('gensim', theirs)):
-    rows[side]['hr'] = quality.hit_rate(table, heldout)
-    rows[side]['catp'] = quality.category_precision(
-        table, corpus.categories, items)
+  for side, tables in (('pipeline', [ours]), ('gensim', theirs)):
+    rows[side]['hr'] = gensim_side.median(
+        quality.hit_rate(t, heldout) for t in tables)
+    rows[side]['catp'] = gensim_side.median(
+        quality.category_precision(t, corpus.categories, items)
+        for t in tables)
   print_corpus('items', corpus.events, rows,
                f'HR@10 of {len(heldout):,} next items neither learned from, '
                f'category P@10 of {len(items):,} items')

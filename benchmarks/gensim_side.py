@@ -1,0 +1,93 @@
+"""gensim's side of `real_corpora`: its runs and the figures both sides get.
+
+gensim's worker threads race, so one run's figures move between runs (on
+head500, analogy accuracy 0.019-0.026 across runs of one day). `run` trains
+`RUNS` models with seeds 0, 1, 2...; the figures gensim is compared on are
+the medians over them, and its training time the median of theirs. The
+held-out loss (the gate's test) is the first model's.
+"""
+
+import os
+import statistics
+import time
+from typing import Iterable
+
+from benchmarks import text_corpora
+
+RUNS = 3
+
+
+def median(values: Iterable[float]) -> float:
+  return statistics.median(list(values))
+
+
+def run(train_file, runs: int = RUNS):
+  """gensim Word2Vec(sg=1), its own defaults, `runs` times; (read s, median
+  train s, models)."""
+  from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+  start = time.perf_counter()
+  with open(train_file, encoding='utf-8') as f:
+    sentences = [line.split() for line in f]
+  read = time.perf_counter() - start
+  models, seconds = [], []
+  for seed in range(runs):
+    start = time.perf_counter()
+    models.append(Word2Vec(sentences, sg=1, seed=seed))
+    seconds.append(time.perf_counter() - start)
+  return read, median(seconds), models
+
+
+def _newest(home, node, channel):
+  import glob  # pylint: disable=g-import-not-at-top
+  found = glob.glob(os.path.join(home, 'pipeline', node, channel, '*'))
+  return max(found, key=lambda p: int(os.path.basename(p)))
+
+
+def heldout_loss(home, model):
+  """gensim's held-out skip-gram loss (vectors + syn1neg) on the validator's
+  pairs, and the frequency-only model's; what the default gate compares."""
+  from components.validator import eval_data  # pylint: disable=g-import-not-at-top
+  from components.validator import metrics  # pylint: disable=g-import-not-at-top
+  from components.validator.config import ValidatorConfig  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models import heldout  # pylint: disable=g-import-not-at-top
+  skipgram = eval_data.trained_skipgram(
+      _newest(home, 'EmbeddingTrainer', 'model'))
+  data = eval_data.load(_newest(home, 'FileBasedExampleGen', 'examples'),
+                        _newest(home, 'Vocabulary', 'vocabulary'),
+                        ValidatorConfig(), skipgram)
+  words = model.wv.index_to_key
+  table = metrics.align_table(words, model.wv.vectors, data.tokens)
+  contexts = metrics.align_table(words, model.syn1neg, data.tokens)
+  p = data.pairs
+  return (heldout.skipgram_loss(table, p.targets, p.contexts, p.negatives,
+                                contexts),
+          eval_data.frequency(data, skipgram)['eval_loss'])
+
+
+def _figures(table, common, ids):
+  """WordSim-353 Spearman and analogy accuracy of `table` on `common`."""
+  from components.validator import eval_files  # pylint: disable=g-import-not-at-top
+  from components.validator import metrics  # pylint: disable=g-import-not-at-top
+  aligned = metrics.align_table(table.tokens, table.unit, common)
+  pairs = eval_files.read_similarity_file(
+      text_corpora.datapath(text_corpora.WORDSIM))
+  questions = eval_files.read_analogy_file(
+      text_corpora.datapath(text_corpora.ANALOGIES))
+  sim = metrics.similarity_spearman(aligned, ids, pairs)
+  ana = metrics.analogy_accuracy(aligned, ids, questions)
+  return {'wordsim': (sim['spearman'], sim['covered_pairs']),
+          'analogy': (ana['analogy_accuracy'], ana['covered_questions'])}
+
+
+def judged(ours, gensims):
+  """{name: (ours, gensim's median, items judged)} on the words our table
+  and every gensim table know."""
+  known = set(ours.tokens)
+  for table in gensims:
+    known &= set(table.tokens)
+  common = sorted(known)
+  ids = {t: i for i, t in enumerate(common)}
+  mine = _figures(ours, common, ids)
+  theirs = [_figures(t, common, ids) for t in gensims]
+  return {name: (value, median(t[name][0] for t in theirs), n)
+          for name, (value, n) in mine.items()}
