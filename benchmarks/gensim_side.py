@@ -7,12 +7,12 @@ the medians over them, and its training time the median of theirs. The
 held-out loss (the gate's test) is the first model's.
 """
 
-import os
 import statistics
 import time
 from typing import Iterable
 
 from benchmarks import text_corpora
+from benchmarks import time_to_quality
 
 RUNS = 3
 
@@ -37,12 +37,6 @@ def run(train_file, runs: int = RUNS):
   return read, median(seconds), models
 
 
-def _newest(home, node, channel):
-  import glob  # pylint: disable=g-import-not-at-top
-  found = glob.glob(os.path.join(home, 'pipeline', node, channel, '*'))
-  return max(found, key=lambda p: int(os.path.basename(p)))
-
-
 def heldout_loss(home, model):
   """gensim's held-out skip-gram loss (vectors + syn1neg) on the validator's
   pairs, and the frequency-only model's; what the default gate compares."""
@@ -50,10 +44,10 @@ def heldout_loss(home, model):
   from components.validator import metrics  # pylint: disable=g-import-not-at-top
   from components.validator.config import ValidatorConfig  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models import heldout  # pylint: disable=g-import-not-at-top
+  newest = time_to_quality.newest
   skipgram = eval_data.trained_skipgram(
-      _newest(home, 'EmbeddingTrainer', 'model'))
-  data = eval_data.load(_newest(home, 'FileBasedExampleGen', 'examples'),
-                        _newest(home, 'Vocabulary', 'vocabulary'),
+      newest(home, 'EmbeddingTrainer', 'model'))
+  data = eval_data.load(newest(home), newest(home, 'Vocabulary', 'vocabulary'),
                         ValidatorConfig(), skipgram)
   words = model.wv.index_to_key
   table = metrics.align_table(words, model.wv.vectors, data.tokens)

@@ -52,10 +52,10 @@ TRAINER_NODE = 'EmbeddingTrainer'
 DATA_NODES = ('FileBasedExampleGen', 'Vocabulary')
 
 
-def _examples(home):
-  """The Examples of the home's latest ExampleGen run."""
-  runs = glob.glob(os.path.join(home, 'pipeline', 'FileBasedExampleGen',
-                                'examples', '*'))
+def newest(home, node='FileBasedExampleGen', channel='examples'):
+  """The URI of the latest artifact `node` put on `channel` in the local
+  pipeline home (default: the Examples)."""
+  runs = glob.glob(os.path.join(home, 'pipeline', node, channel, '*'))
   return max(runs, key=lambda p: int(os.path.basename(p)))
 
 
@@ -64,7 +64,7 @@ def train_split_file(home, out_path):
   one per line: what gensim is given, so both learn from the same data."""
   from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
   with open(out_path, 'w', encoding='utf-8') as f:
-    for tokens in examples_io.read_sequences(_examples(home), 'train'):
+    for tokens in examples_io.read_sequences(newest(home), 'train'):
       f.write(' '.join(tokens) + '\n')
   return out_path
 
@@ -77,7 +77,7 @@ def next_items(home, corpus):
   HR@10's standard error is about a quarter."""
   from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
   found = list(corpus.heldout)
-  for tokens in examples_io.read_sequences(_examples(home), 'eval'):
+  for tokens in examples_io.read_sequences(newest(home), 'eval'):
     found.extend((tokens[max(0, i - interaction_corpus.QUERY_ITEMS):i],
                   tokens[i]) for i in range(1, len(tokens)))
   return found
