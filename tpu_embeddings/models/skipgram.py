@@ -82,8 +82,9 @@ def alias_table(probabilities: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
   alias = np.arange(n, dtype=np.int64)
   if not small.size or not large.size:  # uniform, up to rounding
     return accept.astype(np.float32), alias.astype(np.int32)
-  deficit = np.cumsum(1.0 - scaled[small])  # D(i): deficits of rows <= i
-  before = deficit - (1.0 - scaled[small])  # D(i - 1)
+  gaps = 1.0 - scaled[small]
+  deficit = np.cumsum(gaps)  # D(i): deficits of rows <= i
+  before = deficit - gaps  # D(i - 1)
   excess = np.cumsum(scaled[large] - 1.0)  # E(j)
   giver = np.searchsorted(excess, before, side='left')
   # Past the last large row only rounding is left: those slots keep 1.
