@@ -90,17 +90,15 @@ class _Scalars:
         tf.TensorSpec([None], tf.float32)])
     self._writes = 0
 
-  @staticmethod
-  def _metadata() -> bytes:
-    # What tf.summary.scalar writes, without the loop's name scope in the tag.
-    return scalar_metadata.create_summary_metadata(
-        display_name=None, description=None).SerializeToString()
+  # What tf.summary.scalar writes, without the loop's name scope in the tag.
+  METADATA = scalar_metadata.create_summary_metadata(
+      display_name=None, description=None).SerializeToString()
 
   @staticmethod
   def _points(tag, steps, values):
-    metadata = _Scalars._metadata()
     for i in tf.range(tf.size(steps)):
-      tf.summary.write(tag, values[i], step=steps[i], metadata=metadata)
+      tf.summary.write(tag, values[i], step=steps[i],
+                       metadata=_Scalars.METADATA)
 
   def write(self, tag: str, steps: Sequence[int], values: Sequence[float]):
     if not len(steps):
@@ -109,10 +107,9 @@ class _Scalars:
     with self.writer.as_default():
       if (len(steps) <= self.EAGER_POINTS and
           self._writes <= self.EAGER_WRITES):
-        metadata = self._metadata()
         for step, value in zip(steps, values):
           tf.summary.write(tag, tf.constant(value, tf.float32),
-                           step=int(step), metadata=metadata)
+                           step=int(step), metadata=self.METADATA)
       else:
         self._write(tf.constant(tag), tf.constant(steps, tf.int64),
                     tf.constant(values, tf.float32))
