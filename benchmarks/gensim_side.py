@@ -58,15 +58,10 @@ def heldout_loss(home, model):
           eval_data.frequency(data, skipgram)['eval_loss'])
 
 
-def _figures(table, common, ids):
+def _figures(table, common, ids, pairs, questions):
   """WordSim-353 Spearman and analogy accuracy of `table` on `common`."""
-  from components.validator import eval_files  # pylint: disable=g-import-not-at-top
   from components.validator import metrics  # pylint: disable=g-import-not-at-top
   aligned = metrics.align_table(table.tokens, table.unit, common)
-  pairs = eval_files.read_similarity_file(
-      text_corpora.datapath(text_corpora.WORDSIM))
-  questions = eval_files.read_analogy_file(
-      text_corpora.datapath(text_corpora.ANALOGIES))
   sim = metrics.similarity_spearman(aligned, ids, pairs)
   ana = metrics.analogy_accuracy(aligned, ids, questions)
   return {'wordsim': (sim['spearman'], sim['covered_pairs']),
@@ -76,12 +71,17 @@ def _figures(table, common, ids):
 def judged(ours, gensims):
   """{name: (ours, gensim's median, items judged)} on the words our table
   and every gensim table know."""
+  from components.validator import eval_files  # pylint: disable=g-import-not-at-top
   known = set(ours.tokens)
   for table in gensims:
     known &= set(table.tokens)
   common = sorted(known)
   ids = {t: i for i, t in enumerate(common)}
-  mine = _figures(ours, common, ids)
-  theirs = [_figures(t, common, ids) for t in gensims]
+  files = (eval_files.read_similarity_file(
+      text_corpora.datapath(text_corpora.WORDSIM)),
+           eval_files.read_analogy_file(
+               text_corpora.datapath(text_corpora.ANALOGIES)))
+  mine = _figures(ours, common, ids, *files)
+  theirs = [_figures(t, common, ids, *files) for t in gensims]
   return {name: (value, median(t[name][0] for t in theirs), n)
           for name, (value, n) in mine.items()}
