@@ -7,6 +7,7 @@ import pytest
 from components.trainer.config import TableConfig
 from components.trainer.config import TrainerConfig
 from pipelines.config import PipelineConfig
+from tests.support import paths
 
 
 def test_spec_follows_the_config():
@@ -80,8 +81,7 @@ def test_cli_config_file_and_overrides(tmp_path):
 def test_the_item_sequences_config_changes_only_what_the_readme_names():
   from pipelines.cli import arguments  # pylint: disable=g-import-not-at-top
   from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
-  path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__)))), 'examples', 'item_sequences.json')
+  path = os.path.join(paths.REPO, 'examples', 'item_sequences.json')
   args = cli.build_parser().parse_args(['run', '--data', 'd', '--home', 'h',
                                         '--config', path])
   config = arguments.config_from_args(args)
