@@ -15,11 +15,8 @@ WORKDIR/results.json for the test to assert on.
 
 import contextlib
 import dataclasses
-import glob
 import json
 import os
-import pathlib
-import re
 import signal
 import subprocess
 import sys
@@ -28,6 +25,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 from pipelines import demo_data
+from tests.support import fault_checkpoints
 from tests.support import paths
 from tests.support import tiny_pipeline
 from tpu_embeddings.push_root import status
@@ -47,36 +45,6 @@ class Row:
   node: Optional[str]  # where the fault lands (None: before any)
   fault: str  # disk_full, read_only_home, read_only_push, SIGINT, SIGTERM, none
   when: str = 'start'          # start, running, checkpoint, later
-
-
-def _checkpoints_past_0(models: str) -> List[str]:
-  """Checkpoints past step 0 (a warm start writes step 0) of the trainer
-  outputs matching the glob `models`."""
-  return [p for p in glob.glob(os.path.join(
-      models, 'checkpoint', 'ckpt-*.index'))
-          if not p.endswith('/ckpt-0.index')]
-
-
-def _trainer_checkpoints(home: str) -> List[str]:
-  return _checkpoints_past_0(os.path.join(
-      home, 'pipeline', 'EmbeddingTrainer', 'model', '*'))
-
-
-def _claimed_checkpoints(home: str, pid: int) -> List[str]:
-  """Trainer checkpoints past step 0 in the outputs whose resume record
-  names process `pid`: saved by its training, or adopted by it once the
-  record is written (before that, a stop cannot name them)."""
-  found = []
-  for record in glob.glob(os.path.join(
-      home, 'pipeline', 'EmbeddingTrainer', 'resume', '*.json')):
-    try:
-      with open(record) as f:
-        pointer = json.load(f)
-    except (OSError, ValueError):
-      continue
-    if isinstance(pointer, dict) and pointer.get('pid') == pid:
-      found += _checkpoints_past_0(str(pointer.get('model_uri')))
-  return found
 
 
 class Chain:
@@ -133,7 +101,7 @@ class Chain:
 
   def run(self, row: Row) -> Dict:
     """Runs the CLI with `row`'s fault: what happened, what consumers see."""
-    before = set(_trainer_checkpoints(self.home))
+    before = set(fault_checkpoints.of_trainer(self.home))
     process = subprocess.Popen(
         self.command(), cwd=paths.REPO, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -153,21 +121,7 @@ class Chain:
             'trainer': self.trainer_view()}
 
   def trainer_view(self) -> Dict:
-    """Trainer outputs' newest checkpoints, resume steps and kept ones."""
-    node = os.path.join(self.home, 'pipeline', 'EmbeddingTrainer')
-    models = {}
-    for model in glob.glob(os.path.join(node, 'model', '*')):
-      metadata = os.path.join(model, 'metadata.json')
-      done = None
-      if os.path.exists(metadata):
-        with open(metadata) as f:
-          done = json.load(f)['resumed_from_step']
-      models[os.path.basename(model)] = {
-          'newest': _newest(os.path.join(model, 'checkpoint')),
-          'resumed_from_step': done}
-    kept = {os.path.basename(k): _newest(os.path.join(k, 'checkpoint'))
-            for k in glob.glob(os.path.join(node, 'resume', '*.kept'))}
-    return {'models': models, 'kept': kept}
+    return fault_checkpoints.trainer_view(self.home)
 
   def _inject(self, row: Row, process, lines, before) -> bool:
     """Waits for the row's moment and acts ('start' faults are in place)."""
@@ -199,15 +153,6 @@ class Chain:
             'served': status.served_version(root), 'hidden': hidden}
 
 
-def _newest(checkpoints: str) -> int:
-  """The step the CheckpointManager's state file records (0: none); files
-  written but not recorded (the disk filled in between) are no resume point."""
-  state = pathlib.Path(checkpoints, 'checkpoint')
-  found = state.exists() and re.search(
-      r'^model_checkpoint_path: "(?:.*/)?ckpt-(\d+)"', state.read_text(), re.M)
-  return int(found.group(1)) if found else 0
-
-
 def _collect(stream, into):
   for line in stream:
     into.append(line)
@@ -219,7 +164,7 @@ def _trigger(row: Row, home: str, lines: List[str], before,
   if row.when == 'running':
     return lambda: running in lines
   if row.when == 'checkpoint':  # a new one, of the training this run claimed
-    return lambda: bool(set(_claimed_checkpoints(home, pid)) - before)
+    return lambda: bool(set(fault_checkpoints.claimed_by(home, pid)) - before)
   seen: List[float] = []
 
   def later():  # two seconds into the component
