@@ -7,11 +7,13 @@ source change (about half a minute). The CPU trainer of the built-in
 skip-gram uses them (components/trainer/fused_step.py, and
 tpu_embeddings/models/skipgram_input.py for the pairs);
 benchmarks/trainer_throughput.py measures them against the TensorFlow path.
-The component image (kubeflow/Dockerfile) has no C++ compiler: its CPU
-trainer takes the TensorFlow path. Whenever the library cannot be had
-(`TPU_EMBEDDINGS_KERNELS=0`, no C++ compiler, a failed build, a library that
-does not load) `load()` logs one line saying why and returns None; callers
-then use their TensorFlow path, which computes the same results.
+The component image (kubeflow/Dockerfile) has no C++ compiler: a build
+stage that has one runs this module (`python library.py`, the sources
+alone) and the image carries the library in its cache. Whenever the
+library cannot be had (`TPU_EMBEDDINGS_KERNELS=0`, no C++ compiler, a
+failed build, a library that does not load) `load()` logs one line saying
+why and returns None; callers then use their TensorFlow path, which
+computes the same results.
 
 Environment:
   TPU_EMBEDDINGS_KERNELS=0        never use the ops (the TensorFlow path only)
@@ -30,6 +32,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from typing import List, Optional
 
@@ -197,3 +200,28 @@ def load():
                     ', '.join(missing))
     return None
   return ops
+
+
+def main() -> int:
+  """Builds the library into the cache unless it is there, then loads it:
+  what an image runs at build time (kubeflow/Dockerfile), so its trainers
+  load the ops without a compiler. Exits 1 with one line when it cannot."""
+  try:
+    path = build()
+    ops = tf.load_op_library(path)
+  except (BuildError, OSError, tf.errors.OpError) as e:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+    print(f'skip-gram CPU ops: {first} (for {library_path()})',
+          file=sys.stderr)
+    return 1
+  missing = [name for name in OP_NAMES if not hasattr(ops, name)]
+  if missing:
+    print(f'skip-gram CPU ops: {path} lacks {", ".join(missing)}',
+          file=sys.stderr)
+    return 1
+  print(path)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -174,6 +174,53 @@ def test_dockerfile_ships_every_module_the_package_runs(cpu_yaml):
   assert ours <= allowed, ours - allowed
 
 
+def _dockerfile_stages():
+  """[(stage name, [instruction words])] of kubeflow/Dockerfile, lines
+  continued with a backslash joined."""
+  with open(os.path.join(REPO, 'kubeflow', 'Dockerfile')) as f:
+    text = f.read().replace('\\\n', ' ')
+  stages = []
+  for line in text.splitlines():
+    words = line.split()
+    if not words or words[0].startswith('#'):
+      continue
+    if words[0] == 'FROM':
+      stages.append((words[3] if len(words) > 3 else '', []))
+    stages[-1][1].append(words)
+  return stages
+
+
+def test_the_image_carries_the_cpu_ops_built_in_a_stage_with_a_compiler():
+  """The trainer in the image loads the skip-gram CPU ops without a
+  compiler: a stage with g++ builds them from the kernels folder into a
+  cache, the last stage copies that cache where its ENV points the
+  library, and checks that they load."""
+  stages = _dockerfile_stages()
+  names = [name for name, _ in stages]
+  *_, (_, last) = stages
+  copied = [w for w in last if w[0] == 'COPY' and w[1].startswith('--from=')]
+  assert len(copied) == 1, copied
+  builder = dict(stages)[copied[0][1][len('--from='):]]
+  assert copied[0][1][len('--from='):] in names[:-1]
+  assert any('g++' in w for w in builder if w[0] == 'RUN')
+  assert not any('g++' in w for w in last if w[0] == 'RUN')
+  kernels = [w for w in builder if w[:2] == ['COPY', 'tpu_embeddings/kernels/']]
+  assert len(kernels) == 1, builder
+  built = [w for w in builder if w[0] == 'RUN' and
+           f'{kernels[0][2].rstrip("/")}/library.py' in w]
+  assert len(built) == 1, builder
+  cache = [w.split('=', 1)[1] for w in built[0]
+           if w.startswith('TPU_EMBEDDINGS_KERNEL_CACHE=')]
+  assert [c.rstrip('/') for c in cache] == [copied[0][2].rstrip('/')], built
+  env = [w[1].split('=', 1)[1] for w in last if w[0] == 'ENV'
+         and w[1].startswith('TPU_EMBEDDINGS_KERNEL_CACHE=')]
+  assert [e.rstrip('/') for e in env] == [copied[0][3].rstrip('/')], env
+  package = next(i for i, w in enumerate(last)
+                 if w[:2] == ['COPY', 'tpu_embeddings/'])
+  assert ['RUN', 'python', '-m', 'tpu_embeddings.kernels.library'] in last[
+      package:]
+
+
 @pytest.mark.parametrize('fixture', ['tpu_yaml', 'cpu_yaml'])
 def test_every_task_requests_the_cpu_and_memory_it_is_limited_to(
     fixture, request):

@@ -2,6 +2,7 @@
 
 import logging
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -70,19 +71,43 @@ def test_the_key_names_tensorflow_and_changes_with_the_flags(monkeypatch):
   assert library.build_key() != key
 
 
+def test_the_build_command_says_in_one_line_why_it_cannot(
+    cache, monkeypatch, capsys):
+  monkeypatch.setenv('CXX', 'no-such-compiler')
+  assert library.main() == 1
+  err = capsys.readouterr().err
+  assert err == ('skip-gram CPU ops: no C++ compiler: install g++ or set '
+                 f'CXX (for {library.library_path()})\n'), err
+  assert library.library_path().startswith(str(cache))
+
+
 @pytest.mark.slow
-def test_builds_once_then_reuses_the_cached_library(cache):
-  path = library.build()
-  assert path.startswith(str(cache)) and os.path.exists(path)
-  built = os.stat(path).st_mtime_ns
+def test_a_build_from_the_sources_alone_loads_without_a_compiler(
+    cache, tmp_path):
+  """What the component image does (kubeflow/Dockerfile): a stage with a
+  compiler runs the build command from a copy of this folder alone; the
+  package then finds that build in the cache, builds nothing again, and
+  loads it in a process with no compiler."""
+  sources = tmp_path / 'kernels'
+  shutil.copytree(os.path.dirname(library.__file__), sources,
+                  ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+  built = subprocess.run([sys.executable, str(sources / 'library.py')],
+                         cwd=tmp_path, capture_output=True, text=True,
+                         check=False)
+  assert built.returncode == 0, built.stderr[-2000:]
+  path = built.stdout.strip().splitlines()[-1]
+  assert path == library.library_path() and os.path.exists(path)
+  assert path.startswith(str(cache))
+  mtime = os.stat(path).st_mtime_ns
   assert library.build() == path
-  assert os.stat(path).st_mtime_ns == built
+  assert os.stat(path).st_mtime_ns == mtime
   # Loaded in a fresh process: a process holds one build of the ops, and
   # the other tests use the default cache's.
   check = ('from tpu_embeddings.kernels import library; '
            'ops = library.load(); '
-           'print(all(hasattr(ops, n) for n in library.OP_NAMES))')
+           'print(ops is not None and '
+           'all(hasattr(ops, n) for n in library.OP_NAMES))')
   out = subprocess.run([sys.executable, '-c', check], cwd=paths.REPO,
-                       env=dict(os.environ, **{library.CACHE: str(cache)}),
+                       env=dict(os.environ, CXX='no-such-compiler'),
                        capture_output=True, text=True, check=True).stdout
   assert out.strip().splitlines()[-1] == 'True', out
