@@ -21,9 +21,9 @@ def median(values: Iterable[float]) -> float:
   return statistics.median(list(values))
 
 
-def run(train_file, runs: int = RUNS):
-  """gensim Word2Vec(sg=1), its own defaults, `runs` times; (read s, median
-  train s, models)."""
+def run(train_file, runs: int = RUNS, epochs: int = 5):
+  """gensim Word2Vec(sg=1), its own defaults (5 epochs) but `epochs`, `runs`
+  times; (read s, median train s, models)."""
   from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
   start = time.perf_counter()
   with open(train_file, encoding='utf-8') as f:
@@ -32,7 +32,7 @@ def run(train_file, runs: int = RUNS):
   models, seconds = [], []
   for seed in range(runs):
     start = time.perf_counter()
-    models.append(Word2Vec(sentences, sg=1, seed=seed))
+    models.append(Word2Vec(sentences, sg=1, seed=seed, epochs=epochs))
     seconds.append(time.perf_counter() - start)
   return read, median(seconds), models
 
@@ -68,12 +68,12 @@ def _figures(table, common, ids, pairs, questions):
           'analogy': (ana['analogy_accuracy'], ana['covered_questions'])}
 
 
-def judged(ours, gensims):
-  """{name: (ours, gensim's median, items judged)} on the words our table
-  and every gensim table know."""
+def judged(ours, gensims, also=()):
+  """{name: (ours, gensim's median, items judged)} on the words our table,
+  every gensim table and every table of `also` know."""
   from components.validator import eval_files  # pylint: disable=g-import-not-at-top
   known = set(ours.tokens)
-  for table in gensims:
+  for table in list(gensims) + list(also):
     known &= set(table.tokens)
   common = sorted(known)
   ids = {t: i for i, t in enumerate(common)}
