@@ -26,10 +26,14 @@ $(PY):
 # Bytecode is compiled at install time: with PYTHONDONTWRITEBYTECODE set (as
 # on these machines) every process would otherwise recompile TensorFlow's
 # sources, doubling each `import tensorflow`.
+# The skip-gram CPU ops are compiled here, once per machine, rather than in
+# the first trainer run; without a compiler this says why and the trainer
+# takes TensorFlow's slower ops.
 $(STAMP): requirements.txt | $(PY)
 	$(PY) -m pip install --quiet 'uv==0.13.*'
 	$(VENV)/bin/uv pip install --python $(PY) --quiet --compile-bytecode \
 	  -r requirements.txt || $(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m tpu_embeddings.kernels.library 2>&1 >/dev/null | grep '^skip-gram' >&2 || true
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -211,8 +211,8 @@ def main() -> int:
     ops = tf.load_op_library(path)
   except (BuildError, OSError, tf.errors.OpError) as e:
     first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
-    print(f'skip-gram CPU ops: {first} (for {library_path()})',
-          file=sys.stderr)
+    print(f'skip-gram CPU ops: {first} (for {library_path()}); the CPU '
+          "trainer takes TensorFlow's slower ops", file=sys.stderr)
     return 1
   missing = [name for name in OP_NAMES if not hasattr(ops, name)]
   if missing:

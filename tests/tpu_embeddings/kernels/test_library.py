@@ -77,7 +77,8 @@ def test_the_build_command_says_in_one_line_why_it_cannot(
   assert library.main() == 1
   err = capsys.readouterr().err
   assert err == ('skip-gram CPU ops: no C++ compiler: install g++ or set '
-                 f'CXX (for {library.library_path()})\n'), err
+                 f'CXX (for {library.library_path()}); the CPU trainer '
+                 "takes TensorFlow's slower ops\n"), err
   assert library.library_path().startswith(str(cache))
 
 
