@@ -21,7 +21,9 @@ table prints seconds and ratios to gensim:
   quality on both metrics (within `--tolerance`), or "not reached";
 * pipeline: the whole first run vs gensim's read + train;
 * data steps: ExampleGen + Vocabulary, in MB/s of corpus;
-* blessed: whether the default gates blessed the run's model.
+* blessed: whether the default gates blessed the run's model;
+then gensim's own figures after each `--epochs` value other than its
+`--gensim-epochs` (first round, training seconds of that one run).
 Both learn from the same sequences: gensim is given the train split (9 of 10
 hash buckets by default) of the pipeline's first run, read from its Examples
 into a text file; the eval split is the validator's.
@@ -195,6 +197,13 @@ def run_size(multiple, args, work):
             reaches(cp, g_cp, args.tolerance))
     if good and (reached is None or trainer < reached[1]):
       reached = (e, trainer)
+  for e in epochs:  # what gensim gives in as few epochs, for comparison
+    if e != args.gensim_epochs:
+      _, seconds, fewer = gensim_run(
+          os.path.join(work, f'train-{multiple}.txt'), args.dim, args.window,
+          args.negatives, e, args.seed)
+      rows.append(('gensim Word2Vec sg, fewer epochs', e, seconds, None,
+                   None, *scores(fewer, corpus, heldout, items), ''))
 
   print(f'{"run":<36} {"epochs":>6} {"train s":>8} {"x gensim":>8} '
         f'{"whole s":>8} {"x gensim":>8} {"HR@10":>7} {"catP@10":>7} '
