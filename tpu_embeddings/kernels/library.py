@@ -168,6 +168,11 @@ def _failed_before(cxx: str) -> Optional[str]:
     return failure if f.readline().strip() == cxx else None
 
 
+def _first_line(error: BaseException) -> str:
+  text = str(error).strip()
+  return text.splitlines()[0] if text else repr(error)
+
+
 @functools.lru_cache(maxsize=None)
 def load():
   """The op library, or None (logged once per process, saying why)."""
@@ -187,9 +192,8 @@ def load():
   try:
     ops = tf.load_op_library(build())
   except (BuildError, OSError, tf.errors.OpError) as e:
-    first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
     logging.warning('Skip-gram CPU ops unavailable (%s); TensorFlow path',
-                    first)
+                    _first_line(e))
     return None
   # A process that already loaded another build of these ops (another
   # cache, another copy of the package) gets no wrappers for them here.
@@ -204,15 +208,14 @@ def load():
 
 def main() -> int:
   """Builds the library into the cache unless it is there, then loads it:
-  what an image runs at build time (kubeflow/Dockerfile), so its trainers
-  load the ops without a compiler. Exits 1 with one line when it cannot."""
+  what the image build (kubeflow/Dockerfile) and the Makefile's setup run,
+  so that trainers find it built. Exits 1 with one line when it cannot."""
   try:
     path = build()
     ops = tf.load_op_library(path)
   except (BuildError, OSError, tf.errors.OpError) as e:
-    first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
-    print(f'skip-gram CPU ops: {first} (for {library_path()}); the CPU '
-          "trainer takes TensorFlow's slower ops", file=sys.stderr)
+    print(f'skip-gram CPU ops: {_first_line(e)} (for {library_path()}); the '
+          "CPU trainer takes TensorFlow's slower ops", file=sys.stderr)
     return 1
   missing = [name for name in OP_NAMES if not hasattr(ops, name)]
   if missing:
