@@ -173,6 +173,19 @@ def _first_line(error: BaseException) -> str:
   return text.splitlines()[0] if text else repr(error)
 
 
+def _built_and_loaded():
+  """Builds the library unless it is in the cache and loads it; raises
+  BuildError (or the loader's error) when that gives no usable ops."""
+  ops = tf.load_op_library(build())
+  # A process that already loaded another build of these ops (another
+  # cache, another copy of the package) gets no wrappers for them here.
+  missing = [name for name in OP_NAMES if not hasattr(ops, name)]
+  if missing:
+    raise BuildError(f'{", ".join(missing)} already registered by another '
+                     'build loaded in this process')
+  return ops
+
+
 @functools.lru_cache(maxsize=None)
 def load():
   """The op library, or None (logged once per process, saying why)."""
@@ -190,20 +203,11 @@ def load():
       return None
     logging.info('Skip-gram CPU ops: compiling once into %s', path)
   try:
-    ops = tf.load_op_library(build())
+    return _built_and_loaded()
   except (BuildError, OSError, tf.errors.OpError) as e:
     logging.warning('Skip-gram CPU ops unavailable (%s); TensorFlow path',
                     _first_line(e))
     return None
-  # A process that already loaded another build of these ops (another
-  # cache, another copy of the package) gets no wrappers for them here.
-  missing = [name for name in OP_NAMES if not hasattr(ops, name)]
-  if missing:
-    logging.warning('Skip-gram CPU ops: %s already registered by another '
-                    'build loaded in this process; TensorFlow path',
-                    ', '.join(missing))
-    return None
-  return ops
 
 
 def main() -> int:
@@ -211,18 +215,12 @@ def main() -> int:
   what the image build (kubeflow/Dockerfile) and the Makefile's setup run,
   so that trainers find it built. Exits 1 with one line when it cannot."""
   try:
-    path = build()
-    ops = tf.load_op_library(path)
+    _built_and_loaded()
   except (BuildError, OSError, tf.errors.OpError) as e:
     print(f'skip-gram CPU ops: {_first_line(e)} (for {library_path()}); the '
           "CPU trainer takes TensorFlow's slower ops", file=sys.stderr)
     return 1
-  missing = [name for name in OP_NAMES if not hasattr(ops, name)]
-  if missing:
-    print(f'skip-gram CPU ops: {path} lacks {", ".join(missing)}',
-          file=sys.stderr)
-    return 1
-  print(path)
+  print(library_path())
   return 0
 
 
