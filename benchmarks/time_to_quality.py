@@ -154,6 +154,7 @@ def run_size(multiple, args, work):
         f'{megabytes:.1f} MB', flush=True)
 
   epochs = sorted(set(args.epochs))
+  train_file = os.path.join(work, f'train-{multiple}.txt')  # gensim's input
   runs = []
   gensim_times = []
   for r in range(args.rounds):  # alternating, so load hits all alike
@@ -166,10 +167,9 @@ def run_size(multiple, args, work):
         runs.append((e, summary, ours, []))
       runs[i][3].append(summary['timing'])
       if i == 0:
-        read, train, table = gensim_run(train_split_file(
-            home, os.path.join(work, f'train-{multiple}.txt')), args.dim,
-                                        args.window, args.negatives,
-                                        args.gensim_epochs, args.seed)
+        read, train, table = gensim_run(
+            train_split_file(home, train_file), args.dim, args.window,
+            args.negatives, args.gensim_epochs, args.seed)
         gensim_times.append((read, train))
   read = statistics.median(t[0] for t in gensim_times)
   train = statistics.median(t[1] for t in gensim_times)
@@ -200,8 +200,7 @@ def run_size(multiple, args, work):
   for e in epochs:  # what gensim gives in as few epochs, for comparison
     if e != args.gensim_epochs:
       _, seconds, fewer = gensim_run(
-          os.path.join(work, f'train-{multiple}.txt'), args.dim, args.window,
-          args.negatives, e, args.seed)
+          train_file, args.dim, args.window, args.negatives, e, args.seed)
       rows.append(('gensim Word2Vec sg, fewer epochs', e, seconds, None,
                    None, *scores(fewer, corpus, heldout, items), ''))
 
