@@ -11,12 +11,11 @@ leaves an index the rerun rightly skips.
 import glob
 import json
 import os
-import re
 from typing import Dict, List
 
 import tensorflow as tf
 
-_STEP = re.compile(r'ckpt-(\d+)\.index$')
+from components.trainer import resume
 
 
 def past_step_0(models: str) -> List[str]:
@@ -59,14 +58,11 @@ def _reads_back(prefix: str) -> bool:
   return True
 
 
-def newest_readable(checkpoints: str) -> int:
-  """The step of the newest checkpoint in folder `checkpoints` whose every
-  tensor reads back (0: none)."""
-  steps = sorted((int(m.group(1)) for m in map(
-      _STEP.search, glob.glob(os.path.join(checkpoints, 'ckpt-*.index')))
-                  if m), reverse=True)
-  return next((step for step in steps if _reads_back(
-      os.path.join(checkpoints, f'ckpt-{step}'))), 0)
+def newest_readable(model: str) -> int:
+  """The step of the newest checkpoint of trainer output (or kept folder)
+  `model` whose every tensor reads back (0: none)."""
+  return next((step for step, prefix in resume.saved_checkpoints(model)
+               if _reads_back(prefix)), 0)
 
 
 def trainer_view(home: str) -> Dict:
@@ -81,8 +77,8 @@ def trainer_view(home: str) -> Dict:
       with open(metadata) as f:
         done = json.load(f)['resumed_from_step']
     models[os.path.basename(model)] = {
-        'newest': newest_readable(os.path.join(model, 'checkpoint')),
+        'newest': newest_readable(model),
         'resumed_from_step': done}
-  kept = {os.path.basename(k): newest_readable(os.path.join(k, 'checkpoint'))
+  kept = {os.path.basename(k): newest_readable(k)
           for k in glob.glob(os.path.join(node, 'resume', '*.kept'))}
   return {'models': models, 'kept': kept}
