@@ -47,10 +47,9 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import socket
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -67,7 +66,6 @@ from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 DEVICE_SETTINGS = ('tpu',)
 # Written into an interrupted Model when a rerun continues it.
 INTERRUPTED_FILENAME = 'interrupted.json'
-_CHECKPOINT_INDEX = re.compile(r'^ckpt-(\d+)\.index$')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,20 +186,6 @@ def _owner_alive(pointer: Dict[str, Any]) -> bool:
   return True
 
 
-def saved_checkpoints(model_uri: str) -> List[Tuple[int, str]]:
-  """(step, path prefix) of every checkpoint in a Model, newest first."""
-  directory = model_layout.checkpoint_dir(model_uri)
-  if not tf.io.gfile.isdir(directory):
-    return []
-  found = []
-  for name in tf.io.gfile.listdir(directory):
-    match = _CHECKPOINT_INDEX.match(name)
-    if match:
-      found.append((int(match.group(1)),
-                    model_layout.join(directory, name[:-len('.index')])))
-  return sorted(found, reverse=True)
-
-
 def check_intact(spec: EmbeddingSpec, path: str):
   """Raises CheckpointError unless every tensor of `path` reads back."""
   try:  # The reader raises IndexError for a short file.
@@ -220,7 +204,7 @@ def check_intact(spec: EmbeddingSpec, path: str):
 def newest_intact(model_uri: str,
                   spec: EmbeddingSpec) -> Optional[Tuple[int, str]]:
   """The newest checkpoint past step 0 that reads back, or None."""
-  for step, path in saved_checkpoints(model_uri):
+  for step, path in model_layout.saved_checkpoints(model_uri):
     if step <= 0:
       break
     try:

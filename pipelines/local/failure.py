@@ -8,25 +8,20 @@ kept.py) and the version still served.
 
 import json
 import os
-import re
 from typing import List, Optional
 
 from pipelines import pipeline as pipeline_lib
 from pipelines import stop_signals
 from pipelines.local import home as home_lib
+from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.push_root import status as push_status
 
 TRAINER = 'EmbeddingTrainer'
-_CHECKPOINT_INDEX = re.compile(r'^ckpt-(\d+)\.index$')
 
 
 def _newest_step(model_uri: str) -> int:
-  directory = os.path.join(model_uri, 'checkpoint')
-  if not os.path.isdir(directory):
-    return 0
-  steps = [int(m.group(1)) for m in map(_CHECKPOINT_INDEX.match,
-                                        os.listdir(directory)) if m]
-  return max(steps, default=0)
+  found = model_layout.saved_checkpoints(model_uri) if model_uri else []
+  return found[0][0] if found else 0
 
 
 def trainer_checkpoint(pipeline_root: str) -> Optional[str]:

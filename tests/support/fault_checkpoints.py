@@ -15,7 +15,7 @@ from typing import Dict, List
 
 import tensorflow as tf
 
-from components.trainer import resume
+from tpu_embeddings.artifacts import model_layout
 
 
 def past_step_0(models: str) -> List[str]:
@@ -61,7 +61,7 @@ def _reads_back(prefix: str) -> bool:
 def newest_readable(model: str) -> int:
   """The step of the newest checkpoint of trainer output (or kept folder)
   `model` whose every tensor reads back (0: none)."""
-  return next((step for step, prefix in resume.saved_checkpoints(model)
+  return next((step for step, prefix in model_layout.saved_checkpoints(model)
                if _reads_back(prefix)), 0)
 
 

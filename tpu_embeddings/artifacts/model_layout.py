@@ -23,7 +23,8 @@ writes them, the dense variables under `model/` and their optimizer's under
 """
 
 import json
-from typing import Any, Dict, Optional
+import re
+from typing import Any, Dict, List, Optional, Tuple
 
 CHECKPOINT_DIR = 'checkpoint'
 METADATA_FILENAME = 'metadata.json'
@@ -37,6 +38,7 @@ USER_MODULE_FILENAME = 'user_module.py'
 # the kind ('bytes' or 'int64') of each Examples feature it looked up.
 USER_MODULE_SHA256_KEY = 'user_module_sha256'
 FEATURE_KINDS_KEY = 'feature_kinds'
+_CHECKPOINT_INDEX = re.compile(r'^ckpt-(\d+)\.index$')
 
 
 def table_key(table: str) -> str:
@@ -66,6 +68,22 @@ def latest_checkpoint(model_uri: str) -> str:
         f'model {model_uri}: no checkpoint in {directory} (expected a '
         'tf.train.CheckpointManager directory)')
   return path
+
+
+def saved_checkpoints(model_uri: str) -> List[Tuple[int, str]]:
+  """(step, path prefix) of every checkpoint in a Model, newest first: each
+  `ckpt-N.index` found, whether or not its data reads back."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  directory = checkpoint_dir(model_uri)
+  if not tf.io.gfile.isdir(directory):
+    return []
+  found = []
+  for name in tf.io.gfile.listdir(directory):
+    match = _CHECKPOINT_INDEX.match(name)
+    if match:
+      found.append((int(match.group(1)),
+                    join(directory, name[:-len('.index')])))
+  return sorted(found, reverse=True)
 
 
 def write_metadata(model_uri: str, metadata: Dict[str, Any]):
