@@ -21,9 +21,9 @@ from tpu_embeddings.artifacts import model_layout
 def past_step_0(models: str) -> List[str]:
   """Index files of checkpoints past step 0 (a warm start writes step 0) of
   the trainer outputs matching the glob `models`."""
-  return [p for p in glob.glob(os.path.join(
-      models, 'checkpoint', 'ckpt-*.index'))
-          if not p.endswith('/ckpt-0.index')]
+  return [prefix + '.index' for model in glob.glob(models)
+          for step, prefix in model_layout.saved_checkpoints(model)
+          if step > 0]
 
 
 def of_trainer(home: str) -> List[str]:
