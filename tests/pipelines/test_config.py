@@ -86,8 +86,8 @@ def test_the_item_sequences_config_changes_only_what_the_readme_names():
                                         '--config', path])
   config = arguments.config_from_args(args)
   assert config == PipelineConfig().replace(**{
-      'trainer.window': 50, 'table.optimizer': 'sgd',
-      'table.learning_rate': 51.2})
+      'trainer.window': 50, 'trainer.shared_negatives': 16,
+      'table.optimizer': 'sgd', 'table.learning_rate': 51.2})
 
 
 def test_trainer_resume_root_is_one_stable_folder_of_the_pipeline_root():
