@@ -160,6 +160,11 @@ def skipgram_pairs(ids, keep_prob: tf.Tensor, window: int,
   target_at = tf.cast(offsets.value_rowids(), tf.int32)
   target = tf.gather(values, target_at)
   context = tf.gather(values, target_at + offset)
+  # Each pair goes anywhere in the chunk, not with its neighbours: a row's
+  # gradient is summed over a batch, so a batch holding a token's window
+  # together would move its row by all of those pairs at once, unlike
+  # word2vec's one pair at a time (faster steps, as the row stays in cache,
+  # but worse tables).
   order = tf.random.experimental.stateless_shuffle(
       tf.range(tf.shape(target)[0]), seed=order_seed)
   return tf.gather(target, order), tf.gather(context, order)
