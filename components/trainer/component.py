@@ -39,6 +39,7 @@ class EmbeddingTrainerSpec(types.ComponentSpec):
           type=str, optional=True),
       module_file_lib.MODULE_PATH_KEY: ExecutionParameter(
           type=str, optional=True),
+      keys.MODULE_SOURCE_FILE: ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
       keys.EXAMPLES: ChannelParameter(type=standard_artifacts.Examples),
