@@ -10,10 +10,11 @@
     4    anything else (the line names the component and the exception;
          `run --verbose` shows the libraries' logs)
     5    the module file's own code failed while it ran: one of its
-         functions raised, or returned what the model contract does not
-         allow; the line names the module file (the user's path), the
-         function and the exception. (A module file that breaks the
-         contract when it is loaded, e.g. a required name missing, is 2.)
+         functions (or its top-level code, when imported) raised, or a
+         function returned what the model contract does not allow; the
+         line names the module file (the user's path), the function and
+         the exception. (A module file that breaks the contract when it
+         is loaded, e.g. a required name missing, is 2.)
     130  stopped by SIGINT (Ctrl-C), 143 by SIGTERM; the line says what was
          kept for the rerun
     141  stdout was closed (`pushed | head -3`)
