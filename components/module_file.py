@@ -27,8 +27,8 @@ from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models import skipgram_module
 from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.models.model_module import ModelModuleError
-from tpu_embeddings.models.model_module import UserCodeError
-from tpu_embeddings.models.model_module import raised
+from tpu_embeddings.models.user_code import UserCodeError
+from tpu_embeddings.models.user_code import raised
 
 # TFX's execution-property keys (tfx.types.standard_component_specs).
 MODULE_FILE_KEY = 'module_file'

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from components.trainer import checkpoints
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.models.model_module import UserCodeError
+from tpu_embeddings.models.user_code import UserCodeError
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 # Rows of the zero batch the model is built on.

@@ -83,7 +83,7 @@ def _is_input(error: BaseException) -> bool:
 
 def _user_code_error(error: BaseException) -> Optional[BaseException]:
   """The UserCodeError (a module file's function failed) behind `error`."""
-  from tpu_embeddings.models.model_module import UserCodeError  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.user_code import UserCodeError  # pylint: disable=g-import-not-at-top
   return next((e for e in stop_signals.error_chain(error)
                if isinstance(e, UserCodeError)), None)
 

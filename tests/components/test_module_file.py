@@ -10,7 +10,7 @@ import pytest
 from components import module_file
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models.model_module import ModelModuleError
-from tpu_embeddings.models.model_module import UserCodeError
+from tpu_embeddings.models.user_code import UserCodeError
 
 # What the README's "Write your own model" table and model_module.py's
 # docstring call required. Written out here, not read from the code under

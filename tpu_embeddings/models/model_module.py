@@ -45,6 +45,8 @@ import functools
 import hashlib
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+from tpu_embeddings.models import user_code
+from tpu_embeddings.models.user_code import UserCodeError
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 DIRECTIONS = ('higher', 'lower')
@@ -53,29 +55,6 @@ _REQUIRED = ('embedding_spec', 'loss_fn', 'signatures')
 
 class ModelModuleError(ValueError):
   """A module file breaks the model contract; the message says where."""
-
-
-class UserCodeError(Exception):
-  """A function of a module file raised, or returned what the contract does
-  not allow, while it ran. Not a ValueError: the pipeline's handlers of bad
-  inputs and verdicts must not take it for one of theirs."""
-
-  def __init__(self, path: str, function: str, what: str):
-    super().__init__(f'module file {path}: {function} {what}')
-    self.path = path
-    self.function = function
-    self.what = what
-
-
-def _first_line(error: BaseException, limit: int = 300) -> str:
-  line = (str(error).strip().splitlines() or [''])[0].strip()
-  return line if len(line) <= limit else line[:limit - 3] + '...'
-
-
-def raised(error: BaseException) -> str:
-  """'raised <type>: <first line of the message>'."""
-  text = _first_line(error)
-  return f'raised {type(error).__name__}' + (f': {text}' if text else '')
 
 
 class ModelModule:
@@ -120,15 +99,8 @@ class ModelModule:
     except (ModelModuleError, UserCodeError):
       raise
     except Exception as e:  # pylint: disable=broad-except
-      raise UserCodeError(self.path, function, raised(e) + hint) from e
-
-  def _no_model_hint(self, model) -> str:
-    """Why a function given `model=None` may have failed."""
-    if model is not None:
-      return ''
-    if self._get('model_fn') is None:
-      return ' (model was None: the module defines no model_fn)'
-    return ' (model was None: model_fn returned None)'
+      raise UserCodeError(self.path, function,
+                          user_code.raised(e) + hint) from e
 
   # -- checks -----------------------------------------------------------------
   def _check(self):
@@ -271,8 +243,9 @@ class ModelModule:
     return self.call('dense_optimizer', make, ctx)
 
   def loss(self, model, activations, extras, ctx, training: bool):
+    hint = user_code.no_model_hint(model, self._get('model_fn') is not None)
     return self.call('loss_fn', self._m.loss_fn, model, activations, extras,
-                     ctx, training, hint=self._no_model_hint(model))
+                     ctx, training, hint=hint)
 
   def extras(self, ids, examples, ctx) -> Dict[str, Any]:
     extras_fn = self._get('extras_fn')
@@ -285,11 +258,12 @@ class ModelModule:
     return dict(found)
 
   def signatures(self, model, embed, ctx) -> Dict[str, Any]:
+    hint = user_code.no_model_hint(model, self._get('model_fn') is not None)
     found = self.call('signatures', self._m.signatures, model, embed, ctx,
-                      hint=self._no_model_hint(model))
+                      hint=hint)
     if not isinstance(found, dict) or not found:
-      self._returned('signatures', f'{_shown(found)}; it must return a '
-                     'non-empty dict {name: tf.function}')
+      self._returned('signatures', f'{user_code.shown(found)}; it must '
+                     'return a non-empty dict {name: tf.function}')
     return found
 
   def evaluate(self, serve: Mapping[str, Any], ctx) -> Dict[str, float]:
@@ -306,13 +280,7 @@ class ModelModule:
               for k in self.metrics}
     except (TypeError, ValueError) as e:
       raise UserCodeError(self.path, 'eval_fn', 'returned a value that is '
-                          f'not a number ({_first_line(e)})') from e
-
-
-def _shown(value: Any) -> str:
-  if isinstance(value, dict):
-    return 'an empty dict'
-  return 'None' if value is None else f'a {type(value).__name__}'
+                          f'not a number ({user_code.first_line(e)})') from e
 
 
 def check_spec_features(module: ModelModule, spec: EmbeddingSpec,
