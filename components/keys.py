@@ -25,6 +25,9 @@ RESUME_ROOT = 'resume_root'  # the trainer's folder of resume pointers
 SPAN_WINDOW = 'span_window'  # corpus ExampleGen: how many spans it reads
 PATTERN = 'pattern'          # corpus ExampleGen: file pattern inside a span
 FOLLOW_SYMLINKS = 'follow_symlinks'  # corpus ExampleGen: read symlinked files
+# Trainer: the module file as its user gave it, once it was packaged as a
+# wheel (`module_path`), to name it in errors.
+MODULE_SOURCE_FILE = 'module_source_file'
 # Examples: lines capped at MAX_TOKENS_PER_LINE, tokens over MAX_TOKEN_BYTES
 # dropped, and the first file that had either.
 CAPPED_LINES = 'capped_lines'

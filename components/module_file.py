@@ -10,7 +10,9 @@ The trainer copies the module's source into its Model
 (`<model>/user_module.py`, SHA-256 in `metadata.json`), and the validator and
 the exporter load that copy: every model, a pushed baseline included, is
 read with the code it was trained with, whatever the pipeline's module file
-says today.
+says today. Errors name the module file as its user gave it: the trainer's
+`module_file` (on Kubeflow, `keys.MODULE_SOURCE_FILE`, set when the file
+was packaged), recorded in `metadata.json` for the copy's readers.
 """
 
 import hashlib
@@ -20,10 +22,13 @@ from typing import Any, Dict, Mapping
 import tensorflow as tf
 from tfx.components.util import udf_utils
 
+from components import keys
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models import skipgram_module
 from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.models.model_module import ModelModuleError
+from tpu_embeddings.models.user_code import UserCodeError
+from tpu_embeddings.models.user_code import raised
 
 # TFX's execution-property keys (tfx.types.standard_component_specs).
 MODULE_FILE_KEY = 'module_file'
@@ -44,15 +49,21 @@ def _source_of(module) -> str:
 
 
 def _load(properties: Mapping[str, Any], where: str) -> ModelModule:
+  """The module `properties` name; `where` is the module file as its user
+  gave it, named in every error."""
   try:
     anchor = udf_utils.get_fn(dict(properties), _ANCHOR)
   except AttributeError as e:
+    if getattr(e, 'name', None) != _ANCHOR:  # raised by the module's code
+      raise UserCodeError(where, 'top-level code', raised(e)) from e
     raise ModelModuleError(f'module file {where}: {_ANCHOR}: is missing (a '
                            'module file defines the model: see the README)'
                            ) from e
   except (ImportError, OSError, SyntaxError) as e:
     raise ModelModuleError(f'module file {where} cannot be imported '
                            f'({type(e).__name__}: {e})') from e
+  except Exception as e:  # pylint: disable=broad-except
+    raise UserCodeError(where, 'top-level code', raised(e)) from e
   module = sys.modules[anchor.__module__]
   return ModelModule(module, path=where, source=_source_of(module))
 
@@ -66,7 +77,8 @@ def from_exec_properties(properties: Mapping[str, Any]) -> ModelModule:
   if properties.get(MODULE_FILE_KEY) and not tf.io.gfile.exists(where):
     raise ModelModuleError(f'module file {where}: no such file')
   return _load({k: properties.get(k) for k in (MODULE_FILE_KEY,
-                                               MODULE_PATH_KEY)}, where)
+                                               MODULE_PATH_KEY)},
+               properties.get(keys.MODULE_SOURCE_FILE) or where)
 
 
 def user_module_path(model_uri: str) -> str:
@@ -83,10 +95,20 @@ def write_to_model(module: ModelModule, model_uri: str) -> Dict[str, str]:
   return {model_layout.USER_MODULE_SHA256_KEY: module.sha256}
 
 
+def recorded(module: ModelModule) -> Dict[str, str]:
+  """What metadata.json records of a module file: its SHA-256 and its path
+  as the user gave it. Nothing for the built-in skip-gram."""
+  if module.builtin:
+    return {}
+  return {model_layout.USER_MODULE_SHA256_KEY: module.sha256,
+          model_layout.USER_MODULE_FILE_KEY: module.path}
+
+
 def from_model(model_uri: str) -> ModelModule:
   """The module a Model was trained with (its `user_module.py`, checked
   against the SHA-256 of its metadata), or skip-gram for a Model without
-  one (every Model written before module files)."""
+  one (every Model written before module files). Its errors name the module
+  file the trainer recorded (the copy, for Models that recorded none)."""
   path = user_module_path(model_uri)
   if not tf.io.gfile.exists(path):
     return builtin()
@@ -98,4 +120,5 @@ def from_model(model_uri: str) -> ModelModule:
     raise ModelModuleError(
         f'module file {path}: its SHA-256 {digest[:12]}... differs from the '
         f'{recorded[:12]}... the trainer recorded; the Model was modified')
-  return _load({MODULE_FILE_KEY: path}, path)
+  return _load({MODULE_FILE_KEY: path},
+               meta.get(model_layout.USER_MODULE_FILE_KEY) or path)

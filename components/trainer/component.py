@@ -23,6 +23,7 @@ from tfx.types.component_spec import ExecutionParameter
 from components import artifact_types
 from components import keys
 from components import module_file as module_file_lib
+from components import module_wheel
 from components.trainer import executor
 from components.trainer.config import TrainerConfig
 from tpu_embeddings.core import settings
@@ -39,6 +40,7 @@ class EmbeddingTrainerSpec(types.ComponentSpec):
           type=str, optional=True),
       module_file_lib.MODULE_PATH_KEY: ExecutionParameter(
           type=str, optional=True),
+      keys.MODULE_SOURCE_FILE: ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
       keys.EXAMPLES: ChannelParameter(type=standard_artifacts.Examples),
@@ -124,9 +126,7 @@ class EmbeddingTrainer(base_component.BaseComponent):
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun)))
     if module_file and udf_utils.should_package_user_modules():
-      # Compiling for Kubeflow packages the module as a wheel under the
-      # pipeline root and replaces `module_file` by `module_path`, as for
-      # TFX's Trainer; the local runner reads the file itself.
-      udf_utils.add_user_module_dependency(
-          self, module_file_lib.MODULE_FILE_KEY,
-          module_file_lib.MODULE_PATH_KEY)
+      # Compiling for Kubeflow packages the module file, alone, as a wheel
+      # under the pipeline root and replaces `module_file` by `module_path`,
+      # as for TFX's Trainer; the local runner reads the file itself.
+      module_wheel.add_module_file_wheel(self)

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from components.trainer import checkpoints
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.models.user_code import UserCodeError
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 # Rows of the zero batch the model is built on.
@@ -59,11 +60,9 @@ def build(module, ctx, spec: EmbeddingSpec, element_spec, model,
   activations, extras = zeros_batch(spec, element_spec)
   try:
     module.loss(model, activations, extras, ctx, False)
-  except Exception as e:  # pylint: disable=broad-except
-    raise ValueError(
-        f'module file {module.path}: loss_fn on a zero batch (to create the '
-        f'model\'s variables) failed: {type(e).__name__}: '
-        f'{(str(e).splitlines() or [""])[0]}') from e
+  except UserCodeError as e:
+    raise UserCodeError(e.path, f'{e.function} (on a zero batch, to create '
+                        "the model's variables)", e.what) from e
   variables = model.trainable_variables
   if not variables:
     return

@@ -195,7 +195,7 @@ def _metadata(run: _Run, result: training_loop.LoopResult, device_name: str,
       model_layout.TRAINER_CONFIG_KEY: dataclasses.asdict(run.config),
   }
   if not run.module.builtin:
-    metadata[model_layout.USER_MODULE_SHA256_KEY] = run.module.sha256
+    metadata.update(module_file.recorded(run.module))
     metadata[model_layout.FEATURE_KINDS_KEY] = dict(run.ctx.feature_kinds)
   return metadata
 
@@ -243,7 +243,8 @@ class Executor(base_executor.BaseExecutor):
     config = TrainerConfig.from_exec_properties(
         exec_properties, wiring=[keys.PUSH_ROOT, keys.RESUME_ROOT,
                                  module_file.MODULE_FILE_KEY,
-                                 module_file.MODULE_PATH_KEY])
+                                 module_file.MODULE_PATH_KEY,
+                                 keys.MODULE_SOURCE_FILE])
     module = module_file.from_exec_properties(exec_properties)
     model = artifact_utils.get_single_instance(output_dict[keys.MODEL])
     args = TrainerArgs.from_tfx(input_dict, output_dict, exec_properties)

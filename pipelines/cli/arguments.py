@@ -5,6 +5,7 @@ import os
 
 from pipelines.local import home as home_lib
 from pipelines.local import retrain as retrain_lib
+from pipelines.local import store_guard
 from tpu_embeddings.push_root import layout as push_layout
 
 
@@ -83,6 +84,9 @@ def add_root_arguments(parser):
 
 
 def root_from_args(args) -> str:
-  root = (args.push_root if args.push_root else
-          home_lib.push_root(args.home))
-  return push_layout.check_root(root)
+  """The push root; a `--home` whose metadata.sqlite belongs to another home
+  is refused (read only: nothing in the home is created or changed)."""
+  if args.push_root:
+    return push_layout.check_root(args.push_root)
+  store_guard.check_owner(args.home)
+  return push_layout.check_root(home_lib.push_root(args.home))

@@ -9,6 +9,12 @@
          an I/O error; fix it and run the same command again (it continues)
     4    anything else (the line names the component and the exception;
          `run --verbose` shows the libraries' logs)
+    5    the module file's own code failed while it ran: one of its
+         functions (or its top-level code, when imported) raised, or a
+         function returned what the model contract does not allow; the
+         line names the module file (the user's path), the function and
+         the exception. (A module file that breaks the contract when it
+         is loaded, e.g. a required name missing, is 2.)
     130  stopped by SIGINT (Ctrl-C), 143 by SIGTERM; the line says what was
          kept for the rerun
     141  stdout was closed (`pushed | head -3`)
@@ -24,6 +30,7 @@ EXIT_DAMAGED = 1
 EXIT_INPUT = 2
 EXIT_MACHINE = 3
 EXIT_FAILED = 4
+EXIT_USER_CODE = 5
 
 _MACHINE = {
     errno.ENOSPC: ('no space left on device', 'free space there'),
@@ -74,6 +81,13 @@ def _is_input(error: BaseException) -> bool:
                             IsADirectoryError, FileExistsError))
 
 
+def _user_code_error(error: BaseException) -> Optional[BaseException]:
+  """The UserCodeError (a module file's function failed) behind `error`."""
+  from tpu_embeddings.models.user_code import UserCodeError  # pylint: disable=g-import-not-at-top
+  return next((e for e in stop_signals.error_chain(error)
+               if isinstance(e, UserCodeError)), None)
+
+
 def describe(error: BaseException) -> Tuple[int, str]:
   """(exit code, the one line) for an exception that ended a command."""
   from tpu_embeddings.push_root import integrity  # pylint: disable=g-import-not-at-top
@@ -92,6 +106,9 @@ def describe(error: BaseException) -> Tuple[int, str]:
                           f'command again{after}')
   if isinstance(cause, integrity.DamagedVersionError):
     return EXIT_DAMAGED, f'{where}{first_line(cause, 1000)}{after}'
+  user_code = _user_code_error(cause)
+  if user_code is not None:
+    return EXIT_USER_CODE, f'{where}{first_line(user_code, 1000)}{after}'
   if _is_input(cause) or isinstance(cause, OSError) and not node:
     return EXIT_INPUT, f'{where}{first_line(cause)}{after}'
   return EXIT_FAILED, (f'{where}{type(cause).__name__}: {first_line(cause)}'

@@ -4,6 +4,7 @@ Every flag and setting is checked before TFX is imported.
 """
 
 from pipelines.cli import arguments
+from pipelines.kubeflow import credentials
 from pipelines.kubeflow import cron
 from pipelines.kubeflow import flags as kubeflow_flags
 from pipelines.kubeflow import resources as kubeflow_resources
@@ -70,6 +71,7 @@ def run_compile(args) -> int:
   tpu = kubeflow_flags.TpuRequest.parse(
       args.tpu_accelerator, args.tpu_topology, args.tpu_count)
   config = arguments.config_from_args(args)
+  credentials.check_compiled(args.beam_arg, config)
   if config.trainer.tpu:
     raise ValueError('--set tpu=...: the compiled trainer\'s tpu follows '
                      '--tpu-accelerator ("auto" with a TPU, "" without)')

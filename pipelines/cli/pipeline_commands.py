@@ -10,6 +10,7 @@ from pipelines import demo_interactions
 from pipelines.cli import arguments
 from pipelines.local import home as home_lib
 from pipelines.local import retrain as retrain_lib
+from pipelines.local import store_guard
 
 # Process start (this module is imported by the CLI before any TensorFlow).
 STARTED = time.monotonic()
@@ -160,6 +161,8 @@ def _register_retrain(sub):
 def run_retrain(args) -> int:
   config = arguments.config_from_args(args)
   arguments.check_data_root(args.data, config.example_gen.pattern)
+  # Before the decision, which reads the home's push root.
+  store_guard.check_owner(args.home)
   push_root = home_lib.push_root(args.home)
   try:
     with retrain_lib.RetrainLock(args.home):

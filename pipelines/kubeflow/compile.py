@@ -26,6 +26,8 @@ What the YAML holds, beyond TFX's own compilation:
     (pipelines/kubeflow/parameters.py), so a run or a schedule can set them.
   * `defaultPipelineRoot` is the pipeline root, since a YAML package carries
     no runtimeConfig.
+  * No credential: a Beam argument, a custom_config key or a root that
+    looks like one is refused (pipelines/kubeflow/credentials.py).
 No Resolver node is compiled (open-source KFP refuses them): the validator's
 baseline is the version under the push root.
 """
@@ -48,6 +50,7 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from components import keys
 from pipelines import pipeline as pipeline_lib
+from pipelines.kubeflow import credentials
 from pipelines.kubeflow import parameters as kubeflow_parameters
 from pipelines.kubeflow import resources as kubeflow_resources
 from pipelines.kubeflow import spec_edits
@@ -251,6 +254,7 @@ def compile_pipeline(output: str,
   data_root = check_uri('--data-root', data_root)
   push_root = check_uri('--push-root', push_root)
   config = config or pipeline_lib.PipelineConfig()
+  credentials.check_compiled(beam_pipeline_args, config)
   task_resources = task_resources or kubeflow_resources.estimate(
       config, tpu is not None)
   pipeline, trainer, defaults = build_pipeline(

@@ -9,6 +9,8 @@ import os
 import re
 from typing import Any, Dict, Optional
 
+from pipelines.kubeflow import credentials
+
 TPU_RESOURCE = 'google.com/tpu'
 # Defaults of `submit` and `schedule`.
 DEFAULT_EXPERIMENT = 'tpu-embeddings'
@@ -75,10 +77,12 @@ class TpuRequest:
 
 
 def check_uri(flag: str, value: str) -> str:
-  """`value` without a trailing slash; one line naming `flag` if unusable."""
+  """`value` without a trailing slash; one line naming `flag` if unusable
+  (a URL with a password is: it would be compiled into the package)."""
   if not value or value != value.strip() or any(c.isspace() for c in value):
     raise ValueError(f'{flag} {value!r}: give a URI without spaces, e.g. '
                      'gs://bucket/path')
+  credentials.check_uri(flag, value)
   return value.rstrip('/') if len(value) > 1 else value
 
 

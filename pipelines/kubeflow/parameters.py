@@ -31,6 +31,7 @@ from components.pusher.config import PusherConfig
 from components.trainer.config import TrainerConfig
 from components.validator.config import ValidatorConfig
 from components.vocabulary.config import VocabularyConfig
+from pipelines.kubeflow import credentials
 from pipelines.kubeflow import flags as kubeflow_flags
 from pipelines.kubeflow import resources as resources
 
@@ -104,6 +105,9 @@ def _merged_config(name: str, default: Optional[str],
     checked = config_class.from_dict(values)
   except ValueError as e:
     raise ValueError(f'--param {name}: {e}') from None
+  # Kubeflow Pipelines stores and shows a run's parameters.
+  credentials.check_custom_config(getattr(checked, 'custom_config', None),
+                                  f'--param {name} custom_config')
   for field in checked.names():
     reason = FIXED.get((name, field))
     if reason and getattr(checked, field) != compiled.get(field):

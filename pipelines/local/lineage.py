@@ -98,9 +98,10 @@ def _describe(store, artifact) -> Dict[str, Any]:
 def lineage(home: str, version: Optional[int] = None) -> Dict[str, Any]:
   """Walks producers upstream from the pushed artifacts of `version`.
 
-  `version` defaults to the newest, recorded or in the push root.
+  `version` defaults to the newest, recorded or in the push root. The store
+  is only read, and refused when it belongs to another home.
   """
-  store = mq.open_store(home)
+  store = mq.open_store(home, read_only=True)
   root = home_lib.push_root(home)
   recorded, on_disk = _recorded(store), _on_disk(root)
   versions = sorted(set(recorded) | set(on_disk))

@@ -18,13 +18,17 @@ INPUT_EVENTS = (metadata_store_pb2.Event.INPUT,
 PIPELINE_RUN_CONTEXT = 'pipeline_run'
 
 
-def open_store(home: str) -> metadata_store.MetadataStore:
-  """The home's existing store; one line naming the file if it is damaged."""
+def open_store(home: str,
+               read_only: bool = False) -> metadata_store.MetadataStore:
+  """The home's existing store; one line naming the file if it is damaged.
+  `read_only`: refused when it belongs to another home
+  (store_guard.check_owner), and opened so that nothing is written."""
   path = home_lib.metadata_path(home)
-  if not os.path.exists(path):
+  if not os.path.exists(path) or read_only and not store_guard.check_owner(
+      home):
     raise FileNotFoundError(f'no ML Metadata at {path}: run the pipeline with '
                             f'--home {home} first')
-  return store_guard.open_store(home)
+  return store_guard.open_store(home, read_only=read_only)
 
 
 @dataclasses.dataclass

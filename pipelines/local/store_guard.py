@@ -17,19 +17,27 @@ its (pushed) model folder deleted by TFX. Before every run:
   runs are no longer cached or in lineage; pushed versions stay, and lineage
   traces them from their manifests.
 
+Every other command given a `--home` (`lineage`, `retrain`, `pushed`,
+`embed`, `neighbors`, `rollback`) refuses another home's store the same way
+before it reads anything (`check_owner`), and only reads: the store is read
+through SQLite's read-only mode, so neither it nor the marker is created or
+changed.
+
 The local runner also refuses, per execution, to write into an output folder
 that exists with files in it (runner_guards.py), whatever the store says.
+
+ml_metadata is imported only where a store is opened: the consumer commands
+check a home's store with sqlite3 alone.
 """
 
+import contextlib
 import errno
 import os
+import pathlib
 import re
 import sqlite3
 import uuid
 from typing import Optional
-
-from ml_metadata import metadata_store
-from ml_metadata.proto import metadata_store_pb2
 
 from pipelines.local import home as home_lib
 
@@ -42,23 +50,30 @@ class StoreError(ValueError):
   """metadata.sqlite cannot be used with this home."""
 
 
-def open_store(home: str) -> metadata_store.MetadataStore:
-  """The home's store (created if missing); one-line StoreError if it is
-  not a usable SQLite ML Metadata database."""
+def _unusable(path: str, reason: str) -> StoreError:
+  return StoreError(
+      f'{path} cannot be opened as ML Metadata ({reason[:200]}); if it is '
+      'damaged, move it away (pushed versions are kept, and a new store '
+      'is started) or put a backup back')
+
+
+def open_store(home: str, read_only: bool = False):
+  """The home's ML Metadata store (created if missing, unless `read_only`);
+  one-line StoreError if it is not a usable SQLite ML Metadata database."""
+  from ml_metadata import metadata_store  # pylint: disable=g-import-not-at-top
+  from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
   path = home_lib.metadata_path(home)
+  modes = metadata_store_pb2.SqliteMetadataSourceConfig
   config = metadata_store_pb2.ConnectionConfig()
   config.sqlite.filename_uri = path
-  config.sqlite.connection_mode = (
-      metadata_store_pb2.SqliteMetadataSourceConfig.READWRITE_OPENCREATE)
+  config.sqlite.connection_mode = (modes.READONLY if read_only else
+                                   modes.READWRITE_OPENCREATE)
   try:
     return metadata_store.MetadataStore(config)
   except RuntimeError as e:
     found = _SQLITE_MESSAGE.search(str(e))
-    reason = (found.group(1) if found else str(e).splitlines()[0])[:200]
-    raise StoreError(
-        f'{path} cannot be opened as ML Metadata ({reason}); if it is '
-        'damaged, move it away (pushed versions are kept, and a new store '
-        'is started) or put a backup back') from None
+    raise _unusable(path, found.group(1) if found else
+                    str(e).splitlines()[0]) from None
 
 
 def _check_writable(path: str):
@@ -97,6 +112,7 @@ def _store_id(store) -> Optional[str]:
 
 
 def _set_store_id(store, store_id: str):
+  from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
   type_id = store.put_context_type(
       metadata_store_pb2.ContextType(name=HOME_CONTEXT_TYPE))
   store.put_contexts([metadata_store_pb2.Context(type_id=type_id,
@@ -125,6 +141,54 @@ def _read_marker(path: str) -> str:
     return f.read().strip()
 
 
+_NO_SCHEMA = object()
+
+
+def _recorded_read_only(path: str):
+  """The store id in the SQLite file at `path`, read without writing
+  anything: None when it has none, _NO_SCHEMA without ML Metadata's tables
+  (an empty file)."""
+  uri = pathlib.Path(path).as_uri() + '?mode=ro'
+  try:
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+      tables = {row[0] for row in db.execute(
+          "SELECT name FROM sqlite_master WHERE type = 'table'")}
+      if not {'Type', 'Context'} <= tables:
+        return _NO_SCHEMA
+      row = db.execute(
+          'SELECT Context.name FROM Context JOIN Type ON Context.type_id = '
+          'Type.id WHERE Type.name = ? ORDER BY Context.id LIMIT 1',
+          (HOME_CONTEXT_TYPE,)).fetchone()
+  except sqlite3.Error as e:
+    raise _unusable(path, str(e)) from None
+  return row[0] if row else None
+
+
+def _foreign(p, recorded: str, owner: str) -> StoreError:
+  return StoreError(
+      f'{p["metadata"]} belongs to another home (store {recorded}; '
+      f'{p["pipeline_root"]} was written with store {owner}): put this '
+      "home's metadata.sqlite back, or run with a new --home")
+
+
+def check_owner(home: str) -> bool:
+  """For commands that do not run the pipeline: raises StoreError when the
+  home's store belongs to another home or is not an ML Metadata database.
+  Reads only: nothing is created or changed (a home never paired with its
+  store passes). Returns whether the home has a store (False: no file, or
+  an empty one)."""
+  p = home_lib.paths(home)
+  if not os.path.exists(p['metadata']):
+    return False
+  recorded = _recorded_read_only(p['metadata'])
+  if recorded is _NO_SCHEMA:
+    return False
+  owner = _read_marker(os.path.join(p['pipeline_root'], MARKER_FILENAME))
+  if recorded and owner and recorded != owner:
+    raise _foreign(p, recorded, owner)
+  return True
+
+
 def check(home: str) -> Optional[str]:
   """Pairs the home's store with its pipeline root (module docstring).
 
@@ -138,10 +202,7 @@ def check(home: str) -> Optional[str]:
   marker = os.path.join(p['pipeline_root'], MARKER_FILENAME)
   recorded, owner = _store_id(store), _read_marker(marker)
   if recorded and owner and recorded != owner:
-    raise StoreError(
-        f'{p["metadata"]} belongs to another home (store {recorded}; '
-        f'{p["pipeline_root"]} was written with store {owner}): put this '
-        "home's metadata.sqlite back, or run with a new --home")
+    raise _foreign(p, recorded, owner)
   note = None
   highest = highest_output(p['pipeline_root'])
   if highest >= _next_execution_id(p['metadata']):

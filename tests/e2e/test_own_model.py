@@ -154,3 +154,45 @@ def test_keras_layer_of_the_serving_export_fine_tunes(pushed):
       pushed['serving_dir'], inputs)
   assert layer.losses  # the towers' kernel regularizers
   assert any(not np.array_equal(b, a) for b, a in zip(before, after))
+
+
+def _broken_module(directory, old: str, new: str) -> str:
+  """The example module with `old` replaced by `new`, in `directory`."""
+  with open(interaction_fixtures.MODULE_FILE, encoding='utf-8') as f:
+    source = f.read()
+  assert old in source
+  path = os.path.join(str(directory), 'my_model.py')
+  with open(path, 'w', encoding='utf-8') as f:
+    f.write(source.replace(old, new))
+  return path
+
+
+BROKEN = {
+    # Trained, then its copy in the Model fails in the validator.
+    'signatures raising': (
+        'def signatures(model, embed, ctx):\n',
+        'def signatures(model, embed, ctx):\n  raise RuntimeError("boom")\n',
+        'CheckpointValidator', 'signatures raised RuntimeError: boom'),
+    # A loss that needs the model model_fn did not give.
+    'model_fn returning None': (
+        '  del ctx\n  return TwoTower()\n', '  del ctx\n  return None\n',
+        'EmbeddingTrainer', 'loss_fn raised TypeError: \'NoneType\' object '
+        'is not callable (model was None: model_fn returned None)'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(BROKEN))
+def test_a_failing_module_file_is_one_line_naming_it(tmp_path, capsys, case):
+  old, new, node, what = BROKEN[case]
+  module = _broken_module(tmp_path, old, new)
+  demo_interactions.write_examples(str(tmp_path / 'data'), SHAPE, span=1)
+  argv = ['run', '--data', str(tmp_path / 'data'), '--home',
+          str(tmp_path / 'home'), '--module-file', module,
+          '--set', 'example_gen.format="csv"', '--set', 'batch_size=128',
+          '--set', 'epochs=0', '--set', 'train_steps=4']
+  assert main(argv) == 5
+  err = [line for line in capsys.readouterr().err.splitlines()
+         if line.startswith('error: ')]
+  assert len(err) == 1, err
+  assert err[0].startswith(f'error: {node} failed: module file {module}: '
+                           f'{what}; kept '), err[0]

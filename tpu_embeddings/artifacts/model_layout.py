@@ -37,6 +37,9 @@ USER_MODULE_FILENAME = 'user_module.py'
 # Keys of metadata.json: the module file's SHA-256 ('' for skip-gram) and
 # the kind ('bytes' or 'int64') of each Examples feature it looked up.
 USER_MODULE_SHA256_KEY = 'user_module_sha256'
+# ... and the module file's path as its user gave it (named in errors of the
+# code in the copy, user_module.py).
+USER_MODULE_FILE_KEY = 'user_module_file'
 FEATURE_KINDS_KEY = 'feature_kinds'
 _CHECKPOINT_INDEX = re.compile(r'^ckpt-(\d+)\.index$')
 

@@ -30,13 +30,23 @@ exports; the module defines the model:
   SETTINGS              {'trainer.epochs': 3, ...}: pipeline settings the
                         model trains well with; --set and --config override.
 
-`ModelModule` wraps such a module (or the built-in skip-gram one) and gives
-every missing or mistyped name a one-line error naming the module file.
+Required: embedding_spec, loss_fn, signatures, and FEATURES unless the module
+gives an input_fn. Every other name is optional.
+
+`ModelModule` wraps such a module (or the built-in skip-gram one). Every
+missing or mistyped name is a ModelModuleError when it is loaded; every call
+of the module's functions goes through it, so an exception raised inside
+one, or a value it returns that the contract does not allow, is a
+UserCodeError: one line naming the module file (the user's path, also for
+the copy a Model carries), the function and the exception.
 """
 
+import functools
 import hashlib
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+from tpu_embeddings.models import user_code
+from tpu_embeddings.models.user_code import UserCodeError
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 DIRECTIONS = ('higher', 'lower')
@@ -51,6 +61,8 @@ class ModelModule:
   """A checked module file (or built-in model) and its source."""
 
   def __init__(self, module: Any, path: str = '', source: str = ''):
+    """`path`: the module file as its user knows it, named in every error
+    (default: where `module` was imported from)."""
     self._m = module
     self.path = path or getattr(module, '__file__', '') or repr(module)
     self.source = source
@@ -70,6 +82,25 @@ class ModelModule:
 
   def _get(self, name: str, default: Any = None) -> Any:
     return getattr(self._m, name, default)
+
+  def _returned(self, function: str, what: str):
+    raise UserCodeError(self.path, function, f'returned {what}')
+
+  def call(self, function: str, fn: Callable[..., Any], *args,
+           hint: str = '', **kwargs) -> Any:
+    """`fn(*args, **kwargs)`, a function of the module (named `function` in
+    errors): whatever it raises becomes a UserCodeError (`hint` appended),
+    except the pipeline's stop signals (not Exceptions) and the contract's
+    own errors. The built-in model's errors are the pipeline's: unchanged."""
+    if self.builtin:
+      return fn(*args, **kwargs)
+    try:
+      return fn(*args, **kwargs)
+    except (ModelModuleError, UserCodeError):
+      raise
+    except Exception as e:  # pylint: disable=broad-except
+      raise UserCodeError(self.path, function,
+                          user_code.raised(e) + hint) from e
 
   # -- checks -----------------------------------------------------------------
   def _check(self):
@@ -160,7 +191,8 @@ class ModelModule:
 
   @property
   def input_fn(self) -> Optional[Callable[..., Any]]:
-    return self._get('input_fn')
+    """The module's input_fn(ctx, epochs), called through `call`."""
+    return self.hook('input_fn')
 
   @property
   def activation_gradients(self) -> Optional[Callable[..., Any]]:
@@ -169,34 +201,38 @@ class ModelModule:
     return self._get('activation_gradients')
 
   def hook(self, name: str) -> Optional[Callable[..., Any]]:
-    """An optional function of the module by name (None when absent)."""
-    return self._get(name)
+    """An optional function of the module by name (None when absent),
+    called through `call`."""
+    fn = self._get(name)
+    if fn is None or self.builtin:
+      return fn
+    return functools.partial(self.call, name, fn)
 
   # -- calls ------------------------------------------------------------------
   def embedding_spec(self, ctx) -> EmbeddingSpec:
-    spec = self._m.embedding_spec(ctx)
+    spec = self.call('embedding_spec', self._m.embedding_spec, ctx)
     if not isinstance(spec, EmbeddingSpec):
-      self._fail('embedding_spec', 'must return an EmbeddingSpec, got '
-                 f'{type(spec).__name__}')
+      self._returned('embedding_spec', f'a {type(spec).__name__}; it must '
+                     'return an EmbeddingSpec')
     return spec
 
   def build_model(self, ctx):
     """model_fn(ctx), checked: a tf.Module holding no embedding object."""
     model_fn = self._get('model_fn')
-    model = model_fn(ctx) if model_fn else None
+    model = self.call('model_fn', model_fn, ctx) if model_fn else None
     if model is None:
       return None
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if not isinstance(model, tf.Module):
-      self._fail('model_fn', 'must return a tf.keras.Model (or None), got '
-                 f'{type(model).__name__}')
+      self._returned('model_fn', f'a {type(model).__name__}; it must return '
+                     'a tf.keras.Model (or None)')
     from tensorflow.python.tpu import tpu_embedding_base  # pylint: disable=g-import-not-at-top
     if any(isinstance(o, tpu_embedding_base.TPUEmbeddingBase)
            for o in tf.train.TrackableView(model).descendants()):
-      self._fail('model_fn', 'the model holds an embedding object; the '
-                 'pipeline creates the embedding and saves it beside the '
-                 'model, never inside it (its checkpoint keys must stay '
-                 'embedding/<table>/...)')
+      self._returned('model_fn', 'a model holding an embedding object; the '
+                     'pipeline creates the embedding and saves it beside the '
+                     'model, never inside it (its checkpoint keys must stay '
+                     'embedding/<table>/...)')
     return model
 
   def build_dense_optimizer(self, ctx):
@@ -204,32 +240,47 @@ class ModelModule:
     if make is None:
       self._fail('dense_optimizer', 'is missing: model_fn returned a model '
                  'with trainable variables')
-    return make(ctx)
+    return self.call('dense_optimizer', make, ctx)
 
   def loss(self, model, activations, extras, ctx, training: bool):
-    return self._m.loss_fn(model, activations, extras, ctx, training)
+    hint = user_code.no_model_hint(model, self._get('model_fn') is not None)
+    return self.call('loss_fn', self._m.loss_fn, model, activations, extras,
+                     ctx, training, hint=hint)
 
   def extras(self, ids, examples, ctx) -> Dict[str, Any]:
     extras_fn = self._get('extras_fn')
-    return dict(extras_fn(ids, examples, ctx)) if extras_fn else {}
+    if not extras_fn:
+      return {}
+    found = self.call('extras_fn', extras_fn, ids, examples, ctx)
+    if not isinstance(found, Mapping):
+      self._returned('extras_fn', f'a {type(found).__name__}; it must return '
+                     'a dict {name: dense tensor}')
+    return dict(found)
 
   def signatures(self, model, embed, ctx) -> Dict[str, Any]:
-    found = self._m.signatures(model, embed, ctx)
+    hint = user_code.no_model_hint(model, self._get('model_fn') is not None)
+    found = self.call('signatures', self._m.signatures, model, embed, ctx,
+                      hint=hint)
     if not isinstance(found, dict) or not found:
-      self._fail('signatures', 'must return a non-empty dict {name: '
-                 'tf.function}')
+      self._returned('signatures', f'{user_code.shown(found)}; it must '
+                     'return a non-empty dict {name: tf.function}')
     return found
 
   def evaluate(self, serve: Mapping[str, Any], ctx) -> Dict[str, float]:
     """eval_fn(serve, ctx), checked to give a number for every metric."""
-    values = self._m.eval_fn(serve, ctx)
+    values = self.call('eval_fn', self._m.eval_fn, serve, ctx)
     if not isinstance(values, dict):
-      self._fail('eval_fn', f'must return a dict, got {type(values).__name__}')
+      self._returned('eval_fn', f'a {type(values).__name__}; it must return '
+                     'a dict {metric: number}')
     missing = sorted(set(self.metrics) - set(values))
     if missing:
-      self._fail('eval_fn', f'returned no value for {missing} (METRICS)')
-    return {k: None if values[k] is None else float(values[k])
-            for k in self.metrics}
+      self._returned('eval_fn', f'no value for {missing} (METRICS)')
+    try:
+      return {k: None if values[k] is None else float(values[k])
+              for k in self.metrics}
+    except (TypeError, ValueError) as e:
+      raise UserCodeError(self.path, 'eval_fn', 'returned a value that is '
+                          f'not a number ({user_code.first_line(e)})') from e
 
 
 def check_spec_features(module: ModelModule, spec: EmbeddingSpec,

@@ -107,8 +107,10 @@ class ServingModel(tf.Module):
     for name, fn in self._functions.items():
       eager = served.Signature(fn.python_function, signatures[name].specs,
                                name)
-      eager(**inputs[name])
-      signatures[name](**inputs[name])
+      # The module's own code: what it raises names the module file.
+      where = f'signature {name!r}'
+      self._module.call(where, eager, **inputs[name])
+      self._module.call(where, signatures[name], **inputs[name])
     model, embedding = self.model, self.embedding
     weights = list(model.variables) if model is not None else []
     tables = list(embedding.embedding_tables.values())

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import types
 
 import pytest
 import tensorflow as tf
@@ -15,6 +16,7 @@ from pipelines import stop_signals
 from pipelines.cli import failures
 from pipelines.local import failure
 from tests.support import paths
+from tpu_embeddings.models import model_module
 from tpu_embeddings.push_root import integrity
 
 
@@ -76,6 +78,34 @@ def test_codes_by_kind_of_failure():
   assert line == "EmbeddingExporter failed: KeyError: 'x'"
   long = failures.first_line(ValueError('x' * 1000))
   assert len(long) == 400 and long.endswith('...')
+
+
+def _user_code(error: BaseException):
+  """What ModelModule raises for `error` raised inside a module's
+  `signatures`."""
+  module = model_module.ModelModule(types.SimpleNamespace(
+      embedding_spec=lambda ctx: None, loss_fn=lambda *a: None,
+      signatures=lambda *a: (_ for _ in ()).throw(error),
+      FEATURES={'item': 'item'}), path='/home/me/my_model.py')
+  return _raised(lambda: module.signatures(None, None, None))
+
+
+def test_the_module_files_own_code_failing_is_its_own_code():
+  code, line = failures.describe(failure.RunFailed(
+      'CheckpointValidator', _user_code(ValueError('boom')),
+      'kept the outputs of EmbeddingTrainer'))
+  assert code == failures.EXIT_USER_CODE == 5
+  assert line == ('CheckpointValidator failed: module file '
+                  '/home/me/my_model.py: signatures raised ValueError: boom '
+                  '(model was None: the module defines no model_fn); kept '
+                  'the outputs of EmbeddingTrainer')
+  # ... unless it was the machine: that stays a machine failure.
+  full = _user_code(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), '/x'))
+  assert failures.describe(full)[0] == failures.EXIT_MACHINE
+  # A module file refused at load is a bad input.
+  refused = model_module.ModelModuleError('module file x.py: loss_fn: is '
+                                          'missing')
+  assert failures.describe(refused)[0] == failures.EXIT_INPUT
 
 
 def test_stop_signals_unwind_as_keyboard_interrupt():

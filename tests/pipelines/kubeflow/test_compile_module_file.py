@@ -4,10 +4,14 @@ the task's container does (TFX's udf_utils installs the wheel)."""
 
 import glob
 import os
+import shutil
+import zipfile
 
+import pytest
 import yaml
 from tfx.components.util import udf_utils
 
+from components import keys
 from components import module_file as module_file_lib
 from pipelines.cli import main as cli
 from tests.support import paths
@@ -74,3 +78,36 @@ def test_an_unwritable_pipeline_root_is_one_line(tmp_path, capsys):
   assert rc == 2 and len(err) == 1, (rc, err)
   assert "cannot write the module file's wheel" in err[0], err
   assert not (tmp_path / 'p.yaml').exists()
+
+
+@pytest.mark.slow
+def test_compile_packages_the_module_file_alone(tmp_path, capsys):
+  """Nothing beside the module file goes into the wheel (a project folder's
+  scripts, a helper holding credentials), and the trainer is told the path
+  its user gave, to name it in errors."""
+  folder = tmp_path / 'project'
+  folder.mkdir()
+  module = folder / 'my_model.py'
+  shutil.copy(MODULE, module)
+  (folder / 'deploy_helper.py').write_text('TOKEN = "do-not-ship"\n')
+  (folder / '__init__.py').write_text('')
+  root = tmp_path / 'root'
+  out = tmp_path / 'pipeline.yaml'
+  rc = cli.main(['compile', '--output', str(out), '--image', IMAGE,
+                 '--pipeline-root', str(root), '--module-file', str(module)])
+  assert rc == 0, capsys.readouterr().err
+  wheels = glob.glob(str(root / '_wheels' / '*.whl'))
+  assert len(wheels) == 1, wheels
+  with zipfile.ZipFile(wheels[0]) as wheel:
+    names = wheel.namelist()
+    assert [n for n in names if n.endswith('.py')] == ['my_model.py'], names
+    assert not any(b'do-not-ship' in wheel.read(n) for n in names)
+  with open(out) as f:
+    assert 'do-not-ship' not in f.read()
+  with open(out) as f:
+    spec = next(yaml.safe_load_all(f))
+  params = spec['root']['dag']['tasks']['EmbeddingTrainer']['inputs'][
+      'parameters']
+  assert params[keys.MODULE_SOURCE_FILE]['runtimeValue']['constant'] == str(
+      module)
+  assert _trainer_module_path(str(out)) == f'my_model@{wheels[0]}'

@@ -94,3 +94,65 @@ def test_commands_reading_a_damaged_store_say_which_file(tmp_path, capsys):
   assert err.startswith(f'error: {home / "metadata.sqlite"} cannot be opened '
                         'as ML Metadata (')
   assert len(err.splitlines()) == 1 and len(err) < 400, err
+
+
+def _tree(home) -> dict:
+  """{relative path: bytes} of every file under a home."""
+  found = {}
+  for directory, _, files in os.walk(home):
+    for name in files:
+      path = os.path.join(directory, name)
+      with open(path, 'rb') as f:
+        found[os.path.relpath(path, home)] = f.read()
+  return found
+
+
+# Every command given a --home other than `run` (which test_another_homes_
+# store_is_refused covers); {data} is a data root with one span.
+HOME_COMMANDS = (
+    ['lineage'],
+    ['pushed'],
+    ['pushed', '--verify'],
+    ['embed', 'some text'],
+    ['neighbors', 'token'],
+    ['rollback', '--to', '1'],
+    ['retrain', '--data', '{data}'],
+)
+
+
+@pytest.mark.parametrize('command', HOME_COMMANDS, ids=' '.join)
+def test_every_command_refuses_another_homes_store_and_changes_nothing(
+    tmp_path, capsys, command):
+  from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  first, second = str(tmp_path / 'first'), str(tmp_path / 'second')
+  store_guard.check(first)
+  store_guard.check(second)
+  shutil.copy(home_lib.metadata_path(first), home_lib.metadata_path(second))
+  data = tmp_path / 'data' / 'span-1'
+  data.mkdir(parents=True)
+  (data / 'text.txt').write_text('a b c\n')
+  before = _tree(second)
+  argv = [a.format(data=data.parent) for a in command]
+  assert cli.main(argv[:1] + ['--home', second] + argv[1:]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f'error: {home_lib.metadata_path(second)} belongs to '
+                        'another home'), err
+  assert len(err.splitlines()) == 1, err
+  assert _tree(second) == before
+
+
+@pytest.mark.parametrize('store', ['paired', 'empty file'])
+def test_lineage_only_reads_the_store(tmp_path, capsys, store):
+  from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  home = tmp_path / 'home'
+  if store == 'paired':
+    store_guard.check(str(home))
+    expected = 'no pushed version is recorded'
+  else:  # e.g. a store that was being created when its disk filled up
+    home.mkdir()
+    (home / 'metadata.sqlite').write_bytes(b'')
+    expected = f'no ML Metadata at {home / "metadata.sqlite"}'
+  before = _tree(home)
+  assert cli.main(['lineage', '--home', str(home)]) == 2
+  assert expected in capsys.readouterr().err
+  assert _tree(home) == before
