@@ -10,8 +10,10 @@ by the same metric code as the candidate.
 A pushed version that cannot be read (a damaged file, a broken export) is
 not the baseline: `find_baseline` reports it and goes on to the next older
 version, so one damaged push never blocks every later one. Versions are
-checked first by file sizes against their manifest (a stat per file, no
-read); a load that fails anyway is explained by the manifest's checksums.
+checked first against their manifests, both halves (serving and Hub): the
+load check of tpu_embeddings/push_root/integrity.py (sizes, small files'
+checksums, no file the manifest does not name, no symlink out); a load that
+fails anyway is explained by the manifest's checksums.
 """
 
 import dataclasses
@@ -122,15 +124,14 @@ def find_baseline(push_root: str,
     return None, unreadable
   for version in reversed(push_layout.list_versions(push_root, 'serving')):
     path = push_layout.version_dir(push_root, 'serving', version)
-    problems = integrity.version_problems(push_root, version,
-                                                   kinds=('serving',))
+    # Both halves: a version is intact only when its Hub module is too.
+    problems = integrity.version_problems(push_root, version)
     if not problems:
       try:
         return read(push_root, version), unreadable
       except (BaselineError, OSError, ValueError, IndexError,
               tf.errors.OpError) as e:
-        problems = integrity.version_problems(
-            push_root, version, verify=True, kinds=('serving',))
+        problems = integrity.version_problems(push_root, version, verify=True)
         problems = problems or [(str(e).splitlines() or [''])[0]]
     unreadable.append(Unreadable(version, path, '; '.join(problems)))
     logging.warning('Baseline: pushed version %d cannot be read (%s); trying '

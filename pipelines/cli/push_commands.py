@@ -101,8 +101,11 @@ def run_pushed(args) -> int:
   if args.json:
     print(json.dumps([{
         'version': v.version, 'state': v.state, 'served': v.served,
-        'serving_dir': push_layout.version_dir(root, 'serving', v.version),
-        'hub_dir': push_layout.version_dir(root, 'hub', v.version),
+        # Not version_dir: a symlinked folder is listed, as damaged.
+        'serving_dir': push_layout.join(
+            push_layout.kind_dir(root, 'serving'), str(v.version)),
+        'hub_dir': push_layout.join(push_layout.kind_dir(root, 'hub'),
+                                    str(v.version)),
         'damaged': v.problems if v.state == push_status.DAMAGED else [],
         'manifest': v.manifests.get('serving'),
         'hub_manifest': v.manifests.get('hub'),

@@ -62,11 +62,19 @@ def _written_last(kind: str) -> Sequence[str]:
 
 
 def _copy_version(src: str, dst: str, kind: str, number: int,
-                  fields: Mapping[str, Any], hook: Hook) -> Dict[str, Any]:
-  """Copies `src` into `dst` with a new manifest, in `_written_last` order."""
+                  fields: Mapping[str, Any], hook: Hook,
+                  expected: Optional[Mapping[str, str]] = None
+                  ) -> Dict[str, Any]:
+  """Copies `src` into `dst` with a new manifest, in `_written_last` order.
+
+  `expected` ({relative path: sha256}, a manifest's `files`): copy exactly
+  these files, each with these bytes (else PushError); default: every file
+  under `src`.
+  """
   join = file_system.join
-  files = [f for f in file_system.list_files(src)
-           if f != push_layout.MANIFEST_FILENAME]
+  files = (sorted(expected) if expected is not None else
+           [f for f in file_system.list_files(src)
+            if f != push_layout.MANIFEST_FILENAME])
   last = _written_last(kind)
   # The manifest holds the checksums of the files copied after it.
   after = [f for f in last if f in files]
@@ -87,6 +95,11 @@ def _copy_version(src: str, dst: str, kind: str, number: int,
       checksums[rel] = file_system.copy_file(join(src, rel), join(dst, rel))
       if i == 0:
         hook('copying', kind)
+  for rel, digest in sorted((expected or {}).items()):
+    if checksums.get(rel) != digest:
+      raise integrity.DamagedVersionError(
+          f'{join(src, rel)} has other bytes than its manifest records '
+          '(sha256 differs); nothing was published')
   return manifest
 
 
@@ -130,11 +143,15 @@ def publish(root: str,
             sources: Mapping[str, str],
             fields: Optional[Mapping[str, Any]] = None,
             keep_versions: int = 0,
-            hook: Optional[Hook] = None) -> Published:
+            hook: Optional[Hook] = None,
+            files: Optional[Mapping[str, Mapping[str, str]]] = None
+            ) -> Published:
   """Publishes `sources` ({'serving': dir, 'hub': dir}) as one new version.
 
   `fields` go into both manifests (source_model, spans, metrics,
-  pipeline_run_id, ...). Returns the version and its directories.
+  pipeline_run_id, ...). `files` ({kind: {relative path: sha256}}): copy
+  exactly these files of each source, with these bytes. Returns the version
+  and its directories.
   """
   if keep_versions < 0:
     raise ValueError(f'keep_versions must be >= 0, got {keep_versions}')
@@ -143,6 +160,7 @@ def publish(root: str,
   hook = hook or _no_hook
   fields = dict(fields or {})
   fields.setdefault('pushed_at', manifest_lib.utc_now())
+  files = files or {}
   token = uuid.uuid4().hex[:12]
   with versions.reserve_version(root) as number:
     hook('reserved', '')
@@ -156,7 +174,7 @@ def publish(root: str,
     try:
       for kind in RENAME_ORDER:
         manifests[kind] = _copy_version(sources[kind], temps[kind], kind,
-                                        number, fields, hook)
+                                        number, fields, hook, files.get(kind))
       for kind in RENAME_ORDER:
         hook('before_rename', kind)
         _move_into_place(temps[kind], finals[kind], kind)
@@ -183,20 +201,22 @@ def rollback(root: str, to_version: int,
   """
   root = push_layout.check_root(root)
   number = push_layout.parse_version(to_version)
-  if not push_layout.is_complete(root, number):
+  if not any(number in push_layout.numbered(root, k)
+             for k in push_layout.KINDS):
     raise FileNotFoundError(
-        f'push root {root}: cannot roll back to version {number}: it is not a '
-        f'complete pushed version; complete versions: '
+        f'push root {root}: cannot roll back to version {number}: there is no '
+        f'such pushed version; complete versions: '
         f'{push_layout.list_versions(root, "serving") or "none"}')
-  sources = {k: push_layout.version_dir(root, k, number)
-             for k in push_layout.KINDS}
-  problems = integrity.version_problems(root, number, verify=True)
-  if problems:
+  manifests, problems = integrity.inspect_version(root, number, verify=True)
+  if problems or not push_layout.is_complete(root, number):
+    problems = problems or ['it is not complete']
     raise integrity.DamagedVersionError(
         f'push root {root}: cannot roll back to version {number}: it does not '
         f'match its manifest ({"; ".join(problems[:3])}); pick another '
         'version')
-  old = push_layout.read_manifest(root, 'serving', number)
+  sources = {k: push_layout.version_dir(root, k, number)
+             for k in push_layout.KINDS}
+  old = manifests['serving']
   fields = {
       'source_model': old.get('source_model', ''),
       'spans': old.get('spans', []),
@@ -204,4 +224,7 @@ def rollback(root: str, to_version: int,
       'pipeline_run_id': pipeline_run_id,
       'rollback_of': number,
   }
-  return publish(root, sources, fields, keep_versions=keep_versions, hook=hook)
+  # Exactly the files its manifests name, with the bytes they record.
+  files = {k: manifests[k].get('files', {}) for k in push_layout.KINDS}
+  return publish(root, sources, fields, keep_versions=keep_versions, hook=hook,
+                 files=files)

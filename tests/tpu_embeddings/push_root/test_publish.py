@@ -130,11 +130,11 @@ def test_escaping_roots_and_symlinks_are_refused(tmp_path, exports):
   assert os.listdir(outside) == []
   os.unlink(root / 'serving')
   publish.publish(str(root), exports[2.0])
+  # A symlinked version folder takes its number, and nothing goes through it.
   os.symlink(outside, root / 'hub' / '2')
-  with pytest.raises(push_layout.PushLayoutError,
-                     match='outside the push root'):
-    publish.publish(str(root), exports[2.0])
+  assert publish.publish(str(root), exports[2.0]).version == 3
   assert os.listdir(outside) == []
+  assert os.path.islink(root / 'hub' / '2')
 
 
 def test_negative_retention_is_refused(tmp_path, exports):
@@ -163,3 +163,48 @@ def test_works_on_a_non_local_gfile_filesystem(tmp_path, exports):
     assert manifest_lib.verify(last.dirs[kind], m) == []
   assert publish.rollback(root, 2).version == 4
   assert push_layout.latest_version(root, 'hub') == 4
+
+
+def test_rollback_copies_only_the_files_its_manifests_name(tmp_path,
+                                                           exports):
+  """A file that lands in the old version after its check is not carried
+  into the new one, nor into its manifest."""
+  root = str(tmp_path / 'push')
+  publish.publish(root, exports[2.0])
+  publish.publish(root, exports[3.0])
+
+  def hook(point, kind):
+    del kind
+    if point == 'reserved':
+      for k in push_layout.KINDS:
+        with open(os.path.join(root, k, '1', 'extra.txt'), 'w') as f:
+          f.write('hi\n')
+
+  result = publish.rollback(root, 1, hook=hook)
+  for kind in push_layout.KINDS:
+    assert not os.path.exists(os.path.join(result.dirs[kind], 'extra.txt'))
+    assert 'extra.txt' not in result.manifests[kind]['files']
+  assert integrity.version_problems(root, result.version, verify=True) == []
+  assert integrity.version_problems(root, 1) == [
+      'serving/1/extra.txt is not named in its manifest',
+      'hub/1/extra.txt is not named in its manifest']
+
+
+def test_rollback_refuses_files_changed_during_its_copy(tmp_path, exports):
+  root = str(tmp_path / 'push')
+  publish.publish(root, exports[2.0])
+
+  def hook(point, kind):
+    if point == 'reserved':
+      path = os.path.join(root, 'serving', '1', 'variables',
+                          'variables.index')
+      with open(path, 'r+b') as f:
+        first = f.read(1)
+        f.seek(0)
+        f.write(bytes([first[0] ^ 1]))
+    del kind
+
+  with pytest.raises(integrity.DamagedVersionError,
+                     match='variables.index has other bytes'):
+    publish.rollback(root, 1, hook=hook)
+  assert push_layout.numbered(root, 'serving') == [1]
