@@ -25,6 +25,7 @@ from absl import logging
 from google.protobuf import message
 
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 
@@ -42,6 +43,7 @@ class Baseline:
   tokens: List[str]     # row order of `table`
   table: np.ndarray     # [len(tokens), dim] float32, as served by `lookup`
   manifest: Dict[str, Any]
+  push_root: str = ''   # where it was read (its manifest's paths: its home)
 
 
 @dataclasses.dataclass
@@ -106,7 +108,8 @@ def _read(push_root: str, version: int) -> Baseline:
   path = push_layout.version_dir(push_root, 'serving', version)
   manifest = push_layout.read_manifest(push_root, 'serving', version)
   return Baseline(path=path, version=version, tokens=read_tokens(path),
-                  table=read_serving_table(path), manifest=manifest)
+                  table=read_serving_table(path), manifest=manifest,
+                  push_root=push_root)
 
 
 def find_baseline(push_root: str,
@@ -160,6 +163,8 @@ def loss_not_comparable(baseline: Optional[Baseline],
             'version holds only its tokens table')
   from tpu_embeddings.spec.embedding_spec import EmbeddingSpec  # pylint: disable=g-import-not-at-top
   source = baseline.manifest.get('source_model', '')
+  if baseline.push_root:  # relative to the home it was read in
+    source = home_paths.resolve(source, baseline.push_root)
   try:
     tables = len(EmbeddingSpec.load(source).tables) if source else 0
   except (ValueError, OSError, tf.errors.OpError):

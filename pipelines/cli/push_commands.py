@@ -10,6 +10,7 @@ from pipelines.cli import arguments
 from pipelines.cli import failures
 from tpu_embeddings.core import text
 from tpu_embeddings.push_root import consumer
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import status as push_status
@@ -69,13 +70,15 @@ def _marks(v: push_status.VersionStatus) -> str:
   return note
 
 
-def _print_version(v: push_status.VersionStatus, verify: bool):
+def _print_version(root: str, v: push_status.VersionStatus, verify: bool):
   m = v.manifest
   spans = ','.join(map(str, m.get('spans') or [])) or '-'
   print(f'  {v.version:>5}  {m.get("pushed_at", "?")}  spans {spans}  '
         f'{metrics_text(m.get("metrics", {}))}{_marks(v)}')
   if m:
-    print(f'         source {m.get("source_model") or "-"}  run '
+    # Recorded relative to the home: shown in the home it is read in.
+    source = home_paths.resolve(str(m.get('source_model') or ''), root)
+    print(f'         source {source or "-"}  run '
           f'{m.get("pipeline_run_id") or "-"}')
   if v.state == push_status.LEFTOVER:
     print('         a Hub module without its serving twin (an interrupted '
@@ -116,7 +119,7 @@ def run_pushed(args) -> int:
     return 0
   print(f'push root {root}')
   for v in reversed(versions):
-    _print_version(v, args.verify)
+    _print_version(root, v, args.verify)
   served = next((v for v in versions if v.served), None)
   if served and served.state == push_status.DAMAGED:
     print(f'served version {served.version} is damaged (TF Serving serves the '

@@ -22,7 +22,7 @@ symlink in it leads out of it or its folder is a symlink, when a folder the
 pusher did not name reads as its number (`serving/0099` is version 99 to TF
 Serving), when a manifest cannot be read (not JSON, a file named outside the
 version), records another version or kind, or disagrees with its twin on the
-push they share (source model, spans, run, time). Every reader checks
+push they share (source model, spans, run, time, home). Every reader checks
 both kinds (serving and Hub) before it uses either.
 Versions pushed before sizes were recorded have only their small files'
 checksums and missing files checked.
@@ -40,7 +40,8 @@ SIZES_KEY = 'sizes'
 # Files whose damage TensorFlow finds itself when it restores them.
 _SELF_CHECKED = re.compile(r'^variables/variables\.data-\d+-of-\d+$')
 # Manifest fields both kinds of one push share.
-SHARED_FIELDS = ('source_model', 'spans', 'pipeline_run_id', 'pushed_at')
+SHARED_FIELDS = ('source_model', 'spans', 'pipeline_run_id', 'pushed_at',
+                 'home')
 
 Manifests = Dict[str, Optional[Dict[str, Any]]]
 

@@ -11,6 +11,9 @@ One push:
    file last) on object stores (tpu_embeddings/core/file_system.py);
 4. applies retention (tpu_embeddings/push_root/retention.py).
 
+`fields` naming paths of the home (`source_model`, `blessing`) are recorded
+relative to it, with `home` (tpu_embeddings/push_root/home_paths.py).
+
 A push killed at any point leaves only hidden `.tmp-*` directories, a hub
 version without its serving twin, or on an object store a version without its
 marker file; readers never list these (tpu_embeddings/push_root/layout.py), and
@@ -22,6 +25,7 @@ import uuid
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 from tpu_embeddings.core import file_system
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
@@ -139,6 +143,16 @@ def check_sources(sources: Mapping[str, str]):
           'directory')
 
 
+def _home_fields(root: str, fields: Mapping[str, Any]) -> Dict[str, Any]:
+  """`fields` with the home's paths relative to it, and `home`."""
+  out = dict(fields)
+  for name in home_paths.PATH_FIELDS:
+    if out.get(name):
+      out[name] = home_paths.relative(out[name], root)
+  out['home'] = home_paths.home_of(root)
+  return out
+
+
 def publish(root: str,
             sources: Mapping[str, str],
             fields: Optional[Mapping[str, Any]] = None,
@@ -158,7 +172,7 @@ def publish(root: str,
   check_sources(sources)
   root = prepare_root(root)
   hook = hook or _no_hook
-  fields = dict(fields or {})
+  fields = _home_fields(root, fields or {})
   fields.setdefault('pushed_at', manifest_lib.utc_now())
   files = files or {}
   token = uuid.uuid4().hex[:12]

@@ -68,7 +68,8 @@ def _run(tmp_path, inputs, blessed: bool, push_root: str, name: str):
 
 
 def test_blessed_pushes_both_with_equal_versions(tmp_path, inputs):
-  root = str(tmp_path / 'push')
+  home = os.path.dirname(inputs['blessing'])  # where the inputs are
+  root = os.path.join(home, 'pushed')
   for run in range(2):
     pushed = _run(tmp_path, inputs, True, root, 'push-blessed')
     for key, artifacts in pushed.items():
@@ -84,10 +85,12 @@ def test_blessed_pushes_both_with_equal_versions(tmp_path, inputs):
   for kind in push_layout.KINDS:
     assert push_layout.list_versions(root, kind) == [1, 2]
     m = push_layout.read_manifest(root, kind, 2)
-    assert m['source_model'] == inputs['source_model']
+    # Both in the home of the push root: recorded relative to it.
+    assert m['home'] == home
+    assert m['source_model'] == 'trainer_model'
     assert m['spans'] == [5, 6]
     assert m['metrics'] == {'neighbor_recall': 0.75}
-    assert m['blessing'] == inputs['blessing']
+    assert m['blessing'] == 'blessing'
     assert m['pipeline_run_id']  # Set by the runner for each run.
   assert (push_layout.read_manifest(root, 'serving', 1)['pipeline_run_id'] !=
           push_layout.read_manifest(root, 'serving', 2)['pipeline_run_id'])

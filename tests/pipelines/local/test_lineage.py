@@ -23,6 +23,7 @@ from pipelines.local import home as home_lib
 from pipelines.local import lineage
 from tests.support import paths
 from tests.support import pusher_exports
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
 # Each test shares a fixture that runs a trainer or pipeline in a subprocess.
@@ -97,7 +98,8 @@ def test_crashed_push_is_served_but_not_recorded(home):
   assert result['pusher_execution']['state'] == 'RUNNING'
   assert result['spans'] == [4]
   # The trainer Model the manifest names is found in ML Metadata.
-  assert [m['uri'] for m in result['model']] == [manifest['source_model']]
+  assert [m['uri'] for m in result['model']] == [
+      home_paths.resolve(manifest['source_model'], root)]
   assert [s['node'] for s in result['steps']] == ['model_importer']
 
 

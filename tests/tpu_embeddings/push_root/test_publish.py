@@ -7,12 +7,14 @@ test_publish_atomicity.py.
 
 import json
 import os
+import shutil
 
 import pytest
 
 from tests.support import publish_fixtures
 from tests.support import pusher_exports
 from tests.support.publish_fixtures import numbered_dirs as _numbered_dirs
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
@@ -208,3 +210,29 @@ def test_rollback_refuses_files_changed_during_its_copy(tmp_path, exports):
                      match='variables.index has other bytes'):
     publish.rollback(root, 1, hook=hook)
   assert push_layout.numbered(root, 'serving') == [1]
+
+
+def test_manifests_record_the_home_and_paths_relative_to_it(tmp_path,
+                                                            exports):
+  home = tmp_path / 'home'
+  root = str(home / 'pushed')
+  model = str(home / 'pipeline' / 'EmbeddingTrainer' / 'model' / '5')
+  result = publish.publish(root, exports[2.0], {
+      'source_model': model, 'blessing': str(tmp_path / 'elsewhere' / 'b')})
+  for m in result.manifests.values():
+    assert m['home'] == str(home)
+    assert m['source_model'] == 'pipeline/EmbeddingTrainer/model/5'
+    assert m['blessing'] == str(tmp_path / 'elsewhere' / 'b')  # outside
+  # Read in a copy of the home, it names the copy's model.
+  copy = tmp_path / 'copy'
+  shutil.copytree(home, copy)
+  m = push_layout.read_manifest(str(copy / 'pushed'), 'serving', 1)
+  assert home_paths.resolve(m['source_model'], str(copy / 'pushed')) == str(
+      copy / 'pipeline' / 'EmbeddingTrainer' / 'model' / '5')
+  # A rollback keeps the path relative; an old absolute one stays as it is.
+  rolled = publish.rollback(str(copy / 'pushed'), 1)
+  assert rolled.manifests['serving']['source_model'] == (
+      'pipeline/EmbeddingTrainer/model/5')
+  assert rolled.manifests['serving']['home'] == str(copy)
+  assert home_paths.resolve('/old/home/pipeline/m/1', str(copy)) == (
+      '/old/home/pipeline/m/1')
