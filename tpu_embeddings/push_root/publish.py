@@ -11,8 +11,13 @@ One push:
    file last) on object stores (tpu_embeddings/core/file_system.py);
 4. applies retention (tpu_embeddings/push_root/retention.py).
 
-`fields` naming paths of the home (`source_model`, `blessing`) are recorded
-relative to it, with `home` (tpu_embeddings/push_root/home_paths.py).
+A push holds the push root's lock throughout (tpu_embeddings/push_root/
+root_lock.py). Given `validated_against` (the served version the model was
+validated against, tpu_embeddings/push_root/served.py), it publishes only
+while that version is still the served one: checked under the lock before
+the copy, and again before the last move. `fields` naming paths of the home
+(`source_model`, `blessing`) are recorded relative to it, with `home`
+(tpu_embeddings/push_root/home_paths.py).
 
 A push killed at any point leaves only hidden `.tmp-*` directories, a hub
 version without its serving twin, or on an object store a version without its
@@ -30,6 +35,8 @@ from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import retention
+from tpu_embeddings.push_root import root_lock
+from tpu_embeddings.push_root import served
 from tpu_embeddings.push_root import versions
 
 # Order in which kinds are moved into place: serving last.
@@ -38,6 +45,10 @@ RENAME_ORDER = ('hub', 'serving')
 # hook(point, kind) is called at 'reserved', 'copying' (after the first file of
 # a kind), 'before_rename' and 'renamed'; tests use it to kill a push there.
 Hook = Callable[[str, str], None]
+
+# `publish(validated_against=NOT_CHECKED)`: publish whatever is served (a
+# rollback, tests); None means "validated with nothing served".
+NOT_CHECKED = object()
 
 # Also importable from here.
 apply_retention = retention.apply_retention
@@ -158,14 +169,18 @@ def publish(root: str,
             fields: Optional[Mapping[str, Any]] = None,
             keep_versions: int = 0,
             hook: Optional[Hook] = None,
+            validated_against: Any = NOT_CHECKED,
             files: Optional[Mapping[str, Mapping[str, str]]] = None
             ) -> Published:
   """Publishes `sources` ({'serving': dir, 'hub': dir}) as one new version.
 
   `fields` go into both manifests (source_model, spans, metrics,
-  pipeline_run_id, ...). `files` ({kind: {relative path: sha256}}): copy
-  exactly these files of each source, with these bytes. Returns the version
-  and its directories.
+  pipeline_run_id, ...). `validated_against`: the served identity the
+  candidate was validated against (None: nothing was served); the push is
+  refused with served.ServedVersionChanged if another version is served
+  now. `files` ({kind: {relative path: sha256}}): copy exactly these files
+  of each source, with these bytes. Returns the version and its
+  directories.
   """
   if keep_versions < 0:
     raise ValueError(f'keep_versions must be >= 0, got {keep_versions}')
@@ -174,7 +189,20 @@ def publish(root: str,
   hook = hook or _no_hook
   fields = _home_fields(root, fields or {})
   fields.setdefault('pushed_at', manifest_lib.utc_now())
-  files = files or {}
+  with root_lock.held(root):
+    if validated_against is not NOT_CHECKED:
+      served.check_unchanged(root, validated_against)
+    published = _publish_locked(root, sources, fields, hook, validated_against,
+                                files or {})
+    retention.apply_retention(root, keep_versions)
+  return published
+
+
+def _publish_locked(root: str, sources: Mapping[str, str],
+                    fields: Dict[str, Any], hook: Hook, validated_against: Any,
+                    files: Mapping[str, Mapping[str, str]]) -> Published:
+  """Reserves, copies and moves one version into place (the root's lock
+  held)."""
   token = uuid.uuid4().hex[:12]
   with versions.reserve_version(root) as number:
     hook('reserved', '')
@@ -191,6 +219,9 @@ def publish(root: str,
                                         number, fields, hook, files.get(kind))
       for kind in RENAME_ORDER:
         hook('before_rename', kind)
+        if kind == RENAME_ORDER[-1] and validated_against is not NOT_CHECKED:
+          # Object stores have no lock: look again before serving it.
+          served.check_unchanged(root, validated_against)
         _move_into_place(temps[kind], finals[kind], kind)
         renamed.append(kind)
         hook('renamed', kind)
@@ -200,7 +231,6 @@ def publish(root: str,
       for kind in renamed:  # A hub version without its serving twin.
         retention.retire(finals[kind])
       raise
-  retention.apply_retention(root, keep_versions)
   return Published(number, finals, manifests)
 
 

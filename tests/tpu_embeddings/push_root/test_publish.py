@@ -19,6 +19,7 @@ from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import publish
+from tpu_embeddings.push_root import served
 
 
 @pytest.fixture(scope='module')
@@ -165,6 +166,13 @@ def test_works_on_a_non_local_gfile_filesystem(tmp_path, exports):
     assert manifest_lib.verify(last.dirs[kind], m) == []
   assert publish.rollback(root, 2).version == 4
   assert push_layout.latest_version(root, 'hub') == 4
+  # No lock there; the served version is still checked.
+  against_4 = served.identity(root)
+  with pytest.raises(served.ServedVersionChanged, match='served now: version '
+                     '4'):
+    publish.publish(root, exports[3.0], validated_against=None)
+  assert publish.publish(root, exports[3.0],
+                         validated_against=against_4).version == 5
 
 
 def test_rollback_copies_only_the_files_its_manifests_name(tmp_path,
@@ -210,6 +218,43 @@ def test_rollback_refuses_files_changed_during_its_copy(tmp_path, exports):
                      match='variables.index has other bytes'):
     publish.rollback(root, 1, hook=hook)
   assert push_layout.numbered(root, 'serving') == [1]
+
+
+def test_a_push_validated_against_another_served_version_is_refused(
+    tmp_path, exports):
+  root = str(tmp_path / 'push')
+  # Validated with nothing served; something is served by push time.
+  publish.publish(root, exports[2.0], validated_against=None)
+  against_1 = served.identity(root)
+  assert against_1['version'] == 1
+  with pytest.raises(served.ServedVersionChanged,
+                     match=r'validated against no version; served now: '
+                     r'version 1 pushed'):
+    publish.publish(root, exports[3.0], validated_against=None)
+  assert push_layout.numbered(root, 'serving') == [1]
+  publish.publish(root, exports[3.0], validated_against=against_1)
+  with pytest.raises(served.ServedVersionChanged,
+                     match='validated against version 1 .* served now: '
+                     'version 2'):
+    publish.publish(root, exports[3.0], validated_against=against_1)
+  assert push_layout.numbered(root, 'serving') == [1, 2]
+
+
+def test_a_number_pushed_again_is_another_served_version(tmp_path, exports):
+  """The served identity tells a version number apart from a later push of
+  the same number (its folder deleted and pushed again, a copied root)."""
+  root = str(tmp_path / 'push')
+  publish.publish(root, exports[2.0], {'pipeline_run_id': 'first'})
+  first = served.identity(root)
+  for kind in push_layout.KINDS:
+    shutil.rmtree(os.path.join(root, kind, '1'))
+  shutil.rmtree(os.path.join(root, '.reserved'))
+  publish.publish(root, exports[2.0], {'pipeline_run_id': 'second'})
+  again = served.identity(root)
+  assert again['version'] == first['version'] == 1
+  assert not served.same(first, again)
+  with pytest.raises(served.ServedVersionChanged, match='by run second'):
+    publish.publish(root, exports[3.0], validated_against=first)
 
 
 def test_manifests_record_the_home_and_paths_relative_to_it(tmp_path,
