@@ -69,9 +69,9 @@ def validated_against(blessing_uri: str) -> Optional[Dict[str, Any]]:
   if not isinstance(report, dict) or keys.VALIDATED_AGAINST not in report:
     raise ValueError(
         f'blessing {blessing_uri} does not record the served version it was '
-        f'validated against ({path} has no "{keys.VALIDATED_AGAINST}"); '
-        'nothing pushed: run the pipeline again so that CheckpointValidator '
-        'validates the model against the version served now')
+        f'validated against (no "{keys.VALIDATED_AGAINST}" in its '
+        'report.json): nothing pushed; run the pipeline again so that '
+        'CheckpointValidator validates against the version served now')
   return report[keys.VALIDATED_AGAINST]
 
 

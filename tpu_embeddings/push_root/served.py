@@ -106,8 +106,7 @@ def check_unchanged(root: str, validated_against: Identity):
   if same(validated_against, now):
     return
   raise ServedVersionChanged(
-      f'push root {push_layout.check_root(root)}: the served version changed '
-      f'after this model was validated (validated against '
-      f'{describe(validated_against)}; served now: {describe(now)}), so its '
-      'verdict is stale and nothing was pushed: run the pipeline again to '
-      f'validate it against {describe(now)}')
+      f'push root {push_layout.check_root(root)}: nothing pushed, the served '
+      f'version changed since validation (validated against '
+      f'{describe(validated_against)}; served now: {describe(now)}); run the '
+      'pipeline again to validate against the version served now')

@@ -153,9 +153,9 @@ def test_a_verdict_against_a_version_no_longer_served_pushes_nothing(
                                          validated_against=None)
   _do(tmp_path / 'out1', *better, push_root=root)
   with pytest.raises(served.ServedVersionChanged,
-                     match='served version changed after this model was '
-                     'validated .*validated against no version; served now: '
-                     'version 1'):
+                     match='nothing pushed, the served version changed '
+                     'since validation .validated against no version; '
+                     'served now: version 1'):
     _do(tmp_path / 'out2', serving, hub, blessing, push_root=root)
   assert push_layout.numbered(root, 'serving') == [1]
   assert pusher_exports.serving_scale(
