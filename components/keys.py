@@ -22,6 +22,10 @@ PUSHED_HUB = 'pushed_hub'
 # (tpu_embeddings.core.settings.CONFIG_KEY).
 PUSH_ROOT = 'push_root'    # the push root: baseline, warm start, destination
 RESUME_ROOT = 'resume_root'  # the trainer's folder of resume pointers
+# The validator: the served version when the run started (the local
+# runner's key of tpu_embeddings.push_root.served.identity), so that a cached
+# verdict is reused only while the same version is served.
+SERVED_BASELINE = 'served_baseline'
 SPAN_WINDOW = 'span_window'  # corpus ExampleGen: how many spans it reads
 PATTERN = 'pattern'          # corpus ExampleGen: file pattern inside a span
 FOLLOW_SYMLINKS = 'follow_symlinks'  # corpus ExampleGen: read symlinked files
@@ -53,3 +57,7 @@ EXPORTED = 'exported'
 PUSHED = 'pushed'
 PUSHED_DESTINATION = 'pushed_destination'
 PUSHED_VERSION = 'pushed_version'
+
+# The validator's report.json: the served version it validated against
+# (served.identity), which the pusher compares with the one served then.
+VALIDATED_AGAINST = 'validated_against'

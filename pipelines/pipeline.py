@@ -28,13 +28,16 @@ def _example_gen(data_root: str, config: PipelineConfig):
 def create_components(data_root: str, push_root: str, config: PipelineConfig,
                       warm_start_uri: str = '',
                       resume_root: str = '',
-                      module_file: str = '') -> List[Any]:
+                      module_file: str = '',
+                      served_baseline: str = '') -> List[Any]:
   """The six components, wired; shared by the local and Kubeflow runners.
 
   `resume_root`: where the trainer notes what it is training, so that a rerun
   after a crash continues the interrupted training (see resume_root_for).
   `module_file`: the model's module file ('' = skip-gram); its FEATURES set
-  the vocabularies counted.
+  the vocabularies counted. `served_baseline`: what the push root serves
+  as the run starts (`tpu_embeddings.push_root.served.key`; the local
+  runner sets it), part of the validator's cache key.
   """
   config.check_local_files()
   config = model_settings.for_module(config, module_file)
@@ -57,7 +60,8 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
       model=trainer.outputs[keys.MODEL],
       examples=example_gen.outputs[keys.EXAMPLES],
       vocabulary=vocabulary.outputs[keys.VOCABULARY],
-      push_root=push_root, config=config.validator)
+      push_root=push_root, config=config.validator,
+      served_baseline=served_baseline)
   # Export only what the validator blessed: a refused model may not even
   # be exportable (NaN rows fail the exports' load check).
   exporter = EmbeddingExporter(model=trainer.outputs[keys.MODEL],
@@ -85,7 +89,8 @@ def create_pipeline(pipeline_root: str,
                     beam_pipeline_args: Optional[List[str]] = None,
                     warm_start_uri: str = '',
                     enable_cache: bool = True,
-                    module_file: str = '') -> tfx_pipeline.Pipeline:
+                    module_file: str = '',
+                    served_baseline: str = '') -> tfx_pipeline.Pipeline:
   """The TFX pipeline; caching on, so an unchanged span reruns nothing."""
   config = config or PipelineConfig()
   return tfx_pipeline.Pipeline(
@@ -94,7 +99,7 @@ def create_pipeline(pipeline_root: str,
       components=create_components(data_root, push_root, config,
                                    warm_start_uri,
                                    resume_root_for(pipeline_root),
-                                   module_file),
+                                   module_file, served_baseline),
       enable_cache=enable_cache,
       metadata_connection_config=metadata_connection_config,
       beam_pipeline_args=beam_pipeline_args or [])

@@ -43,8 +43,10 @@ class EmbeddingPusher(base_component.BaseComponent):
   Both land as the same integer version, `<push_root>/serving/<v>` (TF Serving
   layout) and `<push_root>/hub/<v>`, each with a `manifest.json`; the newest
   `config.keep_versions` versions are kept (0 = all). Not blessed: nothing is
-  copied and both outputs get `pushed=0`. `config` is a `PusherConfig`;
-  `**settings` override its fields by name.
+  copied and both outputs get `pushed=0`. Blessed against a served version
+  that is no longer the served one (the blessing's report says which):
+  refused, nothing copied (tpu_embeddings/push_root/served.py). `config` is
+  a `PusherConfig`; `**settings` override its fields by name.
   """
 
   SPEC_CLASS = EmbeddingPusherSpec

@@ -1,8 +1,13 @@
 """EmbeddingPusher executor: publishes both exports as one version if blessed.
+
+Only while the push root serves the version the blessing was validated
+against (its report's `validated_against`): the check and the publish hold
+the push root's lock together (tpu_embeddings/push_root/publish.py), so a
+verdict made against a version no longer served never pushes a model.
 """
 
 import json
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from absl import logging
 from tfx import types
@@ -13,6 +18,7 @@ from components import keys
 from components.pusher.config import PusherConfig
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.core import file_system
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import publish
@@ -48,6 +54,27 @@ def manifest_fields(serving: types.Artifact, hub: types.Artifact,
   }
 
 
+def validated_against(blessing_uri: str) -> Optional[Dict[str, Any]]:
+  """The served version the blessing's verdict compared with (None: nothing
+  was served); ValueError when the blessing does not say."""
+  path = f'{blessing_uri.rstrip("/")}/report.json'
+  report: Any = None
+  if file_system.exists(path):
+    with file_system.open_file(path) as f:
+      try:
+        report = json.load(f)
+      except ValueError as e:
+        raise ValueError(f'blessing report {path} is not valid JSON '
+                         f'({e})') from None
+  if not isinstance(report, dict) or keys.VALIDATED_AGAINST not in report:
+    raise ValueError(
+        f'blessing {blessing_uri} does not record the served version it was '
+        f'validated against (no "{keys.VALIDATED_AGAINST}" in its '
+        'report.json): nothing pushed; run the pipeline again so that '
+        'CheckpointValidator validates against the version served now')
+  return report[keys.VALIDATED_AGAINST]
+
+
 class Executor(base_executor.BaseExecutor):
   """Copies the serving model and Hub module under the push root."""
 
@@ -79,7 +106,8 @@ class Executor(base_executor.BaseExecutor):
     fields = manifest_fields(serving, hub, blessing, run_id or '')
     sources = {'serving': serving_contract.serving_model_path(serving.uri),
                'hub': hub.uri}
-    result = publish.publish(root, sources, fields, keep_versions=keep)
+    result = publish.publish(root, sources, fields, keep_versions=keep,
+                             validated_against=validated_against(blessing.uri))
     for kind, artifact in outputs.items():
       artifact.set_int_custom_property(keys.PUSHED, 1)
       artifact.set_string_custom_property(keys.PUSHED_DESTINATION,

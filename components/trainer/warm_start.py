@@ -40,6 +40,7 @@ from components.trainer import checkpoints
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
@@ -65,12 +66,17 @@ class WarmStartReport:
 
 def _source(push_root: str, version: int) -> Tuple[str, str]:
   """(the source model a pushed version names, '') or ('', why it has none
-  to give: its manifest cannot be read)."""
+  to give: its manifest cannot be read).
+
+  A relative source lies in the home the push root is in now
+  (tpu_embeddings/push_root/home_paths.py): in a copied home, the copy's
+  model, never the original home's.
+  """
   try:
     manifest = push_layout.read_manifest(push_root, 'serving', version)
   except ValueError as e:
     return '', f'pushed version {version} skipped: {e}'
-  return manifest.get('source_model', ''), ''
+  return home_paths.resolve(manifest.get('source_model', ''), push_root), ''
 
 
 def pushed_base(push_root: str, spec: EmbeddingSpec) -> Tuple[str, List[str]]:

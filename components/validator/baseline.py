@@ -10,8 +10,10 @@ by the same metric code as the candidate.
 A pushed version that cannot be read (a damaged file, a broken export) is
 not the baseline: `find_baseline` reports it and goes on to the next older
 version, so one damaged push never blocks every later one. Versions are
-checked first by file sizes against their manifest (a stat per file, no
-read); a load that fails anyway is explained by the manifest's checksums.
+checked first against their manifests, both halves (serving and Hub): the
+load check of tpu_embeddings/push_root/integrity.py (sizes, small files'
+checksums, no file the manifest does not name, no symlink out); a load that
+fails anyway is explained by the manifest's checksums.
 """
 
 import dataclasses
@@ -23,6 +25,7 @@ from absl import logging
 from google.protobuf import message
 
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 
@@ -40,6 +43,7 @@ class Baseline:
   tokens: List[str]     # row order of `table`
   table: np.ndarray     # [len(tokens), dim] float32, as served by `lookup`
   manifest: Dict[str, Any]
+  push_root: str = ''   # where it was read (its manifest's paths: its home)
 
 
 @dataclasses.dataclass
@@ -104,7 +108,8 @@ def _read(push_root: str, version: int) -> Baseline:
   path = push_layout.version_dir(push_root, 'serving', version)
   manifest = push_layout.read_manifest(push_root, 'serving', version)
   return Baseline(path=path, version=version, tokens=read_tokens(path),
-                  table=read_serving_table(path), manifest=manifest)
+                  table=read_serving_table(path), manifest=manifest,
+                  push_root=push_root)
 
 
 def find_baseline(push_root: str,
@@ -122,15 +127,14 @@ def find_baseline(push_root: str,
     return None, unreadable
   for version in reversed(push_layout.list_versions(push_root, 'serving')):
     path = push_layout.version_dir(push_root, 'serving', version)
-    problems = integrity.version_problems(push_root, version,
-                                                   kinds=('serving',))
+    # Both halves: a version is intact only when its Hub module is too.
+    problems = integrity.version_problems(push_root, version)
     if not problems:
       try:
         return read(push_root, version), unreadable
       except (BaselineError, OSError, ValueError, IndexError,
               tf.errors.OpError) as e:
-        problems = integrity.version_problems(
-            push_root, version, verify=True, kinds=('serving',))
+        problems = integrity.version_problems(push_root, version, verify=True)
         problems = problems or [(str(e).splitlines() or [''])[0]]
     unreadable.append(Unreadable(version, path, '; '.join(problems)))
     logging.warning('Baseline: pushed version %d cannot be read (%s); trying '
@@ -159,6 +163,8 @@ def loss_not_comparable(baseline: Optional[Baseline],
             'version holds only its tokens table')
   from tpu_embeddings.spec.embedding_spec import EmbeddingSpec  # pylint: disable=g-import-not-at-top
   source = baseline.manifest.get('source_model', '')
+  if baseline.push_root:  # relative to the home it was read in
+    source = home_paths.resolve(source, baseline.push_root)
   try:
     tables = len(EmbeddingSpec.load(source).tables) if source else 0
   except (ValueError, OSError, tf.errors.OpError):

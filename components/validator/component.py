@@ -35,6 +35,8 @@ class CheckpointValidatorSpec(types.ComponentSpec):
       settings.CONFIG_KEY: component_spec.ExecutionParameter(type=str),
       keys.PUSH_ROOT: component_spec.ExecutionParameter(
           type=str, optional=True),
+      keys.SERVED_BASELINE: component_spec.ExecutionParameter(
+          type=str, optional=True),
   }
   INPUTS = {
       keys.MODEL: component_spec.ChannelParameter(
@@ -67,6 +69,11 @@ class CheckpointValidator(base_component.BaseComponent):
     vocabulary: vocabulary artifact of the data; the evaluation vocabulary.
     push_root: the pusher's destination; its latest complete serving
       version is the baseline. Empty: absolute thresholds only.
+    served_baseline: what the push root serves when the pipeline is built
+      (`tpu_embeddings.push_root.served.key`); only part of the cache key,
+      so a verdict is reused only while the same version is served. The
+      report records the served version it was validated against, which
+      the pusher checks again.
     config: a `ValidatorConfig`; `**settings` override its fields by name.
   """
 
@@ -79,10 +86,12 @@ class CheckpointValidator(base_component.BaseComponent):
                vocabulary: types.BaseChannel,
                push_root: Optional[str] = None,
                config: Optional[ValidatorConfig] = None,
+               served_baseline: str = '',
                **settings_by_name):
     # Checked here: bad settings fail at pipeline construction.
     config = (config or ValidatorConfig()).replace(**settings_by_name)
     super().__init__(spec=CheckpointValidatorSpec(
         model=model, examples=examples, vocabulary=vocabulary,
         config=config.to_json(), push_root=push_root or '',
+        served_baseline=served_baseline,
         blessing=types.Channel(type=standard_artifacts.ModelBlessing)))

@@ -10,6 +10,7 @@ from pipelines.cli import arguments
 from pipelines.cli import failures
 from tpu_embeddings.core import text
 from tpu_embeddings.push_root import consumer
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import status as push_status
@@ -69,13 +70,15 @@ def _marks(v: push_status.VersionStatus) -> str:
   return note
 
 
-def _print_version(v: push_status.VersionStatus, verify: bool):
+def _print_version(root: str, v: push_status.VersionStatus, verify: bool):
   m = v.manifest
   spans = ','.join(map(str, m.get('spans') or [])) or '-'
   print(f'  {v.version:>5}  {m.get("pushed_at", "?")}  spans {spans}  '
         f'{metrics_text(m.get("metrics", {}))}{_marks(v)}')
   if m:
-    print(f'         source {m.get("source_model") or "-"}  run '
+    # Recorded relative to the home: shown in the home it is read in.
+    source = home_paths.resolve(str(m.get('source_model') or ''), root)
+    print(f'         source {source or "-"}  run '
           f'{m.get("pipeline_run_id") or "-"}')
   if v.state == push_status.LEFTOVER:
     print('         a Hub module without its serving twin (an interrupted '
@@ -101,8 +104,11 @@ def run_pushed(args) -> int:
   if args.json:
     print(json.dumps([{
         'version': v.version, 'state': v.state, 'served': v.served,
-        'serving_dir': push_layout.version_dir(root, 'serving', v.version),
-        'hub_dir': push_layout.version_dir(root, 'hub', v.version),
+        # Not version_dir: a symlinked folder is listed, as damaged.
+        'serving_dir': push_layout.join(
+            push_layout.kind_dir(root, 'serving'), str(v.version)),
+        'hub_dir': push_layout.join(push_layout.kind_dir(root, 'hub'),
+                                    str(v.version)),
         'damaged': v.problems if v.state == push_status.DAMAGED else [],
         'manifest': v.manifests.get('serving'),
         'hub_manifest': v.manifests.get('hub'),
@@ -113,7 +119,7 @@ def run_pushed(args) -> int:
     return 0
   print(f'push root {root}')
   for v in reversed(versions):
-    _print_version(v, args.verify)
+    _print_version(root, v, args.verify)
   served = next((v for v in versions if v.served), None)
   if served and served.state == push_status.DAMAGED:
     print(f'served version {served.version} is damaged (TF Serving serves the '

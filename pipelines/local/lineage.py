@@ -16,6 +16,7 @@ from pipelines.local import home as home_lib
 from pipelines.local import metadata_queries as mq
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.core import file_system
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 
@@ -122,8 +123,8 @@ def lineage(home: str, version: Optional[int] = None) -> Dict[str, Any]:
         f'complete in the push root {root}; recorded versions: '
         f'{sorted(recorded)}, in the push root: {on_disk}')
   manifest = push_layout.read_manifest(root, 'serving', version)
-  models = [a for a in store.get_artifacts_by_uri(
-      manifest.get('source_model') or '') if a.uri]
+  source = home_paths.resolve(manifest.get('source_model') or '', root)
+  models = [a for a in store.get_artifacts_by_uri(source) if a.uri]
   result = _walk(store, models)
   result.update(_not_recorded_note(store, manifest))
   result.update(

@@ -12,6 +12,7 @@ import os
 import re
 from typing import Optional, TextIO, Tuple
 
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
 LOCK_FILENAME = '.retrain.lock'
@@ -83,7 +84,8 @@ def decide(data_root: str, push_root: str, pattern: str) -> Decision:
                     data_span=data_span)
   manifest = push_layout.read_manifest(push_root, 'serving', version)
   pushed_span = max(manifest.get('spans') or [0])
-  source = manifest.get('source_model', '')
+  # Relative to this home: a copied home warm-starts from its own copy.
+  source = home_paths.resolve(manifest.get('source_model', ''), push_root)
   warm = source if source and os.path.isdir(source) else ''
   if data_span <= pushed_span:
     return Decision(False, f'span {data_span} is not newer than the pushed '

@@ -4,6 +4,11 @@ DirectRunner.
     <home>/metadata.sqlite   ML Metadata
     <home>/pipeline/         pipeline root (artifacts)
     <home>/pushed/           push root (serving/<v>/, hub/<v>/)
+
+A run holds the home's lock (home_lock.py) from before it reads what the
+push root serves until its pusher is done, and passes that served version to
+the validator as part of its cache key: a verdict is reused only while the
+version it was made against is still served.
 """
 
 import contextlib
@@ -27,11 +32,13 @@ from components import keys
 from pipelines import pipeline as pipeline_lib
 from pipelines.local import failure
 from pipelines.local import home as home_lib
+from pipelines.local import home_lock
 from pipelines.local import launches
 from pipelines.local import metadata_queries
 from pipelines.local import store_guard
 from pipelines.local.progress_line import ProgressLine
 from tpu_embeddings.core import text
+from tpu_embeddings.push_root import served
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
 # DirectRunner in memory with one worker. Any option makes TFX package its own
@@ -103,18 +110,33 @@ def run(data_root: str,
   if not config.validator.related_pairs_file and os.path.exists(related):
     config = config.replace(
         **{'validator.related_pairs_file': os.path.abspath(related)})
-  pipeline = pipeline_lib.create_pipeline(
-      pipeline_root=p['pipeline_root'],
-      data_root=os.path.abspath(data_root),
-      push_root=p['push_root'],
-      config=config,
-      metadata_connection_config=(
-          metadata.sqlite_metadata_connection_config(
-              p['metadata'])),
-      beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
-      warm_start_uri=warm_start_uri, module_file=module_file)
+
+  def build(served_baseline: str):
+    return pipeline_lib.create_pipeline(
+        pipeline_root=p['pipeline_root'],
+        data_root=os.path.abspath(data_root),
+        push_root=p['push_root'],
+        config=config,
+        metadata_connection_config=(
+            metadata.sqlite_metadata_connection_config(
+                p['metadata'])),
+        beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
+        warm_start_uri=warm_start_uri, module_file=module_file,
+        served_baseline=served_baseline)
+
+  build('')  # bad settings fail before the home is touched
   os.makedirs(p['home'], exist_ok=True)
+  # One run at a time in a home, from reading what is served to the push.
+  with home_lock.HomeLock(p['home'], out):
+    return _run_locked(p, build, out, verbose)
+
+
+def _run_locked(p: Dict[str, str], build, out: TextIO,
+                verbose: bool) -> Dict[str, Any]:
+  """`run`, the home's lock held: the validator's cache key holds the
+  version served now, so a verdict cached against another one is redone."""
   store_note = store_guard.check(p['home'])
+  pipeline = build(served.key(served.identity(p['push_root'])))
   start = time.monotonic()
   # Without --verbose the trainer's progress is shown on its own; with it,
   # it is among the logs.

@@ -16,6 +16,7 @@ from tests.support import module_clients
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models import model_restore
 from tpu_embeddings.models import served
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
 SHAPE = demo_interactions.Shape(items=300, categories=10, sequences=300,
@@ -32,8 +33,8 @@ def pushed(tmp_path_factory):
   argv = ['run', '--data', str(root / 'data'), '--home', str(root / 'home')]
   assert main(argv + FAST) == 0
   push_root = str(root / 'home' / 'pushed')
-  source = push_layout.read_manifest(push_root, 'serving', 1)[
-      'source_model']
+  source = home_paths.resolve(push_layout.read_manifest(
+      push_root, 'serving', 1)['source_model'], push_root)
   module = module_file.from_model(source)
   restored = model_restore.restore(source, module)
   serving = restored.serving_model(restored.write_vocabularies(

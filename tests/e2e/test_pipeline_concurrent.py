@@ -1,14 +1,19 @@
-"""Two `run` commands into one --home at once: each reports its own run."""
+"""Two `run` commands into one --home at once: they take turns, each
+validated against what the other pushed, and each reports its own run."""
 
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
 
 from pipelines import demo_data
+from pipelines.local import home_lock
 from tests.support import paths
 from tests.support.tiny_pipeline import TINY
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
 REPO = paths.REPO
@@ -33,20 +38,51 @@ def _line(out, prefix):
   return found[0][len(prefix):].strip()
 
 
-def test_concurrent_runs_each_summarize_their_own_run(tmp_path):
+def _start_waiting(data, home):
+  """Both runs started while the home's lock is held here, returned once
+  both say they are waiting for it: {name: (process, its stdout lines)}."""
+  procs = {}
+  for name, settings in RUNS.items():
+    proc = subprocess.Popen(
+        _command(data, home, settings), cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    procs[name] = (proc, [])
+  waiting = {name: threading.Event() for name in RUNS}
+
+  def read(name):
+    proc, lines = procs[name]
+    for line in proc.stdout:
+      lines.append(line)
+      if line.startswith('waiting for another run in this home'):
+        waiting[name].set()
+    waiting[name].set()  # ended without waiting: the asserts say so
+
+  for name in RUNS:
+    threading.Thread(target=read, args=(name,), daemon=True).start()
+  for name in RUNS:
+    waiting[name].wait(300)
+  return procs
+
+
+def test_concurrent_runs_take_turns_and_each_summarize_their_own_run(
+    tmp_path):
   data, home = tmp_path / 'data', tmp_path / 'home'
   demo_data.generate(str(data), spans=1, seed=5, shape=TINY)
-  procs = {name: subprocess.Popen(
-      _command(data, home, settings), cwd=REPO, stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE, text=True) for name, settings in RUNS.items()}
+  os.makedirs(home)
+  # Held here until both runs wait for it: they are concurrent for sure.
+  with home_lock.HomeLock(str(home), io.StringIO()):
+    procs = _start_waiting(data, home)
   outs = {}
-  for name, proc in procs.items():
-    out, err = proc.communicate(timeout=300)
+  for name, (proc, lines) in procs.items():
+    _, err = proc.communicate(timeout=600)
+    out = ''.join(lines)
     assert proc.returncode == 0, f'{out}\n{err[-3000:]}'
+    assert out.splitlines()[1].startswith(
+        'waiting for another run in this home to finish (pid '), out
     outs[name] = out
 
   push_root = str(home / 'pushed')
-  versions, run_ids = set(), {}
+  versions, run_ids, against = set(), {}, {}
   for name, out in outs.items():
     settings = RUNS[name]
     model = _line(out, 'model:')
@@ -59,15 +95,21 @@ def test_concurrent_runs_each_summarize_their_own_run(tmp_path):
         f'{settings["train_steps"]} steps'), (name, out)
     # The blessing, metrics and push are this run's as well.
     assert _line(out, 'validation:') == 'BLESSED', (name, out)
-    report = _line(out, 'report:')
-    with open(os.path.join(os.path.dirname(report), 'report.json')) as f:
-      assert json.load(f)['current_model'] == model, (name, out)
+    report_path = _line(out, 'report:')
+    with open(os.path.join(os.path.dirname(report_path), 'report.json')) as f:
+      report = json.load(f)
+    assert report['current_model'] == model, (name, out)
     version = int(re.fullmatch(r'version (\d+)', _line(out, 'pushed:'))[1])
     manifest = push_layout.read_manifest(push_root, 'serving', version)
-    assert manifest['source_model'] == model, (name, out)
+    assert home_paths.resolve(manifest['source_model'], push_root) == model
     versions.add(version)
     run_ids[name] = manifest['pipeline_run_id']
+    against[version] = (report['validated_against'],
+                        report['baseline_version'])
   assert versions == {1, 2}
   assert len(set(run_ids.values())) == 2
   for name, out in outs.items():
     assert _line(out, 'metadata:').endswith(f'(run {run_ids[name]})')
+  # One after the other: the second validated against the first's push.
+  assert against[1] == (None, None)
+  assert against[2][0]['version'] == 1 and against[2][1] == 1

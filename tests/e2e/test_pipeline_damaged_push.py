@@ -20,6 +20,7 @@ from tests.support import validator_fixtures
 from tests.support.tiny_pipeline import FAST
 from tests.support.tiny_pipeline import TINY
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
 
@@ -66,8 +67,8 @@ def test_damaged_served_version_is_no_baseline_and_a_new_one_is_pushed(home):
 
 
 def _flip_source_checkpoint(home, version):
-  source = push_layout.read_manifest(_root(home), 'serving',
-                                     version)['source_model']
+  source = home_paths.resolve(push_layout.read_manifest(
+      _root(home), 'serving', version)['source_model'], _root(home))
   checkpoint = model_layout.latest_checkpoint(source)
   [data] = glob.glob(checkpoint + '.data-*')
   validator_fixtures.flip_bytes(data, count=256)

@@ -16,6 +16,7 @@ from pipelines.local import retrain
 from tests.support import paths
 from tests.support.tiny_pipeline import FAST
 from tests.support.tiny_pipeline import TINY
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
 
@@ -77,9 +78,11 @@ def test_retrain_on_a_new_span_warm_starts_version_2(home):
   manifest = push_layout.read_manifest(pushed, 'serving', 2)
   assert manifest['spans'] == [3]
   first = push_layout.read_manifest(pushed, 'serving', 1)
-  with open(os.path.join(manifest['source_model'], 'metadata.json')) as f:
+  with open(os.path.join(home_paths.resolve(manifest['source_model'], pushed),
+                         'metadata.json')) as f:
     meta = json.load(f)
-  assert meta['warm_start']['base_model'] == first['source_model'], meta
+  assert meta['warm_start']['base_model'] == home_paths.resolve(
+      first['source_model'], pushed), meta
   assert meta['warm_start']['kept_tokens'] > 0
 
 
@@ -145,7 +148,8 @@ def test_a_contexts_table_model_is_validated_exported_and_served(tmp_path,
   out = capsys.readouterr().out
   assert 'validation: BLESSED' in out and 'pushed: version 1' in out, out
   pushed = _pushed(tmp_path)
-  source = push_layout.read_manifest(pushed, 'serving', 1)['source_model']
+  source = home_paths.resolve(push_layout.read_manifest(
+      pushed, 'serving', 1)['source_model'], pushed)
   reader = tf.train.load_checkpoint(model_layout.latest_checkpoint(source))
   tokens = reader.get_tensor(model_layout.table_key('tokens'))
   assert reader.get_tensor(model_layout.table_key('contexts')).shape == (
@@ -158,5 +162,6 @@ def test_a_contexts_table_model_is_validated_exported_and_served(tmp_path,
   assert main(['retrain'] + args[:-2]) == 0
   out = capsys.readouterr().out
   assert 'pushed: version 2' in out, out
-  second = push_layout.read_manifest(pushed, 'serving', 2)['source_model']
+  second = home_paths.resolve(push_layout.read_manifest(
+      pushed, 'serving', 2)['source_model'], pushed)
   assert model_layout.read_metadata(second)['warm_start']['kept_tokens'] > 0

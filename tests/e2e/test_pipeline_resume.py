@@ -21,6 +21,7 @@ from pipelines import demo_data
 from pipelines.local import metadata_queries
 from tests.support import paths
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
 REPO = paths.REPO
@@ -86,8 +87,9 @@ def test_sigkilled_run_is_continued_by_the_same_command(tmp_path):
   assert meta['steps'] == TRAIN_STEPS
   assert meta['steps_this_run'] == TRAIN_STEPS - meta['resumed_from_step']
   assert meta['examples_seen'] == TRAIN_STEPS * 256
-  assert push_layout.read_manifest(
-      os.path.join(home, 'pushed'), 'serving', 1)['source_model'] == model
+  root = os.path.join(home, 'pushed')
+  assert home_paths.resolve(push_layout.read_manifest(
+      root, 'serving', 1)['source_model'], root) == model
   assert os.listdir(os.path.join(home, 'pipeline', 'EmbeddingTrainer',
                                  'resume')) == []
 

@@ -16,6 +16,7 @@ from pipelines import demo_data
 from tests.support import paths
 from tests.support import tiny_pipeline
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
 STEPS = ['--set', 'train_steps=150', '--set', 'batch_size=256', '--set',
@@ -49,14 +50,16 @@ def test_a_deleted_store_never_reuses_the_pushed_models_folder(tmp_path):
   demo_data.generate(data, spans=1, seed=3, shape=tiny_pipeline.TINY)
   _run(data, home)
   root = os.path.join(home, 'pushed')
-  first = push_layout.read_manifest(root, 'serving', 1)['source_model']
+  first = home_paths.resolve(push_layout.read_manifest(
+      root, 'serving', 1)['source_model'], root)
   before = _tree(first)
   os.remove(os.path.join(home, 'metadata.sqlite'))
 
   out = _run(data, home, '--set', 'window=1', '--set', 'negatives=1')
   assert 'warning: ' in out and 'executions continue from id' in out, out
   assert 'pushed: version 2' in out, out
-  second = push_layout.read_manifest(root, 'serving', 2)['source_model']
+  second = home_paths.resolve(push_layout.read_manifest(
+      root, 'serving', 2)['source_model'], root)
   assert second != first
   trained = model_layout.read_metadata(second)
   assert trained['steps_this_run'] == 150 and trained['resumed_from_step'] == 0

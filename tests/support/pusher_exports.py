@@ -12,6 +12,7 @@ import tensorflow as tf
 import tensorflow_hub as hub
 from tfx.types import standard_artifacts
 
+from components import keys
 from tpu_embeddings.artifacts import serving_contract
 
 
@@ -54,11 +55,13 @@ def hub_scale(path: str) -> float:
 
 
 def make_artifacts(base: str, scale: float, blessed: bool = True,
-                   source_model: str = '', spans=(3, 4), metrics=None):
+                   source_model: str = '', spans=(3, 4), metrics=None,
+                   validated_against=None):
   """(serving Model, hub Model, ModelBlessing) artifacts with real files.
 
   The serving Model holds its SavedModel in `Format-Serving/`, as the
-  exporter writes it.
+  exporter writes it. The blessing's report says it was validated against
+  `validated_against` (a `served.identity`; None: nothing served).
   """
   if source_model == '':
     source_model = os.path.join(base, 'trainer_model')
@@ -78,7 +81,13 @@ def make_artifacts(base: str, scale: float, blessed: bool = True,
   blessing.set_int_custom_property('blessed', int(blessed))
   open(os.path.join(blessing.uri, 'BLESSED' if blessed else 'NOT_BLESSED'),
        'w').close()
-  with open(os.path.join(blessing.uri, 'report.json'), 'w') as f:
-    json.dump({'metrics': metrics if metrics is not None else
-               {'neighbor_recall': 0.5}}, f)
+  write_report(blessing.uri, metrics if metrics is not None else
+               {'neighbor_recall': 0.5}, validated_against)
   return serving, hub_module, blessing
+
+
+def write_report(blessing_uri: str, metrics, validated_against):
+  """The blessing's report.json, as the validator writes its fields."""
+  with open(os.path.join(blessing_uri, 'report.json'), 'w') as f:
+    json.dump({'metrics': metrics,
+               keys.VALIDATED_AGAINST: validated_against}, f)

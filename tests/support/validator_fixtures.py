@@ -5,7 +5,6 @@ tables of known quality, and a pushed baseline made by the real exporters.
 """
 
 import collections
-import json
 import os
 from typing import Dict
 
@@ -16,7 +15,10 @@ from pipelines import demo_data
 from tests.support import artifact_fixtures
 from tests.support import exporter_fixtures
 from tpu_embeddings.artifacts.checkpoint_restore import restore_for_serving
+from tpu_embeddings.core import file_system
+from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.push_root import manifest as manifest_lib
 
 SHAPE = demo_data.CorpusShape(topics=4, tokens_per_topic=20, filler_tokens=5,
                               lines_per_span=300, related_per_topic=5)
@@ -64,9 +66,16 @@ def push_baseline(push_root: str, model_uri: str, version: int = 1) -> str:
       restored.vocabulary, dirs['hub'])
   serving_export.export_serving_model(restored, dirs['serving'])
   for kind, path in dirs.items():
+    # A version is exactly the files its manifest names.
+    files = file_system.list_files(path)
+    manifest = manifest_lib.build(
+        version, kind,
+        {rel: manifest_lib.sha256_file(os.path.join(path, rel))
+         for rel in files},
+        source_model=model_uri, sizes=integrity.file_sizes(path, files),
+        pushed_at='2020-01-01T00:00:00Z')
     with open(os.path.join(path, push_layout.MANIFEST_FILENAME), 'w') as f:
-      json.dump({'version': version, 'kind': kind,
-                 'source_model': model_uri}, f)
+      f.write(manifest_lib.dumps(manifest))
   return dirs['serving']
 
 

@@ -4,8 +4,9 @@ Everything here reads only the push root (local or any `tf.io.gfile` path); no
 ML Metadata and no pipeline code is needed, so this is what a service or a
 notebook imports. The default version is the one TF Serving serves, the
 highest numbered one (tpu_embeddings/push_root/status.py), and a version is
-used only once its files pass the load check against its manifest
-(tpu_embeddings/push_root/integrity.py); a damaged one raises
+used only once the files of both its halves (serving and Hub) pass the load
+check against their manifests (tpu_embeddings/push_root/integrity.py); a
+damaged one raises
 `integrity.DamagedVersionError` naming the file and the rollback to run:
 
     from tpu_embeddings.push_root import consumer
@@ -110,8 +111,8 @@ def load_serving(push_root: str, version: Optional[Union[int, str]] = None):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from google.protobuf import message  # pylint: disable=g-import-not-at-top
   number = resolve_version(push_root, version)
-  problems = integrity.version_problems(push_root, number,
-                                                 kinds=('serving',))
+  # Both halves: a version whose Hub module is damaged is damaged.
+  problems = integrity.version_problems(push_root, number)
   if problems:
     raise integrity.damaged_error(push_root, number, problems)
   directory = push_layout.version_dir(push_root, 'serving', number)
@@ -119,8 +120,7 @@ def load_serving(push_root: str, version: Optional[Union[int, str]] = None):
     return number, tf.saved_model.load(directory)
   except (IndexError, OSError, ValueError, tf.errors.OpError,
           message.DecodeError) as e:
-    problems = integrity.version_problems(
-        push_root, number, verify=True, kinds=('serving',))
+    problems = integrity.version_problems(push_root, number, verify=True)
     cause = f'{type(e).__name__}: {(str(e).splitlines() or [""])[0]}'
     raise integrity.damaged_error(push_root, number, problems,
                                            cause) from e

@@ -16,9 +16,14 @@ sha256 and its size in bytes. Three checks use them:
   without an error: two vocabulary lines swapped serve wrong neighbours.
 * `checksum_problems`: every byte (`pushed --verify`, rollback).
 
-A version is also damaged when a manifest cannot be read (not JSON, a file
-named outside the version), records another version or kind, or disagrees
-with its twin on the push they share (source model, spans, run, time).
+A version is exactly its manifests: it is also damaged when its folder holds
+a file its manifest does not name (`extra_problems`, every check), when a
+symlink in it leads out of it or its folder is a symlink, when a folder the
+pusher did not name reads as its number (`serving/0099` is version 99 to TF
+Serving), when a manifest cannot be read (not JSON, a file named outside the
+version), records another version or kind, or disagrees with its twin on the
+push they share (source model, spans, run, time, home). Every reader checks
+both kinds (serving and Hub) before it uses either.
 Versions pushed before sizes were recorded have only their small files'
 checksums and missing files checked.
 """
@@ -35,7 +40,8 @@ SIZES_KEY = 'sizes'
 # Files whose damage TensorFlow finds itself when it restores them.
 _SELF_CHECKED = re.compile(r'^variables/variables\.data-\d+-of-\d+$')
 # Manifest fields both kinds of one push share.
-SHARED_FIELDS = ('source_model', 'spans', 'pipeline_run_id', 'pushed_at')
+SHARED_FIELDS = ('source_model', 'spans', 'pipeline_run_id', 'pushed_at',
+                 'home')
 
 Manifests = Dict[str, Optional[Dict[str, Any]]]
 
@@ -75,9 +81,51 @@ def size_problems(directory: str, manifest: Dict[str, Any]) -> List[str]:
   return problems
 
 
+def _local_entries(directory: str) -> List[Tuple[str, bool]]:
+  """(relative path, is a directory) of every entry under local `directory`,
+  symlinks listed but not followed."""
+  base = file_system.local_path(directory).rstrip('/')
+  out = []
+  for dirpath, dirs, files in os.walk(base):
+    rel_dir = os.path.relpath(dirpath, base)
+    for name in dirs + files:
+      rel = name if rel_dir == '.' else f'{rel_dir}/{name}'
+      out.append((rel, name in dirs and not os.path.islink(
+          os.path.join(dirpath, name))))
+  return sorted(out)
+
+
+def _outside(directory: str, rel: str) -> bool:
+  real_dir = os.path.realpath(file_system.local_path(directory))
+  real = os.path.realpath(os.path.join(real_dir, rel))
+  return real != real_dir and not real.startswith(real_dir + '/')
+
+
+def extra_problems(directory: str, manifest: Dict[str, Any]) -> List[str]:
+  """'<file>: why' for each file under `directory` its manifest does not
+  name, and each symlink that leads out of `directory`: a version is exactly
+  the files its manifest names."""
+  named = (set(manifest.get('files', {})) | set(manifest.get(SIZES_KEY) or {})
+           | {push_layout.MANIFEST_FILENAME})
+  problems = []
+  if not file_system.is_local(directory):  # object stores have no symlinks
+    return [f'{rel} is not named in its manifest' for rel in
+            file_system.list_files(directory) if rel not in named]
+  base = file_system.local_path(directory)
+  for rel, is_dir in _local_entries(directory):
+    path = os.path.join(base, rel)
+    if os.path.islink(path) and _outside(directory, rel):
+      problems.append(f'{rel} is a symlink to {os.readlink(path)}, outside '
+                      'the version')
+    elif not is_dir and rel not in named and not os.path.isdir(path):
+      problems.append(f'{rel} is not named in its manifest')
+  return problems
+
+
 def _digest_problems(directory: str, manifest: Dict[str, Any],
                      every_file: bool) -> List[str]:
   problems = size_problems(directory, manifest)
+  problems += extra_problems(directory, manifest)
   named = {p.split(' ', 1)[0] for p in problems}
   for rel, digest in sorted(manifest.get('files', {}).items()):
     if rel in named or (not every_file and _SELF_CHECKED.match(rel)):
@@ -99,18 +147,30 @@ def checksum_problems(directory: str, manifest: Dict[str, Any]) -> List[str]:
   return _digest_problems(directory, manifest, every_file=True)
 
 
+def _misnamed(kind: str, name: str, number: int) -> str:
+  return (f'{kind}/{name} reads as version {number} (TF Serving takes every '
+          'all-digit folder name as a version number), but no push names a '
+          f'folder so: move {kind}/{name} out of the push root')
+
+
 def _kind_problems(root: str, kind: str, number: int, verify: bool
                    ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
-  directory = push_layout.version_dir(root, kind, number)
+  names = push_layout.numbered_folders(root, kind).get(number, [])
+  problems = [_misnamed(kind, n, number) for n in names if n != str(number)]
   prefix = f'{kind}/{number}'
-  if not file_system.isdir(directory):
-    return None, [f'{prefix} is missing']
+  if str(number) not in names:
+    return None, problems or [f'{prefix} is missing']
+  directory = file_system.join(push_layout.kind_dir(root, kind), str(number))
+  if push_layout.is_symlink(directory):
+    target = os.readlink(file_system.local_path(directory))
+    return None, problems + [
+        f'{prefix} is a symlink to {target}: a version is a folder the pusher '
+        'wrote, not a link to one']
   shown = f'{prefix}/{push_layout.MANIFEST_FILENAME}'
   try:
     manifest = push_layout.manifest_in(directory, shown)
   except (FileNotFoundError, manifest_lib.ManifestError) as e:
-    return None, [str(e)]
-  problems = []
+    return None, problems + [str(e)]
   if manifest.get('version') != number:
     problems.append(f'{shown} records version {manifest.get("version")!r}')
   if manifest.get('kind', kind) != kind:
@@ -130,7 +190,9 @@ def inspect_version(root: str, version: Union[int, str],
                     ) -> Tuple[Manifests, List[str]]:
   """({kind: manifest or None}, problems) of a numbered version, complete
   or not; problems read '<kind>/<version>/<file> ...'."""
-  number = push_layout.parse_version(version)
+  number = (version if isinstance(version, int) and
+            not isinstance(version, bool) and version >= 0
+            else push_layout.parse_version(version))
   manifests: Manifests = {}
   problems: List[str] = []
   for kind in kinds:

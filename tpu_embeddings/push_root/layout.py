@@ -4,8 +4,13 @@
     <root>/hub/<version>/tfhub_module.pb, saved_model.pb, ..., manifest.json
     <root>/.reserved/<version>        version number reservations (pusher only)
 
-`<version>` is a positive integer (TF Serving serves the highest one). Both
-kinds of one push share the version number. A version is *complete* when both
+`<version>` is a positive integer written without leading zeros (TF Serving
+serves the highest one). TF Serving reads *every* all-digit folder name as a
+version number (`0099` is version 99, `0` version 0), so `numbered_folders`
+lists them all; a folder the pusher did not name (`0099`, `0`) or a version
+folder that is a symlink is never complete, and readers judge it damaged
+(tpu_embeddings/push_root/integrity.py). Both kinds of one push share the
+version number. A version is *complete* when both
 `serving/<v>` and `hub/<v>` exist and each holds its `manifest.json` and its
 marker file (`saved_model.pb` / `tfhub_module.pb`). The pusher writes every
 version under a name starting with "." beside its final place and renames it
@@ -18,6 +23,7 @@ Readers use `list_versions`, `latest_version`, `version_dir` and
 root (`..`, absolute names, symlinks pointing outside) raise PushLayoutError.
 """
 
+import os
 import re
 from typing import Any, Dict, List, Optional, Union
 
@@ -31,6 +37,9 @@ MARKER_FILES = {'serving': 'saved_model.pb', 'hub': 'tfhub_module.pb'}
 RESERVED_DIR = '.reserved'
 
 _VERSION = re.compile(r'^[1-9][0-9]{0,17}$')
+_DIGITS = re.compile(r'^[0-9]+$')
+# TF Serving parses a folder name as a signed 64-bit integer.
+_MAX_SERVING_VERSION = 2**63 - 1
 
 join = file_system.join
 
@@ -113,21 +122,48 @@ def has_files(path: str, kind: str) -> bool:
           file_system.exists(join(path, MARKER_FILES[kind])))
 
 
-def numbered(root: str, kind: str) -> List[int]:
-  """Integer-named entries of `<root>/<kind>` (complete or not), sorted: what
-  TF Serving lists, serving the highest."""
+def is_pushed_name(name: str) -> bool:
+  """True for a folder name the pusher writes: a number without leading
+  zeros."""
+  return bool(_VERSION.match(name))
+
+
+def numbered_folders(root: str, kind: str) -> Dict[int, List[str]]:
+  """{version number: folder names} of every entry of `<root>/<kind>` that TF
+  Serving reads as a version (any all-digit name within int64: `7`, `0099`,
+  `0`), complete or not."""
   directory = kind_dir(root, kind)
   if not file_system.isdir(directory):
-    return []
-  return sorted(int(name) for name in file_system.listdir(directory)
-                if _VERSION.match(name))
+    return {}
+  out: Dict[int, List[str]] = {}
+  for name in sorted(file_system.listdir(directory)):
+    if _DIGITS.match(name) and int(name) <= _MAX_SERVING_VERSION:
+      out.setdefault(int(name), []).append(name)
+  return out
+
+
+def numbered(root: str, kind: str) -> List[int]:
+  """Version numbers of `<root>/<kind>`'s numbered folders (complete or
+  not), sorted: what TF Serving lists, serving the highest."""
+  return sorted(numbered_folders(root, kind))
+
+
+def is_symlink(path: str) -> bool:
+  return file_system.is_local(path) and os.path.islink(
+      file_system.local_path(path))
 
 
 def is_complete(root: str, version: Union[int, str]) -> bool:
-  """Both kinds of `version` are in place with their manifest and marker."""
+  """Both kinds of `version` are in place with their manifest and marker, in
+  folders the pusher wrote (named as it names them, not symlinks)."""
+  if isinstance(version, int) and not isinstance(version, bool) and (
+      version < 1):
+    return False
+  number = parse_version(version)
   for kind in KINDS:
-    path = version_dir(root, kind, version)
-    if not file_system.isdir(path) or not has_files(path, kind):
+    path = join(kind_dir(root, kind), str(number))
+    if (is_symlink(path) or not file_system.isdir(path) or
+        not has_files(path, kind)):
       return False
   return True
 

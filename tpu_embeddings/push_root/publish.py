@@ -11,6 +11,14 @@ One push:
    file last) on object stores (tpu_embeddings/core/file_system.py);
 4. applies retention (tpu_embeddings/push_root/retention.py).
 
+A push holds the push root's lock throughout (tpu_embeddings/push_root/
+root_lock.py). Given `validated_against` (the served version the model was
+validated against, tpu_embeddings/push_root/served.py), it publishes only
+while that version is still the served one: checked under the lock before
+the copy, and again before the last move. `fields` naming paths of the home
+(`source_model`, `blessing`) are recorded relative to it, with `home`
+(tpu_embeddings/push_root/home_paths.py).
+
 A push killed at any point leaves only hidden `.tmp-*` directories, a hub
 version without its serving twin, or on an object store a version without its
 marker file; readers never list these (tpu_embeddings/push_root/layout.py), and
@@ -22,10 +30,13 @@ import uuid
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 from tpu_embeddings.core import file_system
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import retention
+from tpu_embeddings.push_root import root_lock
+from tpu_embeddings.push_root import served
 from tpu_embeddings.push_root import versions
 
 # Order in which kinds are moved into place: serving last.
@@ -34,6 +45,10 @@ RENAME_ORDER = ('hub', 'serving')
 # hook(point, kind) is called at 'reserved', 'copying' (after the first file of
 # a kind), 'before_rename' and 'renamed'; tests use it to kill a push there.
 Hook = Callable[[str, str], None]
+
+# `publish(validated_against=NOT_CHECKED)`: publish whatever is served (a
+# rollback, tests); None means "validated with nothing served".
+NOT_CHECKED = object()
 
 # Also importable from here.
 apply_retention = retention.apply_retention
@@ -62,11 +77,19 @@ def _written_last(kind: str) -> Sequence[str]:
 
 
 def _copy_version(src: str, dst: str, kind: str, number: int,
-                  fields: Mapping[str, Any], hook: Hook) -> Dict[str, Any]:
-  """Copies `src` into `dst` with a new manifest, in `_written_last` order."""
+                  fields: Mapping[str, Any], hook: Hook,
+                  expected: Optional[Mapping[str, str]] = None
+                  ) -> Dict[str, Any]:
+  """Copies `src` into `dst` with a new manifest, in `_written_last` order.
+
+  `expected` ({relative path: sha256}, a manifest's `files`): copy exactly
+  these files, each with these bytes (else PushError); default: every file
+  under `src`.
+  """
   join = file_system.join
-  files = [f for f in file_system.list_files(src)
-           if f != push_layout.MANIFEST_FILENAME]
+  files = (sorted(expected) if expected is not None else
+           [f for f in file_system.list_files(src)
+            if f != push_layout.MANIFEST_FILENAME])
   last = _written_last(kind)
   # The manifest holds the checksums of the files copied after it.
   after = [f for f in last if f in files]
@@ -87,6 +110,11 @@ def _copy_version(src: str, dst: str, kind: str, number: int,
       checksums[rel] = file_system.copy_file(join(src, rel), join(dst, rel))
       if i == 0:
         hook('copying', kind)
+  for rel, digest in sorted((expected or {}).items()):
+    if checksums.get(rel) != digest:
+      raise integrity.DamagedVersionError(
+          f'{join(src, rel)} has other bytes than its manifest records '
+          '(sha256 differs); nothing was published')
   return manifest
 
 
@@ -126,23 +154,55 @@ def check_sources(sources: Mapping[str, str]):
           'directory')
 
 
+def _home_fields(root: str, fields: Mapping[str, Any]) -> Dict[str, Any]:
+  """`fields` with the home's paths relative to it, and `home`."""
+  out = dict(fields)
+  for name in home_paths.PATH_FIELDS:
+    if out.get(name):
+      out[name] = home_paths.relative(out[name], root)
+  out['home'] = home_paths.home_of(root)
+  return out
+
+
 def publish(root: str,
             sources: Mapping[str, str],
             fields: Optional[Mapping[str, Any]] = None,
             keep_versions: int = 0,
-            hook: Optional[Hook] = None) -> Published:
+            hook: Optional[Hook] = None,
+            validated_against: Any = NOT_CHECKED,
+            files: Optional[Mapping[str, Mapping[str, str]]] = None
+            ) -> Published:
   """Publishes `sources` ({'serving': dir, 'hub': dir}) as one new version.
 
   `fields` go into both manifests (source_model, spans, metrics,
-  pipeline_run_id, ...). Returns the version and its directories.
+  pipeline_run_id, ...). `validated_against`: the served identity the
+  candidate was validated against (None: nothing was served); the push is
+  refused with served.ServedVersionChanged if another version is served
+  now. `files` ({kind: {relative path: sha256}}): copy exactly these files
+  of each source, with these bytes. Returns the version and its
+  directories.
   """
   if keep_versions < 0:
     raise ValueError(f'keep_versions must be >= 0, got {keep_versions}')
   check_sources(sources)
   root = prepare_root(root)
   hook = hook or _no_hook
-  fields = dict(fields or {})
+  fields = _home_fields(root, fields or {})
   fields.setdefault('pushed_at', manifest_lib.utc_now())
+  with root_lock.held(root):
+    if validated_against is not NOT_CHECKED:
+      served.check_unchanged(root, validated_against)
+    published = _publish_locked(root, sources, fields, hook, validated_against,
+                                files or {})
+    retention.apply_retention(root, keep_versions)
+  return published
+
+
+def _publish_locked(root: str, sources: Mapping[str, str],
+                    fields: Dict[str, Any], hook: Hook, validated_against: Any,
+                    files: Mapping[str, Mapping[str, str]]) -> Published:
+  """Reserves, copies and moves one version into place (the root's lock
+  held)."""
   token = uuid.uuid4().hex[:12]
   with versions.reserve_version(root) as number:
     hook('reserved', '')
@@ -156,9 +216,12 @@ def publish(root: str,
     try:
       for kind in RENAME_ORDER:
         manifests[kind] = _copy_version(sources[kind], temps[kind], kind,
-                                        number, fields, hook)
+                                        number, fields, hook, files.get(kind))
       for kind in RENAME_ORDER:
         hook('before_rename', kind)
+        if kind == RENAME_ORDER[-1] and validated_against is not NOT_CHECKED:
+          # Object stores have no lock: look again before serving it.
+          served.check_unchanged(root, validated_against)
         _move_into_place(temps[kind], finals[kind], kind)
         renamed.append(kind)
         hook('renamed', kind)
@@ -168,7 +231,6 @@ def publish(root: str,
       for kind in renamed:  # A hub version without its serving twin.
         retention.retire(finals[kind])
       raise
-  retention.apply_retention(root, keep_versions)
   return Published(number, finals, manifests)
 
 
@@ -183,20 +245,22 @@ def rollback(root: str, to_version: int,
   """
   root = push_layout.check_root(root)
   number = push_layout.parse_version(to_version)
-  if not push_layout.is_complete(root, number):
+  if not any(number in push_layout.numbered(root, k)
+             for k in push_layout.KINDS):
     raise FileNotFoundError(
-        f'push root {root}: cannot roll back to version {number}: it is not a '
-        f'complete pushed version; complete versions: '
+        f'push root {root}: cannot roll back to version {number}: there is no '
+        f'such pushed version; complete versions: '
         f'{push_layout.list_versions(root, "serving") or "none"}')
-  sources = {k: push_layout.version_dir(root, k, number)
-             for k in push_layout.KINDS}
-  problems = integrity.version_problems(root, number, verify=True)
-  if problems:
+  manifests, problems = integrity.inspect_version(root, number, verify=True)
+  if problems or not push_layout.is_complete(root, number):
+    problems = problems or ['it is not complete']
     raise integrity.DamagedVersionError(
         f'push root {root}: cannot roll back to version {number}: it does not '
         f'match its manifest ({"; ".join(problems[:3])}); pick another '
         'version')
-  old = push_layout.read_manifest(root, 'serving', number)
+  sources = {k: push_layout.version_dir(root, k, number)
+             for k in push_layout.KINDS}
+  old = manifests['serving']
   fields = {
       'source_model': old.get('source_model', ''),
       'spans': old.get('spans', []),
@@ -204,4 +268,7 @@ def rollback(root: str, to_version: int,
       'pipeline_run_id': pipeline_run_id,
       'rollback_of': number,
   }
-  return publish(root, sources, fields, keep_versions=keep_versions, hook=hook)
+  # Exactly the files its manifests name, with the bytes they record.
+  files = {k: manifests[k].get('files', {}) for k in push_layout.KINDS}
+  return publish(root, sources, fields, keep_versions=keep_versions, hook=hook,
+                 files=files)

@@ -50,7 +50,8 @@ def clean_stale(root: str) -> List[str]:
       elif number and not versions.is_live(root, number):
         file_system.remove_tree(path, ignore_errors=True)
         removed.append(path)
-      elif name.isdigit() and not name.startswith('0'):
+      elif (push_layout.is_pushed_name(name) and
+            not push_layout.is_symlink(path)):
         number = int(name)
         # A version written by a push (it has a manifest) whose twin never
         # arrived, and whose push is gone.

@@ -1,15 +1,17 @@
 """Every numbered folder of a push root, as TF Serving sees it, with its state.
 
 TF Serving lists `<root>/serving/`, takes every integer-named folder as a
-version and serves the highest one, complete or not. So the *served* version
-here is the highest numbered serving folder, unless a push is still writing
-it (on an object store a version appears file by file; its reservation is
-live, tpu_embeddings/push_root/versions.py). Its state says what TF Serving
-would get:
+version (`0099` is version 99) and serves the highest one, complete or not.
+So the *served* version here is the highest numbered serving folder, unless
+a push is still writing it (on an object store a version appears file by
+file; its reservation is live, tpu_embeddings/push_root/versions.py). Its
+state says what TF Serving would get:
 
     intact     both kinds pass the load check (integrity.load_problems)
     damaged    a serving folder with a problem: a missing, changed or extra
-               file, an unreadable manifest, no Hub twin
+               file, a symlink out of it, an unreadable manifest, no Hub
+               twin, a folder name no push writes (`0099`, `0`); or a Hub
+               folder with such a name
     pushing    a push is writing it
     leftover   a Hub folder without its serving twin (a push that died
                before its last rename); TF Serving never sees it and the
@@ -51,7 +53,7 @@ def _numbered(root: str) -> Dict[str, List[int]]:
 
 
 def _being_pushed(root: str, number: int) -> bool:
-  return (not push_layout.is_complete(root, number) and
+  return (number >= 1 and not push_layout.is_complete(root, number) and
           versions.is_live(root, number))
 
 
@@ -64,6 +66,13 @@ def served_version(root: str) -> Optional[int]:
   return None
 
 
+def _misnamed_hub(root: str, number: int) -> bool:
+  """A Hub folder reading as `number` that no push named (`hub/0099`): the
+  next push does not remove it, so it is not a leftover."""
+  return any(not push_layout.is_pushed_name(name) for name in
+             push_layout.numbered_folders(root, 'hub').get(number, []))
+
+
 def scan(root: str, verify: bool = False) -> List[VersionStatus]:
   """Every numbered folder of either kind, oldest first, with its state."""
   numbered = _numbered(root)
@@ -73,7 +82,7 @@ def scan(root: str, verify: bool = False) -> List[VersionStatus]:
     manifests, problems = integrity.inspect_version(root, number, verify)
     if problems and _being_pushed(root, number):
       state = PUSHING
-    elif number not in serving:
+    elif number not in serving and not _misnamed_hub(root, number):
       state = LEFTOVER
     else:
       state = DAMAGED if problems else INTACT

@@ -45,12 +45,11 @@ def highest_number(root: str) -> int:
     directory = push_layout.kind_dir(root, kind)
     if not file_system.isdir(directory):
       continue
+    # Every name TF Serving reads as a version, in any state (a symlink or
+    # `0099` too: the next version must be served above it).
+    numbers.extend(push_layout.numbered_folders(root, kind))
     for name in file_system.listdir(directory):
-      if name.isdigit():
-        numbers.append(int(name))
-        if not name.startswith('0'):  # Refuse symlinks out of the root.
-          push_layout.version_dir(root, kind, int(name))
-      elif temp_number(name):
+      if temp_number(name):
         numbers.append(temp_number(name))
   reserved = file_system.join(root, push_layout.RESERVED_DIR)
   if file_system.isdir(reserved):

@@ -13,6 +13,7 @@ from components.pusher import executor
 from components.pusher.component import EmbeddingPusher
 from tests.support import pusher_exports
 from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.push_root import served
 
 
 @pytest.fixture(scope='module')
@@ -68,8 +69,12 @@ def _run(tmp_path, inputs, blessed: bool, push_root: str, name: str):
 
 
 def test_blessed_pushes_both_with_equal_versions(tmp_path, inputs):
-  root = str(tmp_path / 'push')
+  home = os.path.dirname(inputs['blessing'])  # where the inputs are
+  root = os.path.join(home, 'pushed')
   for run in range(2):
+    # Validated against what is served now, as the validator records it.
+    pusher_exports.write_report(inputs['blessing'], {'neighbor_recall': 0.75},
+                                served.identity(root))
     pushed = _run(tmp_path, inputs, True, root, 'push-blessed')
     for key, artifacts in pushed.items():
       latest = max(artifacts, key=lambda a: a.id)
@@ -84,10 +89,12 @@ def test_blessed_pushes_both_with_equal_versions(tmp_path, inputs):
   for kind in push_layout.KINDS:
     assert push_layout.list_versions(root, kind) == [1, 2]
     m = push_layout.read_manifest(root, kind, 2)
-    assert m['source_model'] == inputs['source_model']
+    # Both in the home of the push root: recorded relative to it.
+    assert m['home'] == home
+    assert m['source_model'] == 'trainer_model'
     assert m['spans'] == [5, 6]
     assert m['metrics'] == {'neighbor_recall': 0.75}
-    assert m['blessing'] == inputs['blessing']
+    assert m['blessing'] == 'blessing'
     assert m['pipeline_run_id']  # Set by the runner for each run.
   assert (push_layout.read_manifest(root, 'serving', 1)['pipeline_run_id'] !=
           push_layout.read_manifest(root, 'serving', 2)['pipeline_run_id'])
@@ -133,3 +140,40 @@ def test_executor_refuses_exports_of_different_models(tmp_path):
   with pytest.raises(push_layout.PushLayoutError, match='non-empty'):
     EmbeddingPusher(serving_model=None, hub_module=None, model_blessing=None,
                     push_root='')
+
+
+def test_a_verdict_against_a_version_no_longer_served_pushes_nothing(
+    tmp_path):
+  """The repro of a cached blessing: validated when nothing was served,
+  pushed after another run pushed version 1."""
+  root = str(tmp_path / 'push')
+  serving, hub, blessing = pusher_exports.make_artifacts(
+      str(tmp_path / 'stale'), 2.0, validated_against=None)
+  better = pusher_exports.make_artifacts(str(tmp_path / 'better'), 3.0,
+                                         validated_against=None)
+  _do(tmp_path / 'out1', *better, push_root=root)
+  with pytest.raises(served.ServedVersionChanged,
+                     match='nothing pushed, the served version changed '
+                     'since validation .validated against no version; '
+                     'served now: version 1'):
+    _do(tmp_path / 'out2', serving, hub, blessing, push_root=root)
+  assert push_layout.numbered(root, 'serving') == [1]
+  assert pusher_exports.serving_scale(
+      push_layout.version_dir(root, 'serving', 1)) == 3.0
+  # Validated again, against version 1: pushed.
+  pusher_exports.write_report(blessing.uri, {}, served.identity(root))
+  out = _do(tmp_path / 'out3', serving, hub, blessing, push_root=root)
+  assert out[keys.PUSHED_SERVING].get_string_custom_property(
+      keys.PUSHED_VERSION) == '2'
+
+
+def test_a_blessing_that_does_not_say_what_it_was_validated_against(
+    tmp_path):
+  serving, hub, blessing = pusher_exports.make_artifacts(str(tmp_path), 2.0)
+  with open(os.path.join(blessing.uri, 'report.json'), 'w') as f:
+    json.dump({'metrics': {}}, f)
+  root = str(tmp_path / 'push')
+  with pytest.raises(ValueError, match='does not record the served version '
+                     'it was validated against'):
+    _do(tmp_path, serving, hub, blessing, push_root=root)
+  assert push_layout.numbered(root, 'serving') == []

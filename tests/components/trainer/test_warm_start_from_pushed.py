@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -47,6 +48,21 @@ def test_latest_pushed_source_model_is_the_base(tmp_path):
   old, new, root = _two_pushed(tmp_path)
   assert warm_start.pushed_base(str(root), skipgram_spec(dim=8)) == (
       str(new), [])
+
+
+def test_a_source_relative_to_the_home_is_read_in_the_home_it_is_in(
+    tmp_path):
+  """Manifests name their source relative to the home (the push root's
+  folder): a copied home warm-starts from its own copy of the model."""
+  home = tmp_path / 'home'
+  artifact_fixtures.write_tpu_format_model(str(home / 'm1'), TOKENS)
+  _push(home / 'pushed', 1, 'm1')
+  copy = tmp_path / 'copy'
+  shutil.copytree(home, copy)
+  for where in (home, copy):
+    assert warm_start.pushed_base(str(where / 'pushed'),
+                                  skipgram_spec(dim=8)) == (
+                                      str(where / 'm1'), [])
 
 
 def test_incompatible_or_vanished_source_is_a_logged_cold_start(tmp_path,

@@ -14,6 +14,7 @@ from tests.support import validator_fixtures as vf
 from tests.support.validator_runs import failed_gates as _failed
 from tests.support.validator_runs import run
 from tests.support.validator_runs import write_model as _model
+from tpu_embeddings.push_root import served
 
 
 @pytest.fixture(scope='module')
@@ -66,9 +67,14 @@ def test_candidate_worse_than_baseline_beyond_margin_is_not_blessed(
   assert 'vs baseline' in failed['baseline/recall_at_k']
   # Health is fine: only the comparison stops it.
   assert not any(name.startswith('health/') for name in failed)
+  # The verdict says which served version it compared with (the pusher
+  # pushes only while that one is served).
+  assert report['validated_against'] == served.identity(pushed['root'])
+  assert report['validated_against']['version'] == 1
   # Without the baseline (and the popularity bar) it passes the absolute gates.
   _, alone = run(corpus, model, str(tmp_path / 'b2'), beat_popularity=False)
   assert alone['blessed'], alone['summary']
+  assert alone['validated_against'] is None
 
 
 def test_absolute_thresholds_gate_without_a_baseline(tmp_path, corpus):

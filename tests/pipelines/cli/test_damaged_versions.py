@@ -4,6 +4,7 @@ versions pushed from real exports (tests/support/pushed_home.py)."""
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -146,3 +147,95 @@ def test_a_manifest_that_is_not_json_marks_only_its_version(home, capsys):
   listed = {v['version']: v for v in json.loads(out)}
   assert code == 1 and listed[1]['manifest'] is None
   assert listed[1]['state'] == 'damaged' and listed[2]['state'] == 'intact'
+
+
+# -- A version is exactly its manifest: nothing more, nothing through a link.
+
+def test_an_extra_file_damages_its_version_and_is_never_rolled_back(home,
+                                                                   capsys):
+  with open(_path(home, 'serving', '2', 'extra.txt'), 'w') as f:
+    f.write('hi\n')
+  for flags in ((), ('--verify',)):
+    code, lines = _pushed_lines(capsys, home, *flags)
+    assert code == 1
+    assert ('         damaged: serving/2/extra.txt is not named in its '
+            'manifest') in lines, lines
+  code, _, err = _cli(capsys, 'embed', '--home', home, 'the cat')
+  assert code == 1 and 'serving/2/extra.txt is not named' in err
+  assert '--to 1`' in err
+  code, _, err = _cli(capsys, 'rollback', '--home', home, '--to', '2')
+  assert code == 1 and 'cannot roll back to version 2' in err
+  assert not os.path.exists(_path(home, 'serving', '3'))
+
+
+def test_damage_in_the_hub_half_only_is_never_served(home, capsys):
+  vocabulary = _path(home, 'hub', '2', 'assets', 'vocabulary.txt')
+  _swap_lines(vocabulary, 'cat', 'dog')
+  for command in (('embed', '--home', home, 'the cat'),
+                  ('neighbors', '--home', home, 'cat')):
+    code, out, err = _cli(capsys, *command)
+    assert code == 1 and out == '', (command, out, err)
+    assert ('damaged: hub/2/assets/vocabulary.txt has other bytes than its '
+            'manifest records') in err
+    assert '--to 1`' in err
+
+
+def test_a_file_symlinked_out_of_its_version_is_damage(home, tmp_path, capsys):
+  vocabulary = _path(home, 'serving', '2', 'assets', 'vocabulary.txt')
+  outside = str(tmp_path / 'vocabulary.txt')
+  os.rename(vocabulary, outside)
+  os.symlink(outside, vocabulary)  # the same bytes, from elsewhere
+  code, lines = _pushed_lines(capsys, home)
+  assert code == 1
+  assert (f'         damaged: serving/2/assets/vocabulary.txt is a symlink to '
+          f'{outside}, outside the version') in lines, lines
+  code, _, err = _cli(capsys, 'embed', '--home', home, 'the cat')
+  assert code == 1 and 'is a symlink to' in err
+
+
+def test_a_symlinked_version_folder_is_judged_alone(home, tmp_path, capsys):
+  """TF Serving follows `serving/3` to another folder: served, damaged, and
+  the other versions still listed."""
+  for kind in ('serving', 'hub'):
+    copy = str(tmp_path / f'copy-{kind}')
+    shutil.copytree(_path(home, kind, '1'), copy)
+    os.symlink(copy, _path(home, kind, '3'))
+  code, lines = _pushed_lines(capsys, home)
+  assert code == 1
+  assert '(served)  DAMAGED' in next(l for l in lines
+                                     if l.startswith('      3'))
+  assert any(l.startswith(f'         damaged: serving/3 is a symlink to '
+                          f'{tmp_path}/copy-serving') for l in lines), lines
+  assert 'DAMAGED' not in next(l for l in lines if l.startswith('      2'))
+  code, out, _ = _cli(capsys, 'pushed', '--home', home, '--json')
+  assert code == 1
+  assert {v['version']: v['state'] for v in json.loads(out)} == {
+      1: 'intact', 2: 'intact', 3: 'damaged'}
+  code, _, err = _cli(capsys, 'embed', '--home', home, 'the cat')
+  assert code == 1 and 'serving/3 is a symlink' in err and '--to 2`' in err
+
+
+def test_a_folder_tf_serving_reads_as_a_higher_version_is_the_served_one(
+    home, capsys):
+  """`serving/0099` is version 99 to TF Serving, above 2."""
+  shutil.copytree(_path(home, 'serving', '1'), _path(home, 'serving', '0099'))
+  code, lines = _pushed_lines(capsys, home)
+  assert code == 1
+  v99 = next(l for l in lines if l.startswith('     99'))
+  assert '(served)  DAMAGED' in v99
+  assert '(served)' not in next(l for l in lines if l.startswith('      2'))
+  assert any(l.startswith('         damaged: serving/0099 reads as version '
+                          '99 (TF Serving') for l in lines), lines
+  assert lines[-1].startswith('served version 99 is damaged')
+  code, _, err = _cli(capsys, 'embed', '--home', home, 'the cat')
+  assert code == 1 and 'pushed version 99' in err and '--to 2`' in err
+
+
+def test_rollback_to_a_version_without_saved_model_pb_is_damage(home, capsys):
+  os.remove(_path(home, 'serving', '1', 'saved_model.pb'))
+  code, _, err = _cli(capsys, 'rollback', '--home', home, '--to', '1')
+  assert code == 1, err
+  assert 'cannot roll back to version 1' in err
+  assert 'serving/1/saved_model.pb is missing' in err
+  code, _, err = _cli(capsys, 'rollback', '--home', home, '--to', '7')
+  assert code == 2 and 'no such pushed version' in err

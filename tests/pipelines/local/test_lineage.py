@@ -23,7 +23,9 @@ from pipelines.local import home as home_lib
 from pipelines.local import lineage
 from tests.support import paths
 from tests.support import pusher_exports
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.push_root import served
 
 # Each test shares a fixture that runs a trainer or pipeline in a subprocess.
 pytestmark = pytest.mark.slow
@@ -78,6 +80,9 @@ def home(tmp_path_factory):
   pusher_exports.make_artifacts(inputs, 2.0, spans=(4,))
   home = str(base / 'home')
   _run_pusher_pipeline(home, inputs)
+  # Validated again, against version 1 (else the pusher refuses).
+  pusher_exports.write_report(os.path.join(inputs, 'blessing'), {},
+                              served.identity(home_lib.push_root(home)))
   proc = subprocess.run(
       [sys.executable, '-c',
        'import sys; from tests.pipelines.local import test_lineage as t; '
@@ -97,7 +102,8 @@ def test_crashed_push_is_served_but_not_recorded(home):
   assert result['pusher_execution']['state'] == 'RUNNING'
   assert result['spans'] == [4]
   # The trainer Model the manifest names is found in ML Metadata.
-  assert [m['uri'] for m in result['model']] == [manifest['source_model']]
+  assert [m['uri'] for m in result['model']] == [
+      home_paths.resolve(manifest['source_model'], root)]
   assert [s['node'] for s in result['steps']] == ['model_importer']
 
 

@@ -1,4 +1,5 @@
 import os
+import shutil
 
 import pytest
 
@@ -74,3 +75,26 @@ def test_warm_start_from_pushed_false_is_honoured(tmp_path):
   uri, warning = retrain.choose_warm_start(_decision(str(tmp_path)), spec,
                                            False)
   assert uri == '' and 'warm_start_from_pushed=false' in warning
+
+
+def test_a_copied_home_warm_starts_from_its_own_model(tmp_path):
+  """Manifests name the source model relative to the home: `retrain` in a
+  copy never reaches back into the original home."""
+  from tests.support import pusher_exports  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.push_root import publish  # pylint: disable=g-import-not-at-top
+  home = tmp_path / 'home'
+  model = home / 'pipeline' / 'EmbeddingTrainer' / 'model' / '4'
+  model.mkdir(parents=True)
+  publish.publish(str(home / 'pushed'), {
+      'serving': pusher_exports.write_serving_model(str(tmp_path / 's'), 1.0),
+      'hub': pusher_exports.write_hub_module(str(tmp_path / 'h'), 1.0)},
+                  {'source_model': str(model), 'spans': [1]})
+  copy = tmp_path / 'copy'
+  shutil.copytree(home, copy)
+  data = tmp_path / 'data'
+  (data / 'span-2').mkdir(parents=True)
+  (data / 'span-2' / 'a.txt').write_text('a b\n')
+  for where in (home, copy):
+    d = retrain.decide(str(data), str(where / 'pushed'), 'span-{SPAN}/*')
+    assert d.run and d.warm_start_uri == str(
+        where / 'pipeline' / 'EmbeddingTrainer' / 'model' / '4'), d

@@ -96,19 +96,36 @@ def test_symlinks_out_of_the_root_are_refused(tmp_path):
   with pytest.raises(push_layout.PushLayoutError,
                      match='outside the push root'):
     push_layout.version_dir(str(root), 'serving', 1)
-  with pytest.raises(push_layout.PushLayoutError,
-                     match='outside the push root'):
-    push_layout.list_versions(str(root), 'serving')
   os.symlink(outside / 'hub', root / 'hub')
   with pytest.raises(push_layout.PushLayoutError,
                      match='outside the push root'):
     push_layout.latest_version(str(root), 'hub')
 
 
-def test_symlink_inside_the_root_is_allowed(tmp_path):
+def test_a_symlinked_version_folder_is_listed_but_never_complete(tmp_path):
+  """TF Serving follows it; readers judge it (integrity.py), not the whole
+  root."""
+  root = tmp_path / 'root'
+  _version(str(tmp_path / 'outside'), 1)
+  _version(str(root), 1)
+  _version(str(root), 2, kinds=('hub',))
+  os.symlink(tmp_path / 'outside' / 'serving' / '1', root / 'serving' / '2')
+  _version(str(root), 3, kinds=('hub',))
+  os.symlink(root / 'serving' / '1', root / 'serving' / '3')
+  assert push_layout.numbered(str(root), 'serving') == [1, 2, 3]
+  assert push_layout.list_versions(str(root), 'serving') == [1]
+  assert push_layout.latest_version(str(root), 'hub') == 1
+
+
+def test_every_all_digit_name_is_numbered_as_tf_serving_reads_it(tmp_path):
   root = str(tmp_path)
-  _version(root, 1)
-  os.symlink(os.path.join(root, 'serving', '1'),
-             os.path.join(root, 'serving', '2'))
-  _version(root, 2, kinds=('hub',))
-  assert push_layout.list_versions(root, 'serving') == [1, 2]
+  _version(root, 2)
+  for name in ('0099', '0', '2' * 20, '-3', ' 4', '5a'):
+    os.makedirs(os.path.join(root, 'serving', name))
+  assert push_layout.numbered_folders(root, 'serving') == {
+      0: ['0'], 2: ['2'], 99: ['0099']}
+  assert push_layout.numbered(root, 'serving') == [0, 2, 99]
+  os.makedirs(os.path.join(root, 'hub', '0099'))
+  assert push_layout.list_versions(root, 'serving') == [2]
+  assert not push_layout.is_complete(root, 99)
+  assert not push_layout.is_complete(root, 0)

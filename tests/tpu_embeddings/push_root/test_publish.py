@@ -7,16 +7,19 @@ test_publish_atomicity.py.
 
 import json
 import os
+import shutil
 
 import pytest
 
 from tests.support import publish_fixtures
 from tests.support import pusher_exports
 from tests.support.publish_fixtures import numbered_dirs as _numbered_dirs
+from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import publish
+from tpu_embeddings.push_root import served
 
 
 @pytest.fixture(scope='module')
@@ -130,11 +133,11 @@ def test_escaping_roots_and_symlinks_are_refused(tmp_path, exports):
   assert os.listdir(outside) == []
   os.unlink(root / 'serving')
   publish.publish(str(root), exports[2.0])
+  # A symlinked version folder takes its number, and nothing goes through it.
   os.symlink(outside, root / 'hub' / '2')
-  with pytest.raises(push_layout.PushLayoutError,
-                     match='outside the push root'):
-    publish.publish(str(root), exports[2.0])
+  assert publish.publish(str(root), exports[2.0]).version == 3
   assert os.listdir(outside) == []
+  assert os.path.islink(root / 'hub' / '2')
 
 
 def test_negative_retention_is_refused(tmp_path, exports):
@@ -163,3 +166,118 @@ def test_works_on_a_non_local_gfile_filesystem(tmp_path, exports):
     assert manifest_lib.verify(last.dirs[kind], m) == []
   assert publish.rollback(root, 2).version == 4
   assert push_layout.latest_version(root, 'hub') == 4
+  # No lock there; the served version is still checked.
+  against_4 = served.identity(root)
+  with pytest.raises(served.ServedVersionChanged, match='served now: version '
+                     '4'):
+    publish.publish(root, exports[3.0], validated_against=None)
+  assert publish.publish(root, exports[3.0],
+                         validated_against=against_4).version == 5
+
+
+def test_rollback_copies_only_the_files_its_manifests_name(tmp_path,
+                                                           exports):
+  """A file that lands in the old version after its check is not carried
+  into the new one, nor into its manifest."""
+  root = str(tmp_path / 'push')
+  publish.publish(root, exports[2.0])
+  publish.publish(root, exports[3.0])
+
+  def hook(point, kind):
+    del kind
+    if point == 'reserved':
+      for k in push_layout.KINDS:
+        with open(os.path.join(root, k, '1', 'extra.txt'), 'w') as f:
+          f.write('hi\n')
+
+  result = publish.rollback(root, 1, hook=hook)
+  for kind in push_layout.KINDS:
+    assert not os.path.exists(os.path.join(result.dirs[kind], 'extra.txt'))
+    assert 'extra.txt' not in result.manifests[kind]['files']
+  assert integrity.version_problems(root, result.version, verify=True) == []
+  assert integrity.version_problems(root, 1) == [
+      'serving/1/extra.txt is not named in its manifest',
+      'hub/1/extra.txt is not named in its manifest']
+
+
+def test_rollback_refuses_files_changed_during_its_copy(tmp_path, exports):
+  root = str(tmp_path / 'push')
+  publish.publish(root, exports[2.0])
+
+  def hook(point, kind):
+    if point == 'reserved':
+      path = os.path.join(root, 'serving', '1', 'variables',
+                          'variables.index')
+      with open(path, 'r+b') as f:
+        first = f.read(1)
+        f.seek(0)
+        f.write(bytes([first[0] ^ 1]))
+    del kind
+
+  with pytest.raises(integrity.DamagedVersionError,
+                     match='variables.index has other bytes'):
+    publish.rollback(root, 1, hook=hook)
+  assert push_layout.numbered(root, 'serving') == [1]
+
+
+def test_a_push_validated_against_another_served_version_is_refused(
+    tmp_path, exports):
+  root = str(tmp_path / 'push')
+  # Validated with nothing served; something is served by push time.
+  publish.publish(root, exports[2.0], validated_against=None)
+  against_1 = served.identity(root)
+  assert against_1['version'] == 1
+  with pytest.raises(served.ServedVersionChanged,
+                     match=r'validated against no version; served now: '
+                     r'version 1 pushed'):
+    publish.publish(root, exports[3.0], validated_against=None)
+  assert push_layout.numbered(root, 'serving') == [1]
+  publish.publish(root, exports[3.0], validated_against=against_1)
+  with pytest.raises(served.ServedVersionChanged,
+                     match='validated against version 1 .* served now: '
+                     'version 2'):
+    publish.publish(root, exports[3.0], validated_against=against_1)
+  assert push_layout.numbered(root, 'serving') == [1, 2]
+
+
+def test_a_number_pushed_again_is_another_served_version(tmp_path, exports):
+  """The served identity tells a version number apart from a later push of
+  the same number (its folder deleted and pushed again, a copied root)."""
+  root = str(tmp_path / 'push')
+  publish.publish(root, exports[2.0], {'pipeline_run_id': 'first'})
+  first = served.identity(root)
+  for kind in push_layout.KINDS:
+    shutil.rmtree(os.path.join(root, kind, '1'))
+  shutil.rmtree(os.path.join(root, '.reserved'))
+  publish.publish(root, exports[2.0], {'pipeline_run_id': 'second'})
+  again = served.identity(root)
+  assert again['version'] == first['version'] == 1
+  assert not served.same(first, again)
+  with pytest.raises(served.ServedVersionChanged, match='by run second'):
+    publish.publish(root, exports[3.0], validated_against=first)
+
+
+def test_manifests_record_the_home_and_paths_relative_to_it(tmp_path,
+                                                            exports):
+  home = tmp_path / 'home'
+  root = str(home / 'pushed')
+  model = str(home / 'pipeline' / 'EmbeddingTrainer' / 'model' / '5')
+  result = publish.publish(root, exports[2.0], {
+      'source_model': model, 'blessing': str(tmp_path / 'elsewhere' / 'b')})
+  for m in result.manifests.values():
+    assert m['home'] == str(home)
+    assert m['source_model'] == 'pipeline/EmbeddingTrainer/model/5'
+    assert m['blessing'] == str(tmp_path / 'elsewhere' / 'b')  # outside
+  # Read in a copy of the home, it names the copy's model.
+  copy = tmp_path / 'copy'
+  shutil.copytree(home, copy)
+  m = push_layout.read_manifest(str(copy / 'pushed'), 'serving', 1)
+  assert home_paths.resolve(m['source_model'], str(copy / 'pushed')) == str(
+      copy / 'pipeline' / 'EmbeddingTrainer' / 'model' / '5')
+  # A rollback keeps the path relative; an old absolute one stays as it is.
+  rolled = publish.rollback(str(copy / 'pushed'), 1)
+  assert rolled.manifests['serving']['source_model'] == (
+      'pipeline/EmbeddingTrainer/model/5')
+  assert rolled.manifests['serving']['home'] == str(copy)
+  assert home_paths.resolve('/old/home/pipeline/m/1', str(copy)) == (
+      '/old/home/pipeline/m/1')

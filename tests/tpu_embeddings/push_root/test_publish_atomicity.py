@@ -20,6 +20,7 @@ from tests.support.publish_fixtures import numbered_dirs as _numbered_dirs
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import publish
+from tpu_embeddings.push_root import versions
 
 REPO = paths.REPO
 
@@ -33,6 +34,7 @@ _KILL_SCRIPT = r'''
 import os, sys, time
 sys.path.insert(0, sys.argv[1])
 from tpu_embeddings.push_root import publish
+from tpu_embeddings.push_root import versions
 root, serving, hub, point, kind, ready = sys.argv[2:8]
 def hook(p, k):
   if p == point and k == kind:
@@ -106,16 +108,47 @@ def test_failed_push_removes_what_it_wrote(tmp_path, exports):
   assert publish.publish(root, exports[2.0]).version == 2
 
 
-def test_concurrent_pushes_get_distinct_complete_versions(tmp_path, exports):
+def test_concurrent_reservations_get_distinct_numbers(tmp_path):
+  """What object stores rely on (no lock there): reservations held at the
+  same moment never share a number."""
   root = str(tmp_path / 'push')
-  # All pushes hold their reservation at the same moment before copying.
   barrier = threading.Barrier(3, timeout=60)
+  numbers, errors = [], []
+
+  def reserve():
+    try:
+      with versions.reserve_version(root) as number:
+        numbers.append(number)
+        barrier.wait()
+    except BaseException as e:  # pylint: disable=broad-except
+      errors.append(e)
+
+  threads = [threading.Thread(target=reserve) for _ in range(3)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join(120)
+  assert not errors and sorted(numbers) == [1, 2, 3], (errors, numbers)
+
+
+def test_concurrent_pushes_take_turns_for_distinct_versions(tmp_path,
+                                                           exports):
+  """On local disk a push holds the push root's lock from its check of the
+  served version to its last rename: pushes never overlap."""
+  root = str(tmp_path / 'push')
   results, errors = [], []
+  active, most = [0], [0]
+  guard = threading.Lock()
 
   def hook(point, kind):
-    del kind
+    with guard:
+      if point == 'reserved':
+        active[0] += 1
+        most[0] = max(most[0], active[0])
+      elif point == 'renamed' and kind == publish.RENAME_ORDER[-1]:
+        active[0] -= 1
     if point == 'reserved':
-      barrier.wait()
+      time.sleep(0.3)  # time for another push to start, if it could
 
   def push(scale):
     try:
@@ -132,8 +165,8 @@ def test_concurrent_pushes_get_distinct_complete_versions(tmp_path, exports):
   for t in threads:
     t.join(120)
   assert not errors, errors
-  versions = sorted(r.version for _, r in results)
-  assert versions == [1, 2, 3]
+  assert most[0] == 1
+  assert sorted(r.version for _, r in results) == [1, 2, 3]
   for kind in push_layout.KINDS:
     assert push_layout.list_versions(root, kind) == [1, 2, 3]
   for scale, r in results:
