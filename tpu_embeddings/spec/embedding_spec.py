@@ -27,6 +27,24 @@ FORMAT_VERSIONS = (1, 2)
 INITIALIZERS = ('truncated_normal', 'uniform', 'zeros')
 COMBINERS = ('mean', 'sum', 'sqrtn')
 
+# Bounds of the spec's numbers (low, high), both included; table.* settings
+# use the same ones.
+# Ten billion rows: the largest tables sharded over a TPU pod hold a few
+# billion; 10^10 rows of dim 8 are already 320 GB of float32.
+ROWS = (0, 10**10)
+# Production tables use 8-1024 dimensions; 8192 leaves room for wide ones,
+# while a row of more is 32 KB of float32 read per lookup.
+DIMS = (1, 8192)
+# A starting value (uniform half-width or normal stddev) beyond 10
+# saturates every sigmoid; word2vec's is 0.5 / dim.
+INITIALIZER_SCALES = (1e-9, 10.0)
+# Ids per example of a sequence feature: lines hold at most 10,000 tokens
+# (tpu_embeddings.core.text); ten times that for a module's own features.
+SEQUENCE_LENGTHS = (0, 100_000)
+# Each dimension of a feature's output shape is at most a batch (4M pairs,
+# see SkipGramConfig.batch_size).
+OUTPUT_DIMS = (1, 1 << 22)
+
 
 @dataclasses.dataclass(frozen=True)
 class TableSpec:
@@ -50,16 +68,14 @@ class TableSpec:
     check_name(f'{field}.name', self.name)
     if self.vocabulary:
       check_name(f'{field}.vocabulary', self.vocabulary)
-    check_int(f'{field}.dim', self.dim, 1)
-    check_int(f'{field}.vocabulary_size', self.vocabulary_size, 0)
+    check_int(f'{field}.dim', self.dim, *DIMS)
+    check_int(f'{field}.vocabulary_size', self.vocabulary_size, *ROWS)
     if self.initializer not in INITIALIZERS:
       fail(f'{field}.initializer',
             f'unknown initializer {self.initializer!r}; one of {INITIALIZERS}')
     if self.initializer_scale is not None:
-      check_number(f'{field}.initializer_scale', self.initializer_scale)
-      if self.initializer_scale <= 0:
-        fail(f'{field}.initializer_scale',
-              f'must be > 0, got {self.initializer_scale!r}')
+      check_number(f'{field}.initializer_scale', self.initializer_scale,
+                   *INITIALIZER_SCALES)
     if self.combiner not in COMBINERS:
       fail(f'{field}.combiner',
             f'unknown combiner {self.combiner!r}; one of {COMBINERS}')
@@ -88,9 +104,10 @@ class FeatureSpec:
   def validate(self, field: str):
     check_name(f'{field}.name', self.name)
     check_name(f'{field}.table', self.table)
-    check_int(f'{field}.max_sequence_length', self.max_sequence_length, 0)
+    check_int(f'{field}.max_sequence_length', self.max_sequence_length,
+              *SEQUENCE_LENGTHS)
     for i, d in enumerate(self.output_shape):
-      check_int(f'{field}.output_shape[{i}]', d, 1)
+      check_int(f'{field}.output_shape[{i}]', d, *OUTPUT_DIMS)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,13 +13,15 @@ def _health(**overrides):
 
 
 def test_thresholds_reject_bad_values_by_name():
-  with pytest.raises(ValueError, match='max_row_norm must be > 0'):
+  with pytest.raises(ValueError, match='max_row_norm must be a number >= '):
     gates.Thresholds(max_row_norm=0)
   with pytest.raises(ValueError, match='min_recall_at_k must be a finite'):
     gates.Thresholds(min_recall_at_k=float('nan'))
-  with pytest.raises(ValueError, match='regression_margin must be >= 0'):
+  with pytest.raises(ValueError, match='regression_margin must be a number '
+                     '>= 0 and <= 1, got -0.1'):
     gates.Thresholds(regression_margin=-0.1)
-  with pytest.raises(ValueError, match='max_mean_cosine must be in'):
+  with pytest.raises(ValueError, match='max_mean_cosine must be a number '
+                     '>= -1 and <= 1, got 2'):
     gates.Thresholds(max_mean_cosine=2.0)
 
 
@@ -100,7 +102,8 @@ def test_popularity_gate_needs_strictly_better_recall():
 
 
 def test_min_baseline_coverage_is_a_fraction():
-  with pytest.raises(ValueError, match='min_baseline_coverage must be in'):
+  with pytest.raises(ValueError, match='min_baseline_coverage must be a '
+                     'number >= 0 and <= 1'):
     gates.Thresholds(min_baseline_coverage=1.5)
 
 
