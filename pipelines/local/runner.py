@@ -114,7 +114,10 @@ def run(data_root: str,
       beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
       warm_start_uri=warm_start_uri, module_file=module_file)
   os.makedirs(p['home'], exist_ok=True)
-  store_note = store_guard.check(p['home'])
+  try:
+    store_note = store_guard.check(p['home'])
+  except Exception as e:  # pylint: disable=broad-except
+    raise failure.wrap(e, p['home'], None, []) from e
   start = time.monotonic()
   # Without --verbose the trainer's progress is shown on its own; with it,
   # it is among the logs.
