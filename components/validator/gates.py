@@ -122,9 +122,15 @@ def restore_gate(error: Optional[str]) -> Gate:
 
 def health_gates(table: str, health: Dict[str, Any],
                  thresholds: Thresholds) -> List[Gate]:
-  """No NaN/Inf, no collapse (mean pairwise cosine), no exploded norms."""
+  """No NaN/Inf, no collapse (mean pairwise cosine), no exploded norms.
+
+  Collapse and norms are measured on the finite rows; a table whose rows
+  are (nearly) all NaN/Inf fails them saying so, not with a missing figure.
+  """
   gates = []
   bad = health['nonfinite_values']
+  not_finite = f' not measured: table {table!r} holds NaN/Inf'
+
   gates.append(Gate(
       f'health/{table}/finite', bad == 0,
       f'table {table!r}: ' + ('all values finite' if bad == 0 else
@@ -135,6 +141,7 @@ def health_gates(table: str, health: Dict[str, Any],
   if cos is None:
     gates.append(Gate(
         f'health/{table}/not_collapsed', False,
+        'collapse' + not_finite if bad else
         f'table {table!r}: collapsed (fewer than two non-zero finite rows)',
         None, thresholds.max_mean_cosine, '<='))
   else:
@@ -143,10 +150,14 @@ def health_gates(table: str, health: Dict[str, Any],
         f'table {table!r}: mean pairwise cosine {cos:.4f}', '>',
         ' (collapsed: rows are near-identical)'))
   norm = health['max_norm']
-  gates.append(_at_most(
-      f'health/{table}/norms', norm, thresholds.max_row_norm,
-      f'table {table!r}: max row norm {_fmt(norm)}', 'exceeds',
-      ' (exploded norms)'))
+  if norm is None and bad:
+    gates.append(Gate(f'health/{table}/norms', False, 'row norms' + not_finite,
+                      None, thresholds.max_row_norm, '<='))
+  else:
+    gates.append(_at_most(
+        f'health/{table}/norms', norm, thresholds.max_row_norm,
+        f'table {table!r}: max row norm {_fmt(norm)}', 'exceeds',
+        ' (exploded norms)'))
   return gates
 
 

@@ -171,6 +171,7 @@ def summarize(home: str, pipeline_name: str,
       with open(report_path) as f:
         report = json.load(f)
       summary['metrics'] = report.get('metrics', {})
+      summary['health'] = (report.get('health') or {}).get('candidate') or {}
       summary['failed_gates'] = [
           g for g in report.get('gates', []) if not g.get('passed', True)]
       summary['warnings'] = report.get('warnings', [])
@@ -226,6 +227,22 @@ def _warnings(summary: Dict[str, Any]) -> List[str]:
   return out
 
 
+def _final_loss(summary: Dict[str, Any]) -> str:
+  """The training's last loss; for a NaN/Inf one (recorded as None), which
+  of the validated tables hold NaN/Inf."""
+  loss = (summary.get('training') or {}).get('final_loss')
+  if loss is not None:
+    return str(loss)
+  tables = sorted(name for name, health in (summary.get('health') or {}).items()
+                  if isinstance(health, dict)
+                  and health.get('nonfinite_values'))
+  if not tables:
+    return 'NaN/Inf'
+  named = ', '.join(map(repr, tables))
+  return (f'NaN/Inf (table {named} holds NaN/Inf)' if len(tables) == 1 else
+          f'NaN/Inf (tables {named} hold NaN/Inf)')
+
+
 def format_summary(summary: Dict[str, Any]) -> str:
   lines = _warnings(summary)
   blessed = summary.get('blessed')
@@ -256,7 +273,7 @@ def format_summary(summary: Dict[str, Any]) -> str:
     lines.append(
         f'training: {training.get("steps")} steps, '
         f'{training.get("examples_seen")} examples, final loss '
-        f'{training.get("final_loss")}, device {training.get("device")}, '
+        f'{_final_loss(summary)}, device {training.get("device")}, '
         f'spans {training.get("spans")}')
     if training.get('resumed_from'):
       lines.append(f'resumed: from step {training.get("resumed_from_step")} '

@@ -50,6 +50,19 @@ def test_each_unhealthy_table_fails_its_gate_with_a_reason(overrides, failing,
   assert not gates.blessed(result)
 
 
+def test_a_table_of_nan_says_so_in_every_health_gate():
+  """Not "max row norm none": collapse and norms are not measured."""
+  result = gates.health_gates('tokens', _health(
+      nonfinite_values=864, nonfinite_rows=54, mean_pairwise_cosine=None,
+      max_norm=None), gates.Thresholds())
+  assert not any(g.passed for g in result)
+  assert [g.reason for g in result] == [
+      "table 'tokens': 864 NaN/Inf values in 54 rows",
+      "collapse not measured: table 'tokens' holds NaN/Inf",
+      "row norms not measured: table 'tokens' holds NaN/Inf"]
+  assert 'none' not in gates.summary(result).lower()
+
+
 def test_absolute_gates_only_for_set_thresholds():
   t = gates.Thresholds(max_eval_loss=2.0, min_recall_at_k=0.3)
   result = gates.absolute_gates({'eval_loss': 1.5, 'recall_at_k': 0.2,

@@ -55,3 +55,16 @@ def test_cut_lines_dropped_tokens_and_a_new_store_are_warned(tmp_path):
   summary['input_skipped'] = {'capped_lines': 0, 'dropped_long_tokens': 0,
                               'first_skipping_file': None}
   assert 'input:' not in local_runner.format_summary(summary)
+
+
+def test_a_nan_loss_names_the_tables_holding_nan(tmp_path):
+  summary = _summary(tmp_path, {'baseline_version': 2,
+                                'baseline_unreadable': []},
+                     training={'steps': 5, 'final_loss': None})
+  summary['health'] = {'tokens': {'nonfinite_values': 8},
+                       'contexts': {'nonfinite_values': 0}}
+  text = local_runner.format_summary(summary)
+  assert ("training: 5 steps, None examples, final loss NaN/Inf (table "
+          "'tokens' holds NaN/Inf)") in text
+  summary['training']['final_loss'] = 2.5
+  assert 'final loss 2.5,' in local_runner.format_summary(summary)
