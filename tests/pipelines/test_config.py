@@ -119,6 +119,7 @@ def test_run_with_a_missing_related_pairs_file_stops_before_any_component(
     tmp_path, capsys):
   from pipelines.cli.main import main  # pylint: disable=g-import-not-at-top
   (tmp_path / 'data' / 'span-1').mkdir(parents=True)
+  (tmp_path / 'data' / 'span-1' / 'a.txt').write_text('a b\n')
   missing = tmp_path / 'pairs.tsv'
   rc = main(['run', '--data', str(tmp_path / 'data'), '--home',
              str(tmp_path / 'home'), '--set',

@@ -64,7 +64,7 @@ def _probe(argvs):
 
 def test_bad_arguments_fail_before_tensorflow_and_create_nothing(tmp_path):
   data = tmp_path / 'data'
-  data.mkdir()
+  (data / 'span-1').mkdir(parents=True)  # a span folder, still empty
   home = str(tmp_path / 'home')
   out = str(tmp_path / 'pipeline.yaml')
   compile_ = ['compile', '--output', out, '--image', 'img:1',
@@ -76,6 +76,9 @@ def test_bad_arguments_fail_before_tensorflow_and_create_nothing(tmp_path):
        'is not a directory'),
       (['run', '--data', str(data), '--home', home, '--neighbors', '-1'],
        '--neighbors'),
+      (['run', '--data', str(data), '--home', home],
+       f'data root {data}: no file matches span-{{SPAN}}/* in span folder '
+       'span-1; '),
       (['retrain', '--data', str(data), '--home', home,
         '--set', 'train_steps=abc'], 'train_steps must be an integer'),
       (['retrain', '--data', str(tmp_path / 'none'), '--home', home],
