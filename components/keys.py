@@ -30,6 +30,9 @@ FOLLOW_SYMLINKS = 'follow_symlinks'  # corpus ExampleGen: read symlinked files
 CAPPED_LINES = 'capped_lines'
 DROPPED_LONG_TOKENS = 'dropped_long_tokens'
 FIRST_SKIPPING_FILE = 'first_skipping_file'
+# Vocabulary of a module's FEATURES: {feature: records of the counted split
+# where it holds no token (an empty CSV cell)}, as JSON.
+EMPTY_IDS = 'empty_ids'
 
 # Example splits.
 TRAIN_SPLIT = 'train'

@@ -24,11 +24,14 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import runtime_parameter_utils
 
 from components import keys
+from pipelines import csv_rows
 from pipelines import pipeline as pipeline_lib
+from pipelines import stock_example_gen
 from pipelines.local import failure
 from pipelines.local import home as home_lib
 from pipelines.local import launches
 from pipelines.local import metadata_queries
+from pipelines.local import retrain
 from pipelines.local import store_guard
 from pipelines.local.progress_line import ProgressLine
 from tpu_embeddings.core import text
@@ -130,6 +133,12 @@ def run(data_root: str,
     with _quiet_logs(verbose), progress, line or contextlib.nullcontext():
       LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
   except BaseException as e:  # pylint: disable=broad-except
+    if progress.current == stock_example_gen.NODE_ID and isinstance(
+        e, Exception):
+      bad_row = _bad_csv_row(data_root, config.example_gen)
+      if bad_row:
+        raise failure.wrap(ValueError(bad_row), p['home'], progress.current,
+                           progress.done) from e
     raise failure.wrap(e, p['home'], progress.current, progress.done) from e
   wall = time.monotonic() - start
   summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME, run_id)
@@ -144,6 +153,17 @@ def run(data_root: str,
       'per_component': {k: round(v, 1) for k, v in progress.timings.items()},
   }
   return summary
+
+
+def _bad_csv_row(data_root: str, example_gen) -> Optional[str]:
+  """The row CsvExampleGen stopped on, named by file and line (csv_rows);
+  None for other formats or when no row is at fault."""
+  if example_gen.format != 'csv':
+    return None
+  patterns = list(stock_example_gen.split_patterns(
+      example_gen.pattern).values())
+  splits = retrain.span_files(data_root, patterns)
+  return csv_rows.first_problem(splits) if splits else None
 
 
 def summarize(home: str, pipeline_name: str,
@@ -182,6 +202,10 @@ def summarize(home: str, pipeline_name: str,
         name: cp(examples.artifact, name) for name in (
             keys.CAPPED_LINES, keys.DROPPED_LONG_TOKENS,
             keys.FIRST_SKIPPING_FILE)}
+  vocabulary = outputs.get('Vocabulary', {}).get(keys.VOCABULARY)
+  if vocabulary:
+    summary['empty_ids'] = json.loads(
+        cp(vocabulary.artifact, keys.EMPTY_IDS) or '{}')
   if 'EmbeddingTrainer' in outputs:
     model = outputs['EmbeddingTrainer']['model'].artifact
     summary['model'] = model.uri
@@ -214,6 +238,11 @@ def _warnings(summary: Dict[str, Any]) -> List[str]:
         f'{skipped[keys.DROPPED_LONG_TOKENS]} token(s) over '
         f'{text.MAX_TOKEN_BYTES} bytes dropped (first in '
         f'{skipped.get(keys.FIRST_SKIPPING_FILE)})')
+  empty = {f: n for f, n in (summary.get('empty_ids') or {}).items() if n}
+  if empty:
+    out.append('warning: input: ' + ', '.join(
+        f'{n} record(s) with an empty {f}' for f, n in sorted(empty.items()))
+               + ' (trained as no token: an empty id looks up no row)')
   path = os.path.join(os.path.dirname(summary.get('report') or ''),
                       report_lib.REPORT_JSON)
   if summary.get('report') and os.path.exists(path):
