@@ -162,8 +162,11 @@ def _bad_csv_row(data_root: str, example_gen) -> Optional[str]:
     return None
   patterns = list(stock_example_gen.split_patterns(
       example_gen.pattern).values())
-  splits = retrain.span_files(data_root, patterns)
-  return csv_rows.first_problem(splits) if splits else None
+  try:
+    splits = retrain.span_files(data_root, patterns)
+    return csv_rows.first_problem(splits) if splits else None
+  except OSError:  # unreadable: the failure's own line says more
+    return None
 
 
 def summarize(home: str, pipeline_name: str,
