@@ -10,7 +10,7 @@ from typing import Any, Dict
 from tpu_embeddings.core import settings
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_features import skipgram_spec
-from tpu_embeddings.spec import embedding_spec as spec_lib
+from tpu_embeddings.spec import bounds as spec_bounds
 from tpu_embeddings.spec import optimizer_spec
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
@@ -132,7 +132,7 @@ class TableConfig(settings.Settings):
   """
   WHAT = 'table'
 
-  dim: int = settings.bounded(64, *spec_lib.DIMS)
+  dim: int = settings.bounded(64, *spec_bounds.DIMS)
   optimizer: str = 'adagrad'
   learning_rate: float = settings.bounded(
       8.0, *optimizer_spec.PARAM_BOUNDS['learning_rate'])

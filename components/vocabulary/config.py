@@ -4,7 +4,7 @@ import dataclasses
 from typing import Any, Dict
 
 from tpu_embeddings.core import settings
-from tpu_embeddings.spec.embedding_spec import ROWS
+from tpu_embeddings.spec.bounds import ROWS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +25,7 @@ class VocabularyConfig(settings.Settings):
   # 1 keeps every token; above a billion even "the" of a corpus of 20
   # billion tokens would be dropped.
   min_count: int = settings.bounded(5, 1, 10**9)
-  # 0: no cap; at most a table's rows (embedding_spec.ROWS).
+  # 0: no cap; at most a table's rows (tpu_embeddings.spec.bounds).
   max_tokens: int = settings.bounded(0, *ROWS)
   split: str = 'train'
   vocabularies: Dict[str, Any] = dataclasses.field(default_factory=dict)

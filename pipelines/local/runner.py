@@ -33,8 +33,8 @@ from pipelines.local import launches
 from pipelines.local import metadata_queries
 from pipelines.local import retrain
 from pipelines.local import store_guard
+from pipelines.local import summary_notes
 from pipelines.local.progress_line import ProgressLine
-from tpu_embeddings.core import text
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
 # DirectRunner in memory with one worker. Any option makes TFX package its own
@@ -117,10 +117,7 @@ def run(data_root: str,
       beam_pipeline_args=beam_pipeline_args or list(BEAM_ARGS),
       warm_start_uri=warm_start_uri, module_file=module_file)
   os.makedirs(p['home'], exist_ok=True)
-  try:
-    store_note = store_guard.check(p['home'])
-  except Exception as e:  # pylint: disable=broad-except
-    raise failure.wrap(e, p['home'], None, []) from e
+  store_note = _pair_store(p['home'])
   start = time.monotonic()
   # Without --verbose the trainer's progress is shown on its own; with it,
   # it is among the logs.
@@ -133,13 +130,7 @@ def run(data_root: str,
     with _quiet_logs(verbose), progress, line or contextlib.nullcontext():
       LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
   except BaseException as e:  # pylint: disable=broad-except
-    if progress.current == stock_example_gen.NODE_ID and isinstance(
-        e, Exception):
-      bad_row = _bad_csv_row(data_root, config.example_gen)
-      if bad_row:
-        raise failure.wrap(ValueError(bad_row), p['home'], progress.current,
-                           progress.done) from e
-    raise failure.wrap(e, p['home'], progress.current, progress.done) from e
+    raise _failed(e, data_root, config, p['home'], progress) from e
   wall = time.monotonic() - start
   summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME, run_id)
   summary['store_note'] = store_note
@@ -153,6 +144,27 @@ def run(data_root: str,
       'per_component': {k: round(v, 1) for k, v in progress.timings.items()},
   }
   return summary
+
+
+def _pair_store(home: str) -> Optional[str]:
+  """store_guard.check; a store it cannot write is named (failure.wrap)."""
+  try:
+    return store_guard.check(home)
+  except Exception as e:  # pylint: disable=broad-except
+    raise failure.wrap(e, home, None, []) from e
+
+
+def _failed(error: BaseException, data_root: str,
+            config: pipeline_lib.PipelineConfig, home: str,
+            progress: launches.Launches) -> BaseException:
+  """What to raise for `error` (failure.wrap); CsvExampleGen's failure as
+  the row it stopped on, when one is at fault."""
+  if progress.current == stock_example_gen.NODE_ID and isinstance(
+      error, Exception):
+    bad_row = _bad_csv_row(data_root, config.example_gen)
+    if bad_row:
+      error = ValueError(bad_row)
+  return failure.wrap(error, home, progress.current, progress.done)
 
 
 def _bad_csv_row(data_root: str, example_gen) -> Optional[str]:
@@ -226,57 +238,8 @@ def summarize(home: str, pipeline_name: str,
   return summary
 
 
-def _warnings(summary: Dict[str, Any]) -> List[str]:
-  """A replaced store, the validator's warnings, and damaged pushed versions
-  it or the warm start passed over."""
-  from components.validator import report as report_lib  # pylint: disable=g-import-not-at-top
-  out = []
-  if summary.get('store_note'):
-    out.append(f'warning: {summary["store_note"]}')
-  skipped = summary.get('input_skipped') or {}
-  if skipped.get(keys.CAPPED_LINES) or skipped.get(keys.DROPPED_LONG_TOKENS):
-    out.append(
-        f'warning: input: {skipped[keys.CAPPED_LINES]} line(s) cut to their '
-        f'first {text.MAX_TOKENS_PER_LINE} tokens, '
-        f'{skipped[keys.DROPPED_LONG_TOKENS]} token(s) over '
-        f'{text.MAX_TOKEN_BYTES} bytes dropped (first in '
-        f'{skipped.get(keys.FIRST_SKIPPING_FILE)})')
-  empty = {f: n for f, n in (summary.get('empty_ids') or {}).items() if n}
-  if empty:
-    out.append('warning: input: ' + ', '.join(
-        f'{n} record(s) with an empty {f}' for f, n in sorted(empty.items()))
-               + ' (trained as no token: an empty id looks up no row)')
-  path = os.path.join(os.path.dirname(summary.get('report') or ''),
-                      report_lib.REPORT_JSON)
-  if summary.get('report') and os.path.exists(path):
-    with open(path) as f:
-      note = report_lib.unreadable_baseline_note(json.load(f))
-    if note:
-      out.append(f'warning: {note}')
-  out += [f'warning: {w}' for w in summary.get('warnings') or []]
-  for skipped in (summary.get('training') or {}).get('warm_start_skipped', []):
-    out.append(f'warning: warm start: {skipped}')
-  return out
-
-
-def _final_loss(summary: Dict[str, Any]) -> str:
-  """The training's last loss; for a NaN/Inf one (recorded as None), which
-  of the validated tables hold NaN/Inf."""
-  loss = (summary.get('training') or {}).get('final_loss')
-  if loss is not None:
-    return str(loss)
-  tables = sorted(name for name, health in (summary.get('health') or {}).items()
-                  if isinstance(health, dict)
-                  and health.get('nonfinite_values'))
-  if not tables:
-    return 'NaN/Inf'
-  named = ', '.join(map(repr, tables))
-  return (f'NaN/Inf (table {named} holds NaN/Inf)' if len(tables) == 1 else
-          f'NaN/Inf (tables {named} hold NaN/Inf)')
-
-
 def format_summary(summary: Dict[str, Any]) -> str:
-  lines = _warnings(summary)
+  lines = summary_notes.warnings(summary)
   blessed = summary.get('blessed')
   if blessed is None:
     lines.append('validation: not run')
@@ -305,7 +268,8 @@ def format_summary(summary: Dict[str, Any]) -> str:
     lines.append(
         f'training: {training.get("steps")} steps, '
         f'{training.get("examples_seen")} examples, final loss '
-        f'{_final_loss(summary)}, device {training.get("device")}, '
+        f'{summary_notes.final_loss(summary)}, '
+        f'device {training.get("device")}, '
         f'spans {training.get("spans")}')
     if training.get('resumed_from'):
       lines.append(f'resumed: from step {training.get("resumed_from_step")} '
