@@ -37,6 +37,9 @@ MODULE_SOURCE_FILE = 'module_source_file'
 CAPPED_LINES = 'capped_lines'
 DROPPED_LONG_TOKENS = 'dropped_long_tokens'
 FIRST_SKIPPING_FILE = 'first_skipping_file'
+# Vocabulary of a module's FEATURES: {feature: records of the counted split
+# where it holds no token (an empty CSV cell)}, as JSON.
+EMPTY_IDS = 'empty_ids'
 
 # Example splits.
 TRAIN_SPLIT = 'train'

@@ -14,8 +14,6 @@ depend on the data's format.
 
 import posixpath
 
-from tfx.proto import example_gen_pb2
-
 from components import keys
 from components.corpus_example_gen.config import ExampleGenConfig
 
@@ -32,8 +30,10 @@ def split_patterns(pattern: str) -> dict:
 
 def stock_example_gen(input_base: str, config: ExampleGenConfig):
   """CsvExampleGen or ImportExampleGen over the pre-split spans."""
-  # Imported when used: each pulls in its executor's dependencies.
+  # Imported when used: each pulls in its executor's dependencies (and
+  # split_patterns serves the command line's checks before TFX is imported).
   # pylint: disable=g-import-not-at-top
+  from tfx.proto import example_gen_pb2
   if config.format == 'csv':
     from tfx.components.example_gen.csv_example_gen import component
     gen = component.CsvExampleGen

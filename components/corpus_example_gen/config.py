@@ -27,16 +27,16 @@ class ExampleGenConfig(settings.Settings):
   FORMATS = ('text', 'csv', 'tfrecord')
 
   pattern: str = 'span-{SPAN}/*'
-  span_window: int = 1
-  train_buckets: int = 9
-  eval_buckets: int = 1
+  # Ten years of daily spans.
+  span_window: int = settings.bounded(1, 1, 3660)
+  # The split is by hash bucket; 1,000 buckets split at 0.1% granularity.
+  train_buckets: int = settings.bounded(9, 1, 1000)
+  eval_buckets: int = settings.bounded(1, 1, 1000)
   follow_symlinks: bool = False
   format: str = 'text'
 
   def validate(self):
     super().validate()
-    for name in ('span_window', 'train_buckets', 'eval_buckets'):
-      self.check_int(name, 1)
     parts = self.pattern.replace('\\', '/').split('/')
     if not self.pattern or self.pattern.startswith('/') or '..' in parts:
       raise ValueError(

@@ -17,18 +17,10 @@ class ExporterConfig(settings.Settings):
   """
   WHAT = 'EmbeddingExporter'
 
-  num_oov_buckets: int = 1
-  l2_regularization: float = 1e-6
+  # Each is a row of the Hub module's table: 100,000 is more than a hashed
+  # OOV space needs, while a million rows of dim 8192 would be 32 GB.
+  num_oov_buckets: int = settings.bounded(1, 1, 100_000)
+  # A weight on the sum of squares of the table: at 1 the fine-tuning loss
+  # is already dominated by it.
+  l2_regularization: float = settings.bounded(1e-6, 0.0, 1.0)
 
-  def __post_init__(self):
-    if isinstance(self.num_oov_buckets, bool):
-      raise ValueError(f'{self.WHAT} parameter num_oov_buckets must be an '
-                       f'integer >= 1, got {self.num_oov_buckets!r}')
-    super().__post_init__()
-
-  def validate(self):
-    super().validate()
-    self.check_int('num_oov_buckets', 1)
-    if self.l2_regularization < 0:
-      raise ValueError(f'{self.WHAT} parameter l2_regularization must be a '
-                       f'finite number >= 0, got {self.l2_regularization!r}')

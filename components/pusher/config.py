@@ -14,8 +14,5 @@ class PusherConfig(settings.Settings):
   """
   WHAT = 'EmbeddingPusher'
 
-  keep_versions: int = 5
-
-  def validate(self):
-    super().validate()
-    self.check_int('keep_versions', 0)
+  # 0 keeps all; a version a day for 27 years is 10,000.
+  keep_versions: int = settings.bounded(5, 0, 10_000)

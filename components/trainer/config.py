@@ -10,7 +10,13 @@ from typing import Any, Dict
 from tpu_embeddings.core import settings
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.spec import bounds as spec_bounds
+from tpu_embeddings.spec import optimizer_spec
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+
+# Bounds shared by several settings (see settings.bounded).
+STEPS = 10**9
+DAY = 86_400.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,28 +44,26 @@ class LoopConfig(settings.Settings):
   """
   WHAT = 'training loop'
 
-  train_steps: int = 0
-  epochs: int = 5
-  checkpoint_every: int = 0
-  checkpoint_seconds: float = 120.0
-  log_every: int = 100
-  summary_every: int = 10
+  # A billion steps is months even at a thousand steps a second.
+  train_steps: int = settings.bounded(0, 0, STEPS)
+  # gensim's default is 5; small corpora take 20-100 passes.
+  epochs: int = settings.bounded(5, 0, 1000)
+  checkpoint_every: int = settings.bounded(0, 0, STEPS)
+  # Beyond a day between checkpoints a kill loses more than a day's work.
+  checkpoint_seconds: float = settings.bounded(120.0, 0.0, DAY)
+  # Progress lines (and the time check of checkpoint_seconds) come every
+  # log_every steps: at most 100,000 keeps a line within minutes on any
+  # device.
+  log_every: int = settings.bounded(100, 1, 100_000)
+  summary_every: int = settings.bounded(10, 1, 100_000)
   learning_rate_decay: bool = True
 
   def validate(self):
     super().validate()
-    self.check_int('train_steps', 0)
-    self.check_int('epochs', 0)
-    self.check_int('checkpoint_every', 0)
-    if self.checkpoint_seconds < 0:
-      raise ValueError(f'{self.WHAT} parameter checkpoint_seconds must be '
-                       f'>= 0, got {self.checkpoint_seconds!r}')
     if self.checkpoint_every == 0 and self.checkpoint_seconds == 0:
       raise ValueError(f'{self.WHAT}: set checkpoint_every or '
                        'checkpoint_seconds (both are 0: a kill would lose the '
                        'whole run)')
-    self.check_int('log_every', 1)
-    self.check_int('summary_every', 1)
     if self.train_steps == 0 and self.epochs == 0:
       raise ValueError(f'{self.WHAT}: set train_steps or epochs (both are 0: '
                        'training would never end)')
@@ -95,12 +99,13 @@ class TrainerConfig(SkipGramConfig, LoopConfig):
   tpu: str = ''
   warm_start_uri: str = ''
   warm_start_from_pushed: bool = True
-  projector_tokens: int = 10_000
+  # The projector shows at most 100,000 points (it samples beyond that);
+  # the rows are written beside the run's scalars.
+  projector_tokens: int = settings.bounded(10_000, 0, 100_000)
   custom_config: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def validate(self):
     super().validate()
-    self.check_int('projector_tokens', 0)
     if self.embedding_spec.strip():
       EmbeddingSpec.from_json(self.embedding_spec)
 
@@ -127,10 +132,12 @@ class TableConfig(settings.Settings):
   """
   WHAT = 'table'
 
-  dim: int = 64
+  dim: int = settings.bounded(64, *spec_bounds.DIMS)
   optimizer: str = 'adagrad'
-  learning_rate: float = 8.0
-  initial_accumulator_value: float = 1e-3
+  learning_rate: float = settings.bounded(
+      8.0, *optimizer_spec.PARAM_BOUNDS['learning_rate'])
+  initial_accumulator_value: float = settings.bounded(
+      1e-3, *optimizer_spec.PARAM_BOUNDS['initial_accumulator_value'])
   context_table: bool = True
 
   def validate(self):

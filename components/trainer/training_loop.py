@@ -100,7 +100,7 @@ class CompiledSteps:
 class LoopResult:
   steps: int
   examples_seen: int
-  final_loss: Optional[float]
+  final_loss: Optional[float]  # None: the loss was NaN or Inf
   start_step: int
   steps_this_run: int
   seconds: float

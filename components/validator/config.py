@@ -5,7 +5,14 @@ import json
 from typing import Any, Dict, Optional
 
 from components.validator.gates import Thresholds
+from tpu_embeddings.core import settings
 from tpu_embeddings.models.skipgram_config import EVAL_SEQUENCES
+from tpu_embeddings.models.skipgram_config import SEEDS
+
+# Bounds of sparsecore_restore_info's numbers: the largest TPU pods have
+# under 10,000 chips, and a chip has at most a few SparseCores.
+SPARSECORE_BOUNDS = {'num_tpu_devices': (1, 16_384),
+                     'num_sc_chips_per_tpu': (1, 16)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,14 +32,19 @@ class ValidatorConfig(Thresholds):
     seed: seed of the shared negative draw and recall sample.
     (and the limits of `gates.Thresholds`)
   """
-  k: int = 10
-  max_eval_examples: int = EVAL_SEQUENCES
-  max_recall_queries: int = 2000
+  # Neighbours ranked per query over the whole table: retrieval is judged
+  # at 1-100, and 10,000 already ranks a small vocabulary entire.
+  k: int = settings.bounded(10, 1, 10_000)
+  # Eval sequences read into memory (the held-out loss is capped at 100k
+  # pairs of them anyway).
+  max_eval_examples: int = settings.bounded(EVAL_SEQUENCES, 1, 1_000_000)
+  # Each query ranks every row of the table.
+  max_recall_queries: int = settings.bounded(2000, 1, 1_000_000)
   similarity_file: str = ''
   related_pairs_file: str = ''
   analogy_file: str = ''
   sparsecore_restore_info: Optional[Dict[str, Any]] = None
-  seed: int = 0
+  seed: int = settings.bounded(0, *SEEDS)
 
   def __post_init__(self):
     info = self.sparsecore_restore_info
@@ -47,14 +59,15 @@ class ValidatorConfig(Thresholds):
 
   def validate(self):
     super().validate()
-    for name, minimum in (('k', 1), ('max_eval_examples', 1),
-                          ('max_recall_queries', 1), ('seed', 0)):
-      self.check_int(name, minimum)
     info = self.sparsecore_restore_info
     if info is not None:
-      for key in ('num_tpu_devices', 'num_sc_chips_per_tpu'):
+      for key, bounds in SPARSECORE_BOUNDS.items():
         value = info.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, int):
           raise ValueError(
               'validator parameter sparsecore_restore_info needs a positive '
               f'integer {key!r}, got {value!r}')
+        problem = settings.range_problem(value, *bounds)
+        if problem:
+          raise ValueError('validator parameter sparsecore_restore_info '
+                           f'{key!r} {problem}')

@@ -48,32 +48,26 @@ class Thresholds(settings.Settings):
   """
   WHAT = 'validator'
 
-  max_mean_cosine: float = 0.99
-  max_row_norm: float = 100.0
-  max_eval_loss: Optional[float] = None
-  min_recall_at_k: Optional[float] = None
-  min_spearman: Optional[float] = None
-  min_related_recall_at_k: Optional[float] = None
-  min_analogy_accuracy: Optional[float] = None
-  regression_margin: float = 0.05
+  # Cosines, recalls, accuracies and coverage are what they measure: in
+  # [-1, 1] or [0, 1].
+  max_mean_cosine: float = settings.bounded(0.99, -1.0, 1.0)
+  # Initial rows have norms near 0.5 / sqrt(dim) and trained word2vec rows
+  # of a few units; a limit below 1e-3 refuses every table, one above 1e6
+  # nothing a float32 dot product survives.
+  max_row_norm: float = settings.bounded(100.0, 1e-3, 1e6)
+  # A skip-gram loss starts at (1 + negatives) ln 2, at most ~700; 10,000
+  # leaves room for a module's own loss.
+  max_eval_loss: Optional[float] = settings.bounded(None, 0.0, 1e4)
+  min_recall_at_k: Optional[float] = settings.bounded(None, 0.0, 1.0)
+  min_spearman: Optional[float] = settings.bounded(None, -1.0, 1.0)
+  min_related_recall_at_k: Optional[float] = settings.bounded(None, 0.0, 1.0)
+  min_analogy_accuracy: Optional[float] = settings.bounded(None, 0.0, 1.0)
+  # A fraction of the baseline's value: at 1 a recall may fall to zero and
+  # a loss double, so more would be no gate.
+  regression_margin: float = settings.bounded(0.05, 0.0, 1.0)
   beat_frequency_model: bool = True
   beat_popularity: bool = False
-  min_baseline_coverage: float = 0.5
-
-  def validate(self):
-    super().validate()
-    if not 0.0 <= self.min_baseline_coverage <= 1.0:
-      raise ValueError('validator threshold min_baseline_coverage must be in '
-                       f'[0, 1], got {self.min_baseline_coverage}')
-    if not -1.0 <= self.max_mean_cosine <= 1.0:
-      raise ValueError('validator threshold max_mean_cosine must be in '
-                       f'[-1, 1], got {self.max_mean_cosine}')
-    if self.max_row_norm <= 0:
-      raise ValueError('validator threshold max_row_norm must be > 0, got '
-                       f'{self.max_row_norm}')
-    if self.regression_margin < 0:
-      raise ValueError('validator regression_margin must be >= 0, got '
-                       f'{self.regression_margin}')
+  min_baseline_coverage: float = settings.bounded(0.5, 0.0, 1.0)
 
   def thresholds(self) -> 'Thresholds':
     """Just the limits (of a config deriving from Thresholds)."""
@@ -128,9 +122,15 @@ def restore_gate(error: Optional[str]) -> Gate:
 
 def health_gates(table: str, health: Dict[str, Any],
                  thresholds: Thresholds) -> List[Gate]:
-  """No NaN/Inf, no collapse (mean pairwise cosine), no exploded norms."""
+  """No NaN/Inf, no collapse (mean pairwise cosine), no exploded norms.
+
+  Collapse and norms are measured on the finite rows; a table whose rows
+  are (nearly) all NaN/Inf fails them saying so, not with a missing figure.
+  """
   gates = []
   bad = health['nonfinite_values']
+  not_finite = f' not measured: table {table!r} holds NaN/Inf'
+
   gates.append(Gate(
       f'health/{table}/finite', bad == 0,
       f'table {table!r}: ' + ('all values finite' if bad == 0 else
@@ -141,6 +141,7 @@ def health_gates(table: str, health: Dict[str, Any],
   if cos is None:
     gates.append(Gate(
         f'health/{table}/not_collapsed', False,
+        'collapse' + not_finite if bad else
         f'table {table!r}: collapsed (fewer than two non-zero finite rows)',
         None, thresholds.max_mean_cosine, '<='))
   else:
@@ -149,10 +150,14 @@ def health_gates(table: str, health: Dict[str, Any],
         f'table {table!r}: mean pairwise cosine {cos:.4f}', '>',
         ' (collapsed: rows are near-identical)'))
   norm = health['max_norm']
-  gates.append(_at_most(
-      f'health/{table}/norms', norm, thresholds.max_row_norm,
-      f'table {table!r}: max row norm {_fmt(norm)}', 'exceeds',
-      ' (exploded norms)'))
+  if norm is None and bad:
+    gates.append(Gate(f'health/{table}/norms', False, 'row norms' + not_finite,
+                      None, thresholds.max_row_norm, '<='))
+  else:
+    gates.append(_at_most(
+        f'health/{table}/norms', norm, thresholds.max_row_norm,
+        f'table {table!r}: max row norm {_fmt(norm)}', 'exceeds',
+        ' (exploded norms)'))
   return gates
 
 

@@ -4,6 +4,7 @@ import dataclasses
 from typing import Any, Dict
 
 from tpu_embeddings.core import settings
+from tpu_embeddings.spec.bounds import ROWS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,15 +22,16 @@ class VocabularyConfig(settings.Settings):
   """
   WHAT = 'Vocabulary'
 
-  min_count: int = 5
-  max_tokens: int = 0
+  # 1 keeps every token; above a billion even "the" of a corpus of 20
+  # billion tokens would be dropped.
+  min_count: int = settings.bounded(5, 1, 10**9)
+  # 0: no cap; at most a table's rows (tpu_embeddings.spec.bounds).
+  max_tokens: int = settings.bounded(0, *ROWS)
   split: str = 'train'
   vocabularies: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def validate(self):
     super().validate()
-    self.check_int('min_count', 1)
-    self.check_int('max_tokens', 0)
     for name, features in self.vocabularies.items():
       if not name or '/' in name or name.startswith('.'):
         raise ValueError(f'{self.WHAT} parameter vocabularies: bad name '

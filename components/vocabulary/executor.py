@@ -10,6 +10,7 @@ per TFRecord file, each parsed and counted in batches by TensorFlow, the
 per-file counts summed with Arrow.
 """
 
+import json
 from typing import Any, Dict, List
 
 import apache_beam as beam
@@ -145,6 +146,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             lambda counts, directory: _write(counts, directory, min_count,
                                              max_tokens))
       vocabularies.write_index(vocab.uri, config.vocabularies)
+      vocab.set_string_custom_property(keys.EMPTY_IDS, json.dumps(
+          named_counts.read_empty_ids(vocab.uri), sort_keys=True))
     elif counted:  # summed by the corpus ExampleGen per file: just add them
       logging.info('vocabulary: summing %d token count files', len(counted))
       _write_table(_fold([examples_io.read_counts(p) for p in counted]),

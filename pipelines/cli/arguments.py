@@ -75,6 +75,16 @@ def check_data_root(data_root: str, pattern: str):
   retrain_lib.check_span_folders(data_root, pattern)
 
 
+def check_input_files(data_root: str, example_gen):
+  """A span folder holds the files the ExampleGen of `example_gen` (its
+  config) reads: text files, or the stock formats' train/ and eval/ ones."""
+  from pipelines import stock_example_gen  # pylint: disable=g-import-not-at-top
+  patterns = ([example_gen.pattern] if example_gen.format == 'text' else
+              list(stock_example_gen.split_patterns(
+                  example_gen.pattern).values()))
+  retrain_lib.check_span_files(data_root, patterns)
+
+
 def add_root_arguments(parser):
   """`--home DIR` (local runner home) or `--push-root PATH` (any filesystem)."""
   group = parser.add_mutually_exclusive_group(required=True)

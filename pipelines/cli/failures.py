@@ -54,6 +54,11 @@ _MACHINE_TEXT = (
 _BEAM_SUFFIX = re.compile(r" \[while running '.*$", re.S)
 # The op TensorFlow prefixes to an error raised inside a function.
 _TF_FUNCTION_NODE = re.compile(r'\{\{function_node [^}]*\}\}\s*')
+# ML Metadata's SQLite errors: "[Cannot create node for <the protobuf>]Error
+# when executing query: <SQLite's message> query: <the SQL statement>"; the
+# line keeps SQLite's message.
+_METADATA_QUERY = re.compile(
+    r'^.*?Error when executing query: (.*?)\s*query:.*$', re.S)
 
 
 def machine_errno(error: BaseException) -> Optional[int]:
@@ -71,6 +76,7 @@ def machine_errno(error: BaseException) -> Optional[int]:
 def first_line(error: BaseException, limit: int = 400) -> str:
   """The message's first line, without Beam's transform suffix."""
   text = _TF_FUNCTION_NODE.sub('', _BEAM_SUFFIX.sub('', str(error))).strip()
+  text = _METADATA_QUERY.sub(r'ML Metadata: \1', text)
   line = (text.splitlines() or [''])[0].strip() or type(error).__name__
   return line if len(line) <= limit else line[:limit - 3] + '...'
 

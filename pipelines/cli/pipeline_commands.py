@@ -97,6 +97,7 @@ def run_run(args) -> int:
   arguments.check_data_root(args.data, config.example_gen.pattern)
   if args.neighbors < 0:
     raise ValueError(f'--neighbors must be >= 0, got {args.neighbors}')
+  arguments.check_input_files(args.data, config.example_gen)
   print(f'running pipeline {config_lib.PIPELINE_NAME} on {args.data} '
         f'(home {os.path.abspath(args.home)})', flush=True)
   from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top

@@ -6,6 +6,7 @@ trainer continues from its newest checkpoint: components/trainer/resume.py,
 kept.py) and the version still served.
 """
 
+import errno
 import json
 import os
 from typing import List, Optional
@@ -17,6 +18,11 @@ from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.push_root import status as push_status
 
 TRAINER = 'EmbeddingTrainer'
+# SQLite's words, as ML Metadata quotes them, for a store that cannot be
+# written (its result codes FULL, READONLY and IOERR).
+_STORE_WORDS = (('database or disk is full', errno.ENOSPC),
+                ('readonly database', errno.EROFS),
+                ('disk I/O error', errno.EIO))
 
 
 def _newest_step(model_uri: str) -> int:
@@ -90,13 +96,32 @@ class RunStopped(stop_signals.Stopped):
             f'{self.kept}; run the same command again to continue')
 
 
+def store_error(error: BaseException, home: str) -> Optional[OSError]:
+  """The OSError naming the home's metadata.sqlite when `error` is its
+  SQLite database failing for want of space or write access (ML Metadata's
+  message quotes the SQL statement or the protobuf it was writing)."""
+  for e in stop_signals.error_chain(error):
+    if isinstance(e, OSError):
+      return None  # names its own file
+    for words, number in _STORE_WORDS:
+      if words in str(e):
+        return OSError(number, os.strerror(number),
+                       home_lib.metadata_path(home))
+  return None
+
+
 def wrap(error: BaseException, home: str, node: Optional[str],
          done: List[str]) -> BaseException:
   """The RunStopped or RunFailed to raise for `error`, or `error` itself
-  when no component was running."""
+  when no component was running (the store's OSError for a full or
+  read-only metadata.sqlite)."""
   signum = stop_signals.signal_of(error)
   if signum is not None:
     return RunStopped(signum, node, kept(home, node, done))
+  plain = store_error(error, home)
+  if plain is not None:
+    plain.__cause__ = error
+    error = plain
   if node is None or not isinstance(error, Exception):
     return error
   return RunFailed(node, error, kept(home, node, done))

@@ -8,9 +8,10 @@ others say so and exit.
 
 import dataclasses
 import fcntl
+import glob
 import os
 import re
-from typing import Optional, TextIO, Tuple
+from typing import List, Optional, Sequence, TextIO, Tuple
 
 from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
@@ -56,6 +57,52 @@ def check_span_folders(data_root: str, pattern: str):
           f'({component}) but {name[len(prefix):len(name) - len(suffix)]!r} '
           f'is not a span number; rename it (e.g. {prefix}3{suffix}) or move '
           'it out of the data root')
+
+
+def span_files(data_root: str, patterns: Sequence[str]
+               ) -> Optional[List[List[str]]]:
+  """The files of each pattern (e.g. `span-{SPAN}/*`, or the stock formats'
+  `span-{SPAN}/train/*` and `span-{SPAN}/eval/*`) in the newest span folder
+  holding files of every one, the span ExampleGen reads; None without one."""
+  root = glob.escape(data_root)
+  component = next((c for c in patterns[0].split('/') if '{SPAN' in c), None)
+  if component is None:
+    found = [sorted(glob.glob(os.path.join(root, p))) for p in patterns]
+    return found if all(found) else None
+  regex = span_regex(patterns[0])
+  spans = sorted(((int(m.group(1)), name) for name in os.listdir(data_root)
+                  for m in [regex.match(name)] if m), reverse=True)
+  for _, name in spans:
+    found = [sorted(glob.glob(os.path.join(
+        root, p.replace(component, glob.escape(name), 1)))) for p in patterns]
+    if all(found):
+      return found
+  return None
+
+
+def check_span_files(data_root: str, patterns: Sequence[str]):
+  """Raises, naming the data root and its span folders, when no span folder
+  holds files of every pattern (see span_files): TFX would stop naming the
+  pattern alone."""
+  if span_files(data_root, patterns) is not None:
+    return
+  shown = ' and '.join(patterns)
+  component = next((c for c in patterns[0].split('/') if '{SPAN' in c), None)
+  if component is None:
+    raise ValueError(f'data root {data_root}: no file matches {shown}; '
+                     'put the input files there')
+  regex = span_regex(patterns[0])
+  folders = sorted(n for n in os.listdir(data_root) if regex.match(n) and
+                   os.path.isdir(os.path.join(data_root, n)))
+  if not folders:
+    first = re.sub(r'\{SPAN(?::\d+)?\}', '1', component)
+    raise ValueError(f'data root {data_root} has no span folder '
+                     f'({component}); put each span\'s files in one, e.g. '
+                     f'{first}/')
+  raise ValueError(
+      f'data root {data_root}: no file matches {shown} in span folder'
+      f'{"s" if len(folders) > 1 else ""} {", ".join(folders)}; put the '
+      'span\'s files there, or remove the empty folder')
 
 
 def latest_data_span(data_root: str, pattern: str) -> Optional[int]:

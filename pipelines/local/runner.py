@@ -30,14 +30,15 @@ from tfx.orchestration.portable import runtime_parameter_utils
 
 from components import keys
 from pipelines import pipeline as pipeline_lib
+from pipelines.local import csv_failure
 from pipelines.local import failure
 from pipelines.local import home as home_lib
 from pipelines.local import home_lock
 from pipelines.local import launches
 from pipelines.local import metadata_queries
 from pipelines.local import store_guard
+from pipelines.local import summary_notes
 from pipelines.local.progress_line import ProgressLine
-from tpu_embeddings.core import text
 from tpu_embeddings.push_root import served
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
@@ -128,14 +129,16 @@ def run(data_root: str,
   os.makedirs(p['home'], exist_ok=True)
   # One run at a time in a home, from reading what is served to the push.
   with home_lock.HomeLock(p['home'], out):
-    return _run_locked(p, build, out, verbose)
+    return _run_locked(p, build, out, verbose,
+                       lambda e, progress: csv_failure.explain(
+                           e, data_root, config, p['home'], progress))
 
 
-def _run_locked(p: Dict[str, str], build, out: TextIO,
-                verbose: bool) -> Dict[str, Any]:
+def _run_locked(p: Dict[str, str], build, out: TextIO, verbose: bool,
+                failed) -> Dict[str, Any]:
   """`run`, the home's lock held: the validator's cache key holds the
   version served now, so a verdict cached against another one is redone."""
-  store_note = store_guard.check(p['home'])
+  store_note = _pair_store(p['home'])
   pipeline = build(served.key(served.identity(p['push_root'])))
   start = time.monotonic()
   # Without --verbose the trainer's progress is shown on its own; with it,
@@ -149,7 +152,7 @@ def _run_locked(p: Dict[str, str], build, out: TextIO,
     with _quiet_logs(verbose), progress, line or contextlib.nullcontext():
       LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
   except BaseException as e:  # pylint: disable=broad-except
-    raise failure.wrap(e, p['home'], progress.current, progress.done) from e
+    raise failed(e, progress) from e
   wall = time.monotonic() - start
   summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME, run_id)
   summary['store_note'] = store_note
@@ -163,6 +166,14 @@ def _run_locked(p: Dict[str, str], build, out: TextIO,
       'per_component': {k: round(v, 1) for k, v in progress.timings.items()},
   }
   return summary
+
+
+def _pair_store(home: str) -> Optional[str]:
+  """store_guard.check; a store it cannot write is named (failure.wrap)."""
+  try:
+    return store_guard.check(home)
+  except Exception as e:  # pylint: disable=broad-except
+    raise failure.wrap(e, home, None, []) from e
 
 
 def summarize(home: str, pipeline_name: str,
@@ -190,6 +201,7 @@ def summarize(home: str, pipeline_name: str,
       with open(report_path) as f:
         report = json.load(f)
       summary['metrics'] = report.get('metrics', {})
+      summary['health'] = (report.get('health') or {}).get('candidate') or {}
       summary['failed_gates'] = [
           g for g in report.get('gates', []) if not g.get('passed', True)]
       summary['warnings'] = report.get('warnings', [])
@@ -200,6 +212,10 @@ def summarize(home: str, pipeline_name: str,
         name: cp(examples.artifact, name) for name in (
             keys.CAPPED_LINES, keys.DROPPED_LONG_TOKENS,
             keys.FIRST_SKIPPING_FILE)}
+  vocabulary = outputs.get('Vocabulary', {}).get(keys.VOCABULARY)
+  if vocabulary:
+    summary['empty_ids'] = json.loads(
+        cp(vocabulary.artifact, keys.EMPTY_IDS) or '{}')
   if 'EmbeddingTrainer' in outputs:
     model = outputs['EmbeddingTrainer']['model'].artifact
     summary['model'] = model.uri
@@ -217,36 +233,8 @@ def summarize(home: str, pipeline_name: str,
   return summary
 
 
-def _warnings(summary: Dict[str, Any]) -> List[str]:
-  """A replaced store, the validator's warnings, and damaged pushed versions
-  it or the warm start passed over."""
-  from components.validator import report as report_lib  # pylint: disable=g-import-not-at-top
-  out = []
-  if summary.get('store_note'):
-    out.append(f'warning: {summary["store_note"]}')
-  skipped = summary.get('input_skipped') or {}
-  if skipped.get(keys.CAPPED_LINES) or skipped.get(keys.DROPPED_LONG_TOKENS):
-    out.append(
-        f'warning: input: {skipped[keys.CAPPED_LINES]} line(s) cut to their '
-        f'first {text.MAX_TOKENS_PER_LINE} tokens, '
-        f'{skipped[keys.DROPPED_LONG_TOKENS]} token(s) over '
-        f'{text.MAX_TOKEN_BYTES} bytes dropped (first in '
-        f'{skipped.get(keys.FIRST_SKIPPING_FILE)})')
-  path = os.path.join(os.path.dirname(summary.get('report') or ''),
-                      report_lib.REPORT_JSON)
-  if summary.get('report') and os.path.exists(path):
-    with open(path) as f:
-      note = report_lib.unreadable_baseline_note(json.load(f))
-    if note:
-      out.append(f'warning: {note}')
-  out += [f'warning: {w}' for w in summary.get('warnings') or []]
-  for skipped in (summary.get('training') or {}).get('warm_start_skipped', []):
-    out.append(f'warning: warm start: {skipped}')
-  return out
-
-
 def format_summary(summary: Dict[str, Any]) -> str:
-  lines = _warnings(summary)
+  lines = summary_notes.warnings(summary)
   blessed = summary.get('blessed')
   if blessed is None:
     lines.append('validation: not run')
@@ -275,7 +263,8 @@ def format_summary(summary: Dict[str, Any]) -> str:
     lines.append(
         f'training: {training.get("steps")} steps, '
         f'{training.get("examples_seen")} examples, final loss '
-        f'{training.get("final_loss")}, device {training.get("device")}, '
+        f'{summary_notes.final_loss(summary)}, '
+        f'device {training.get("device")}, '
         f'spans {training.get("spans")}')
     if training.get('resumed_from'):
       lines.append(f'resumed: from step {training.get("resumed_from_step")} '

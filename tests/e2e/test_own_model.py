@@ -2,7 +2,10 @@
 through CsvExampleGen, named vocabularies, training, validation, both
 exports and push; each artifact then used by the client its users use."""
 
+import contextlib
+import io
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -26,12 +29,27 @@ FAST = ['--module-file', interaction_fixtures.MODULE_FILE,
         '--set', 'epochs=2', '--set', 'regression_margin=0.5']
 
 
+def _edit_line(path: str, number: int, edit) -> bytes:
+  """Line `number` (1-based) of a CSV file replaced by edit(line); the new
+  line."""
+  with open(path, 'rb') as f:
+    lines = f.read().split(b'\n')
+  lines[number - 1] = edit(lines[number - 1])
+  with open(path, 'wb') as f:
+    f.write(b'\n'.join(lines))
+  return lines[number - 1]
+
+
 @pytest.fixture(scope='module')
 def pushed(tmp_path_factory):
   root = tmp_path_factory.mktemp('own-model')
-  demo_interactions.write_examples(str(root / 'data'), SHAPE, span=1)
+  written = demo_interactions.write_examples(str(root / 'data'), SHAPE, span=1)
+  # One training record without its user: an empty id, counted and warned.
+  _edit_line(written['train'], 5, lambda line: line[line.index(b','):])
   argv = ['run', '--data', str(root / 'data'), '--home', str(root / 'home')]
-  assert main(argv + FAST) == 0
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    assert main(argv + FAST) == 0
   push_root = str(root / 'home' / 'pushed')
   source = home_paths.resolve(push_layout.read_manifest(
       push_root, 'serving', 1)['source_model'], push_root)
@@ -39,7 +57,8 @@ def pushed(tmp_path_factory):
   restored = model_restore.restore(source, module)
   serving = restored.serving_model(restored.write_vocabularies(
       str(root / 'vocabularies')))
-  return {'root': root, 'push_root': push_root, 'source': source,
+  return {'root': root, 'out': out.getvalue(), 'push_root': push_root,
+          'source': source,
           'restored': restored, 'serving': serving,
           'serving_dir': push_layout.version_dir(push_root, 'serving', 1),
           'hub_dir': push_layout.version_dir(push_root, 'hub', 1)}
@@ -59,6 +78,28 @@ def test_run_blesses_pushes_and_the_restore_matches_every_variable(pushed):
           } <= keys
   assert any(k.startswith('model/query_tower/') for k in keys)
   assert not any(k.startswith('model/embedding') for k in keys)
+
+
+def test_an_empty_id_is_counted_and_warned(pushed):
+  assert ('warning: input: 1 record(s) with an empty user_id (trained as no '
+          'token: an empty id looks up no row)') in pushed['out'], (
+              pushed['out'])
+
+
+def test_a_csv_row_with_an_extra_field_is_named_by_file_and_line(
+    pushed, tmp_path, capsys):
+  """CsvExampleGen's own message names neither."""
+  data = tmp_path / 'data'
+  shutil.copytree(pushed['root'] / 'data', data)
+  path = str(data / 'span-1' / 'train' / 'part-00000.csv')
+  _edit_line(path, 7, lambda line: line.rstrip(b'\r') + b',extra\r')
+  assert main(['run', '--data', str(data), '--home', str(tmp_path / 'home')]
+              + FAST) == 2
+  err = capsys.readouterr().err.strip()
+  assert err == (
+      f'error: FileBasedExampleGen failed: {path} line 7: 5 fields where the '
+      'header has 4 (user_id,history,item_id,item_category); fix the row, or '
+      'quote a field that holds a comma; nothing was pushed before'), err
 
 
 def _sample(pushed):

@@ -118,15 +118,23 @@ def test_second_trigger_exits_while_the_first_holds_the_lock(home):
 
 
 def test_a_diverged_model_is_refused_by_its_health_gate(tmp_path, capsys):
-  """learning_rate=1e30 fills the table with NaN/Inf: the run ends with the
-  validator's verdict; the exporter does not export a model it refused."""
+  """SGD at the highest learning rate fills the tables with NaN/Inf: the run
+  ends with the validator's verdict, which says so, as the training line
+  does (not "max row norm none", "final loss None"); the exporter does not
+  export a model it refused."""
   demo_data.generate(str(tmp_path / 'data'), spans=1, seed=5, shape=TINY)
   rc = main(['run', '--data', str(tmp_path / 'data'), '--home',
-             str(tmp_path / 'home'), '--set', 'learning_rate=1e30'] + FAST)
+             str(tmp_path / 'home'), '--set', 'optimizer=sgd',
+             '--set', 'learning_rate=10000'] + FAST)
   out = capsys.readouterr().out
   assert rc == 0, out
   assert 'validation: NOT BLESSED (health/tokens/finite: ' in out, out
   assert 'NaN/Inf values' in out
+  assert ("row norms not measured: table 'tokens' holds NaN/Inf" in out and
+          "collapse not measured: table 'tokens' holds NaN/Inf" in out), out
+  assert ("final loss NaN/Inf (tables 'contexts', 'tokens' hold NaN/Inf)"
+          in out), out
+  assert 'norm none' not in out and 'loss None' not in out, out
   assert 'pushed: nothing (model not blessed)' in out
   assert '  EmbeddingExporter      done' in out
   assert not os.path.exists(str(tmp_path / 'home' / 'pushed' / 'serving'))

@@ -1,6 +1,7 @@
 import dataclasses
 import json
 import os
+import typing
 
 import pytest
 
@@ -8,6 +9,7 @@ from components.trainer.config import TableConfig
 from components.trainer.config import TrainerConfig
 from pipelines.config import PipelineConfig
 from tests.support import paths
+from tpu_embeddings.core import settings
 
 
 def test_spec_follows_the_config():
@@ -117,6 +119,7 @@ def test_run_with_a_missing_related_pairs_file_stops_before_any_component(
     tmp_path, capsys):
   from pipelines.cli.main import main  # pylint: disable=g-import-not-at-top
   (tmp_path / 'data' / 'span-1').mkdir(parents=True)
+  (tmp_path / 'data' / 'span-1' / 'a.txt').write_text('a b\n')
   missing = tmp_path / 'pairs.tsv'
   rc = main(['run', '--data', str(tmp_path / 'data'), '--home',
              str(tmp_path / 'home'), '--set',
@@ -145,3 +148,78 @@ def test_a_bad_config_file_is_named_on_one_line(tmp_path, capsys, content,
   assert rc == 2
   assert err.startswith(f'error: --config {path}: {message}'), err
   assert len(err.splitlines()) == 1
+
+
+def _numeric(kind) -> bool:
+  options = [k for k in typing.get_args(kind) if k is not type(None)]
+  return (options[0] if typing.get_origin(kind) is typing.Union else
+          kind) in (int, float)
+
+
+def test_every_numeric_setting_states_its_bounds():
+  unbounded = []
+  for section, config in PipelineConfig.sections().items():
+    hints = typing.get_type_hints(type(config))
+    unbounded += [f'{section}.{f.name}' for f in dataclasses.fields(config)
+                  if _numeric(hints[f.name])
+                  and settings.BOUNDS not in f.metadata]
+  assert not unbounded
+
+
+# What real TPU training sets: tables of billions of rows, thousands of
+# dimensions, windows of hundreds, batches of a million pairs.
+REAL = {'trainer.window': 300, 'trainer.negatives': 64,
+        'trainer.batch_size': 1 << 20, 'trainer.epochs': 100,
+        'trainer.train_steps': 50_000_000, 'trainer.shared_negatives': 1024,
+        'table.dim': 4096, 'table.learning_rate': 100.0,
+        'vocabulary.max_tokens': 3_000_000_000, 'validator.k': 1000,
+        'validator.min_recall_at_k': 0.5, 'validator.max_mean_cosine': 0.999,
+        'validator.regression_margin': 0.5, 'pusher.keep_versions': 100}
+# Values no training can use, and the line that refuses each.
+ABSURD = [
+    ('trainer.window', 1_000_000_000, 'EmbeddingTrainer parameter window '
+     'must be an integer >= 1 and <= 1000, got 1,000,000,000'),
+    ('trainer.negatives', 100_000, 'EmbeddingTrainer parameter negatives '
+     'must be an integer >= 1 and <= 1000, got 100,000'),
+    ('trainer.batch_size', 1 << 30, 'batch_size must be an integer >= 1 and '
+     '<= 4,194,304, got 1,073,741,824'),
+    ('trainer.epochs', 1_000_000, 'epochs must be an integer >= 0 and <= '
+     '1000, got 1,000,000'),
+    ('trainer.train_steps', 10**12, 'train_steps must be an integer >= 0 and '
+     '<= 1,000,000,000'),
+    ('trainer.log_every', 10**9, 'log_every must be an integer >= 1 and <= '
+     '100,000'),
+    ('table.dim', 1_000_000, 'table parameter dim must be an integer >= 1 '
+     'and <= 8192, got 1,000,000'),
+    ('table.learning_rate', 0, 'learning_rate must be a number >= 1e-09'),
+    ('validator.k', 10**8, 'validator parameter k must be an integer >= 1 and '
+     '<= 10,000, got 100,000,000'),
+    ('validator.max_mean_cosine', 2, 'max_mean_cosine must be a number >= -1 '
+     'and <= 1, got 2'),
+    ('validator.min_recall_at_k', 1.5, 'min_recall_at_k must be a number >= 0 '
+     'and <= 1, got 1.5'),
+    ('validator.max_eval_loss', -1, 'max_eval_loss must be a number >= 0'),
+    ('validator.regression_margin', 50, 'regression_margin must be a number '
+     '>= 0 and <= 1, got 50'),
+    ('trainer.subsample', 0.5, 'subsample must be a number >= 0 and <= 0.1'),
+    ('vocabulary.min_count', 10**12, 'min_count must be an integer >= 1 and '
+     '<= 1,000,000,000'),
+    ('example_gen.span_window', 100_000, 'span_window must be an integer >= '
+     '1 and <= 3660'),
+    ('exporter.num_oov_buckets', 10**7, 'num_oov_buckets must be an integer '
+     '>= 1 and <= 100,000'),
+]
+
+
+def test_real_tpu_values_are_accepted():
+  config = PipelineConfig.from_dict(REAL)
+  assert config.trainer.window == 300 and config.table.dim == 4096
+  assert config.embedding_spec().tables[0].dim == 4096
+
+
+@pytest.mark.parametrize('name, value, message', ABSURD,
+                         ids=[name for name, _, _ in ABSURD])
+def test_absurd_values_are_refused_naming_the_bound(name, value, message):
+  with pytest.raises(ValueError) as e:
+    PipelineConfig.from_dict({name: value})
+  assert message in str(e.value)

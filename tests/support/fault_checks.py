@@ -12,9 +12,10 @@ from typing import Callable, Dict, List, Sequence
 
 import pytest
 
-EXIT_CODES = {'disk_full': 3, 'read_only_home': 3, 'read_only_push': 3,
-              'SIGINT': 130, 'SIGTERM': 143}
+EXIT_CODES = {'disk_full': 3, 'store_full': 3, 'read_only_home': 3,
+              'read_only_push': 3, 'SIGINT': 130, 'SIGTERM': 143}
 CAUSES = {'disk_full': 'no space left on device',
+          'store_full': 'no space left on device',
           'read_only_home': 'read-only file system',
           'read_only_push': 'read-only file system'}
 
@@ -33,6 +34,10 @@ def check_line(result: Dict):
   lines = result['stderr'].splitlines()
   assert len(lines) == 1, result['stderr']
   line = lines[0]
+  # Plain words: no SQL statement or protobuf quoted from ML Metadata.
+  assert 'query' not in line and '{' not in line, line
+  if row['fault'] == 'store_full':  # the file to free space for
+    assert 'metadata.sqlite): free space there' in line, line
   if row['fault'] in ('SIGINT', 'SIGTERM'):
     assert line.startswith(f'stopped by {row["fault"]} during {row["node"]}: '
                            ), line

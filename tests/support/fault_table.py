@@ -2,7 +2,8 @@
 
 A baseline run pushes version 1; then a new span lands and each row runs the
 same command with one fault injected: a full file system at one component
-(its folder is a small tmpfs, filled with a file), a read-only home or push
+(its folder is a small tmpfs, filled with a file) or under the home's ML
+Metadata store while a component runs, a read-only home or push
 root (a read-only remount), SIGINT at one component (to the process group,
 as Ctrl-C does) or SIGTERM (to the process alone, as Kubernetes does). Each
 row's run is also the rerun of the row before, so it shows that one
@@ -43,7 +44,9 @@ TMPFS_BYTES = 64 << 20
 class Row:
   name: str
   node: Optional[str]  # where the fault lands (None: before any)
-  fault: str  # disk_full, read_only_home, read_only_push, SIGINT, SIGTERM, none
+  # disk_full, store_full, read_only_home, read_only_push, SIGINT, SIGTERM,
+  # none
+  fault: str
   when: str = 'start'          # start, running, checkpoint, later
 
 
@@ -75,8 +78,12 @@ class Chain:
 
   def fill(self, node: str):
     """Leaves no free byte on the file system of `node`'s folder."""
-    path = os.path.join(self.folder(node), '.filler')
-    stats = os.statvfs(self.folder(node))
+    self.fill_folder(self.folder(node))
+
+  def fill_folder(self, folder: str):
+    """Leaves no free byte on the file system of `folder`."""
+    path = os.path.join(folder, '.filler')
+    stats = os.statvfs(folder)
     with open(path, 'wb', buffering=0) as f:
       with contextlib.suppress(OSError):
         os.posix_fallocate(f.fileno(), 0, stats.f_bavail * stats.f_frsize)
@@ -142,6 +149,8 @@ class Chain:
       os.kill(process.pid, signal.SIGTERM)  # what Kubernetes does
     elif row.fault == 'disk_full':
       self.fill(row.node)
+    elif row.fault == 'store_full':  # the home's tmpfs: metadata.sqlite
+      self.fill_folder(self.home)
 
   def push_root_view(self) -> Dict:
     root = os.path.join(self.home, 'pushed')
@@ -187,6 +196,8 @@ DISK_ROWS = [
     Row('disk full at CheckpointValidator', 'CheckpointValidator',
         'disk_full'),
     Row('disk full at EmbeddingExporter', 'EmbeddingExporter', 'disk_full'),
+    Row('metadata store full at EmbeddingExporter', 'EmbeddingExporter',
+        'store_full', 'running'),
     Row('disk full at EmbeddingPusher', 'EmbeddingPusher', 'disk_full'),
     Row('read-only push root', 'EmbeddingPusher', 'read_only_push'),
     Row('read-only home', None, 'read_only_home'),

@@ -2,21 +2,26 @@
 
 A component's config is a frozen dataclass deriving from `Settings`: its
 fields are the settings with their defaults (the only place a default is
-stated), every value is type-checked on construction and `validate()` checks
-ranges. The config travels to the executor as one JSON execution parameter
-(`CONFIG_KEY`). Importable without TensorFlow or TFX.
+stated), every value is type-checked on construction, every numeric one is
+checked against the bounds its field states (`bounded`), and `validate()`
+checks what depends on several fields. The config travels to the executor as
+one JSON execution parameter (`CONFIG_KEY`). Importable without TensorFlow or
+TFX, so a command line refuses a bad value before the heavy imports.
 """
 
 import dataclasses
 import json
 import math
 import typing
-from typing import Any, Dict, Mapping, Type, TypeVar
+from typing import Any, Dict, Mapping, Optional, Tuple, Type, TypeVar
 
 # The execution parameter that carries a component's config as JSON.
 CONFIG_KEY = 'config'
 
 T = TypeVar('T', bound='Settings')
+
+# The key of a field's (low, high) in its metadata: see `bounded`.
+BOUNDS = 'bounds'
 
 
 _TYPE_NAMES = {int: 'an integer', float: 'a number', str: 'a string',
@@ -45,6 +50,45 @@ def _coerce(what: str, kind, value: Any) -> Any:
   return value
 
 
+def bounded(default: Any, low: float, high: float) -> Any:
+  """A numeric setting's field: its default and the range [low, high] its
+  values must be in (both included).
+
+  Every int and float setting is declared this way, with a comment saying
+  why its bounds are what they are: generous for real TPU training, but a
+  value no training could use (a window of a billion) is refused when the
+  config is built, before anything runs. An optional setting left at None
+  is not checked.
+  """
+  if default is not None and not low <= default <= high:
+    raise ValueError(f'default {default!r} is outside [{low}, {high}]')
+  return dataclasses.field(default=default, metadata={BOUNDS: (low, high)})
+
+
+def bounds_of(cls) -> Dict[str, Tuple[float, float]]:
+  """{field: (low, high)} of a dataclass's bounded fields."""
+  return {f.name: f.metadata[BOUNDS] for f in dataclasses.fields(cls)
+          if BOUNDS in f.metadata}
+
+
+def _number(x: float) -> str:
+  """1000, 10,000, 1,000,000 (whole floats too), 0.5, 1e-09."""
+  if isinstance(x, float) and x.is_integer() and abs(x) < 1e16:
+    x = int(x)
+  if isinstance(x, int):
+    return f'{x:,}' if abs(x) >= 10_000 else str(x)
+  return f'{x:g}'
+
+
+def range_problem(value: float, low: float, high: float) -> Optional[str]:
+  """'must be ... >= low and <= high, got value', or None when in range."""
+  if low <= value <= high:
+    return None
+  kind = 'an integer' if isinstance(value, int) else 'a number'
+  return (f'must be {kind} >= {_number(low)} and <= {_number(high)}, got '
+          f'{_number(value)}')
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
   """Typed, validated settings of one component."""
@@ -58,16 +102,14 @@ class Settings:
       value = _coerce(f'{self.WHAT} parameter {field.name}', hints[field.name],
                       getattr(self, field.name))
       object.__setattr__(self, field.name, value)
+      problem = (range_problem(value, *field.metadata[BOUNDS])
+                 if BOUNDS in field.metadata and value is not None else None)
+      if problem:
+        raise ValueError(f'{self.WHAT} parameter {field.name} {problem}')
     self.validate()
 
   def validate(self):
-    """Range checks beyond the types; raises ValueError naming the setting."""
-
-  def check_int(self, name: str, minimum: int):
-    value = getattr(self, name)
-    if value < minimum:
-      raise ValueError(f'{self.WHAT} parameter {name} must be an integer >= '
-                       f'{minimum}, got {value!r}')
+    """Checks of several fields together; raises ValueError naming them."""
 
   @classmethod
   def names(cls) -> typing.List[str]:

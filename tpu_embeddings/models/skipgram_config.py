@@ -8,6 +8,9 @@ from tpu_embeddings.core import settings
 # Eval sequences the held-out sample reads by default (the validator's
 # max_eval_examples; the trainer's TensorBoard eval loss reads as many).
 EVAL_SEQUENCES = 1000
+# Seeds: non-negative and within 31 bits, which every seeded library here
+# (NumPy, TensorFlow's stateless ops, Beam) takes.
+SEEDS = (0, 2**31 - 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,31 +38,35 @@ class SkipGramConfig(settings.Settings):
   """
   WHAT = 'skip-gram'
 
-  batch_size: int = 2048
-  window: int = 5
-  negatives: int = 5
-  shared_negatives: int = 0
-  negative_group: int = 64
-  subsample: float = 1e-3
-  seed: int = 0
-  sequences_per_chunk: int = 256
-  shuffle_buffer: int = 10_000
+  # Up to 4M pairs: a TPU pod slice's global batch (~16k per chip on 256
+  # chips); a batch's ids and negatives must fit one host's memory.
+  batch_size: int = settings.bounded(2048, 1, 1 << 22)
+  # word2vec uses 5-10, item sequences 50-200; lines hold at most 10,000
+  # tokens, and the pairs (and the plan's estimate of them) grow with it.
+  window: int = settings.bounded(5, 1, 1000)
+  # word2vec uses 2-20; each is a row read and updated per pair.
+  negatives: int = settings.bounded(5, 1, 1000)
+  # Shared ones are scored by [group, S] products: S in the thousands is
+  # already sampled-softmax sized.
+  shared_negatives: int = settings.bounded(0, 0, 8192)
+  negative_group: int = settings.bounded(64, 1, 1 << 22)  # <= a batch
+  # word2vec uses 1e-3 to 1e-5; at 0.1 only a token making over a quarter
+  # of the corpus is thinned at all (none from 0.39 up).
+  subsample: float = settings.bounded(1e-3, 0.0, 0.1)
+  seed: int = settings.bounded(0, *SEEDS)
+  # A chunk's pairs are made and shuffled in memory at once: 65,536
+  # sequences of 100 tokens at window 5 are ~65M pairs, about 0.5 GB.
+  sequences_per_chunk: int = settings.bounded(256, 1, 65_536)
+  # Sequences held in memory to shuffle: 1M of 100 tokens are ~1 GB.
+  shuffle_buffer: int = settings.bounded(10_000, 1, 1_000_000)
 
   def validate(self):
     super().validate()
-    for name in ('batch_size', 'window', 'negatives', 'negative_group',
-                 'sequences_per_chunk', 'shuffle_buffer'):
-      self.check_int(name, 1)
-    self.check_int('shared_negatives', 0)
     if self.shared_negatives and self.batch_size % self.negative_group:
       raise ValueError(
           f'{self.WHAT} parameter batch_size ({self.batch_size}) must be a '
           f'multiple of negative_group ({self.negative_group}) when '
           'shared_negatives is set')
-    self.check_int('seed', 0)
-    if not 0 <= self.subsample < 1:
-      raise ValueError(f'{self.WHAT} parameter subsample must be in [0, 1), '
-                       f'got {self.subsample!r}')
 
   @property
   def negative_groups(self) -> int:

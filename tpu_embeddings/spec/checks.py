@@ -3,6 +3,8 @@
 import math
 from typing import Any
 
+from tpu_embeddings.core import settings
+
 
 class SpecError(ValueError):
   """A bad value in an embedding spec; the message names the field."""
@@ -19,12 +21,20 @@ def check_name(field: str, value: Any):
     fail(field, f'{value!r} may not contain "/" or start with "."')
 
 
-def check_int(field: str, value: Any, minimum: int):
-  if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-    fail(field, f'must be an integer >= {minimum}, got {value!r}')
+def check_int(field: str, value: Any, low: int, high: int):
+  if isinstance(value, bool) or not isinstance(value, int):
+    fail(field, f'must be an integer, got {value!r}')
+  _check_range(field, value, low, high)
 
 
-def check_number(field: str, value: Any):
+def check_number(field: str, value: Any, low: float, high: float):
   if (isinstance(value, bool) or not isinstance(value, (int, float)) or
       not math.isfinite(value)):
     fail(field, f'must be a finite number, got {value!r}')
+  _check_range(field, value, low, high)
+
+
+def _check_range(field: str, value, low, high):
+  problem = settings.range_problem(value, low, high)
+  if problem:
+    fail(field, problem)

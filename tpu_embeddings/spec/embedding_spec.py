@@ -11,6 +11,11 @@ import json
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
+from tpu_embeddings.spec.bounds import DIMS
+from tpu_embeddings.spec.bounds import INITIALIZER_SCALES
+from tpu_embeddings.spec.bounds import OUTPUT_DIMS
+from tpu_embeddings.spec.bounds import ROWS
+from tpu_embeddings.spec.bounds import SEQUENCE_LENGTHS
 from tpu_embeddings.spec.checks import SpecError
 from tpu_embeddings.spec.checks import check_int
 from tpu_embeddings.spec.checks import check_name
@@ -50,16 +55,14 @@ class TableSpec:
     check_name(f'{field}.name', self.name)
     if self.vocabulary:
       check_name(f'{field}.vocabulary', self.vocabulary)
-    check_int(f'{field}.dim', self.dim, 1)
-    check_int(f'{field}.vocabulary_size', self.vocabulary_size, 0)
+    check_int(f'{field}.dim', self.dim, *DIMS)
+    check_int(f'{field}.vocabulary_size', self.vocabulary_size, *ROWS)
     if self.initializer not in INITIALIZERS:
       fail(f'{field}.initializer',
             f'unknown initializer {self.initializer!r}; one of {INITIALIZERS}')
     if self.initializer_scale is not None:
-      check_number(f'{field}.initializer_scale', self.initializer_scale)
-      if self.initializer_scale <= 0:
-        fail(f'{field}.initializer_scale',
-              f'must be > 0, got {self.initializer_scale!r}')
+      check_number(f'{field}.initializer_scale', self.initializer_scale,
+                   *INITIALIZER_SCALES)
     if self.combiner not in COMBINERS:
       fail(f'{field}.combiner',
             f'unknown combiner {self.combiner!r}; one of {COMBINERS}')
@@ -88,9 +91,10 @@ class FeatureSpec:
   def validate(self, field: str):
     check_name(f'{field}.name', self.name)
     check_name(f'{field}.table', self.table)
-    check_int(f'{field}.max_sequence_length', self.max_sequence_length, 0)
+    check_int(f'{field}.max_sequence_length', self.max_sequence_length,
+              *SEQUENCE_LENGTHS)
     for i, d in enumerate(self.output_shape):
-      check_int(f'{field}.output_shape[{i}]', d, 1)
+      check_int(f'{field}.output_shape[{i}]', d, *OUTPUT_DIMS)
 
 
 @dataclasses.dataclass(frozen=True)

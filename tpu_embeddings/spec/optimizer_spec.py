@@ -29,6 +29,28 @@ OPTIMIZER_PARAMS: Dict[str, Dict[str, Any]] = {
         'allow_zero_accumulator': False,
     },
 }
+# Bounds (low, high) of each numeric hyper-parameter, both included.
+PARAM_BOUNDS: Dict[str, Tuple[float, float]] = {
+    # Above 0; SGD on a batch-mean loss takes rates of 50-100 (word2vec's
+    # 0.025 per pair times a batch of 2048 is 51), so 10,000 leaves room
+    # for batches 100 times larger.
+    'learning_rate': (1e-9, 1e4),
+    # Adagrad / FTRL start at 0.1 (TF) or 1e-3 (here); at 1,000 the first
+    # steps would already be scaled down a thousandfold.
+    'initial_accumulator_value': (0.0, 1e3),
+    # Adam's moment decays: 0.999999 already averages over a million steps,
+    # and 1 would never forget.
+    'beta_1': (0.0, 0.999999),
+    'beta_2': (0.0, 0.999999),
+    # Added to the denominator: above 1 it is the step size.
+    'epsilon': (1e-12, 1.0),
+    # FTRL: the power is <= 0 (TF's rule; -0.5 is Adagrad-like).
+    'learning_rate_power': (-10.0, 0.0),
+    'l1_regularization_strength': (0.0, 1e3),
+    'l2_regularization_strength': (0.0, 1e3),
+    'beta': (0.0, 1e3),
+}
+
 # Slot variable names per optimizer, in the order the mid-level API creates
 # them.
 OPTIMIZER_SLOTS: Dict[str, Tuple[str, ...]] = {
@@ -73,18 +95,7 @@ class OptimizerSpec:
         if not isinstance(value, bool):
           fail(f'{field}.{key}', f'must be true or false, got {value!r}')
       else:
-        check_number(f'{field}.{key}', value)
-    hp = self.hyperparameters
-    if hp['learning_rate'] <= 0:
-      fail(f'{field}.learning_rate', f'must be > 0, got {hp["learning_rate"]}')
-    if hp.get('initial_accumulator_value', 1.0) < 0:
-      fail(f'{field}.initial_accumulator_value', 'must be >= 0')
-    if self.kind == 'adam':
-      for beta in ('beta_1', 'beta_2'):
-        if not 0 <= hp[beta] < 1:
-          fail(f'{field}.{beta}', f'must be in [0, 1), got {hp[beta]}')
-      if hp['epsilon'] <= 0:
-        fail(f'{field}.epsilon', f'must be > 0, got {hp["epsilon"]}')
+        check_number(f'{field}.{key}', value, *PARAM_BOUNDS[key])
 
   def build(self, learning_rate_scale=None):
     """A fresh `tf.tpu.experimental.embedding` optimizer.

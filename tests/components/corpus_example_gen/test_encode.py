@@ -61,6 +61,19 @@ def test_blocks_encode_like_one_line_at_a_time(seed, newline_at_end):
   assert counts.capped_lines and counts.dropped_long_tokens
 
 
+def test_tokens_over_256_bytes_are_dropped_and_lines_cut_at_10000_tokens():
+  """The README's limits as literals, not the constants under test."""
+  block = (b'x' * 256 + b' ' + b'y' * 257 + b' ' + 'é'.encode() * 129 + b'\n'
+           + b' '.join(b'w%d' % i for i in range(10_001)) + b'\n')
+  records, counts = encode.encode_block(block, 'f.txt')
+  assert records == [
+      examples_io.make_example(['x' * 256]).SerializeToString(
+          deterministic=True),
+      examples_io.make_example([f'w{i}' for i in range(10_000)])
+      .SerializeToString(deterministic=True)]
+  assert counts == encode.Counts(capped_lines=1, dropped_long_tokens=2)
+
+
 def test_empty_and_blank_blocks():
   assert encode.encode_block(b'', 'f.txt') == ([], encode.Counts())
   assert encode.encode_block(b'\n \t\n\n', 'f.txt') == (

@@ -13,7 +13,6 @@ from tfx.utils import proto_utils
 from components.corpus_example_gen import component
 from components.corpus_example_gen import executor
 from tpu_embeddings.artifacts import examples_io
-from tpu_embeddings.core import text
 
 
 def _exec_properties(base, span=None, window=1, pattern='span-{SPAN}/*'):
@@ -42,21 +41,23 @@ def _run(base, split_pattern, **kwargs):
 
 
 def test_odd_lines_are_skipped_and_counted(tmp_path):
+  """The README's limits, as literals: lines cut at 10,000 tokens, tokens
+  over 256 bytes dropped."""
   d = tmp_path / 'span-1'
   d.mkdir()
-  long_line = ' '.join(f'w{i}' for i in range(text.MAX_TOKENS_PER_LINE + 5))
+  long_line = ' '.join(f'w{i}' for i in range(10_005))
   (d / 'a.txt').write_bytes(
       b'alpha beta  gamma\n'
       b'caf\xc3\xa9 ok\n'       # valid UTF-8
       b'\n   \t\n'              # blank lines
-      + b'x' * (text.MAX_TOKEN_BYTES + 1) + b' kept\n'
+      + b'x' * 257 + b' kept ' + b'y' * 256 + b'\n'
       + long_line.encode() + b'\n')
   found, counters = _run(tmp_path, 'span-1/*')
   by_first = {s[0]: s for s in found}
   assert by_first['alpha'] == ['alpha', 'beta', 'gamma']
   assert by_first['café'] == ['café', 'ok']
-  assert by_first['kept'] == ['kept']
-  assert len(by_first['w0']) == text.MAX_TOKENS_PER_LINE
+  assert by_first['kept'] == ['kept', 'y' * 256]
+  assert by_first['w0'] == [f'w{i}' for i in range(10_000)]
   assert len(found) == 4
   assert counters['capped_lines'] == 1
   assert counters['dropped_long_tokens'] == 1

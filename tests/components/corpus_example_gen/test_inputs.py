@@ -12,7 +12,6 @@ from components.corpus_example_gen import component
 from components.corpus_example_gen import executor
 from components.corpus_example_gen.config import ExampleGenConfig
 from pipelines.local import retrain
-from tpu_embeddings.core import text
 
 
 def _span(tmp_path, lines=('alpha beta gamma',)):
@@ -109,9 +108,9 @@ def test_span_folders_without_a_span_number_are_named(tmp_path):
 
 
 def test_capped_lines_and_dropped_tokens_are_recorded(tmp_path):
-  long_line = ' '.join(f'w{i}' for i in range(text.MAX_TOKENS_PER_LINE + 3))
+  long_line = ' '.join(f'w{i}' for i in range(10_003))  # cut at 10,000
   d = _span(tmp_path, ['alpha beta', long_line, long_line,
-                       'x' * (text.MAX_TOKEN_BYTES + 1) + ' kept'])
+                       'x' * 257 + ' kept ' + 'y' * 256])  # over 256 bytes
   examples = _do(tmp_path)
   assert examples.get_int_custom_property(keys.CAPPED_LINES) == 2
   assert examples.get_int_custom_property(keys.DROPPED_LONG_TOKENS) == 1

@@ -55,8 +55,8 @@ def test_pipeline_run_records_both_models(tmp_path):
 
 @pytest.mark.parametrize('kwargs, message', [
     (dict(num_oov_buckets=0), 'num_oov_buckets must be an integer >= 1'),
-    (dict(num_oov_buckets=True), 'num_oov_buckets must be an integer >= 1'),
-    (dict(l2_regularization=-0.1), 'l2_regularization must be a finite'),
+    (dict(num_oov_buckets=True), 'num_oov_buckets must be an integer, got'),
+    (dict(l2_regularization=-0.1), 'l2_regularization must be a number >= 0'),
     (dict(l2_regularization=float('nan')), 'l2_regularization must be a'),
 ])
 def test_bad_parameters(kwargs, message):

@@ -61,5 +61,6 @@ def test_no_checkpoint_interval_at_all_is_refused():
   with pytest.raises(ValueError, match='set checkpoint_every or '
                      'checkpoint_seconds'):
     executor.TrainerConfig(checkpoint_every=0, checkpoint_seconds=0)
-  with pytest.raises(ValueError, match='checkpoint_seconds must be >= 0'):
+  with pytest.raises(ValueError,
+                     match='checkpoint_seconds must be a number >= 0'):
     executor.TrainerConfig(checkpoint_seconds=-1)

@@ -34,7 +34,7 @@ def test_parameters_are_checked_when_the_pipeline_is_built(tmp_path):
   kwargs = dict(model=model.outputs['result'],
                 examples=examples.outputs['result'],
                 vocabulary=vocab.outputs['result'])
-  with pytest.raises(ValueError, match='max_row_norm must be > 0'):
+  with pytest.raises(ValueError, match='max_row_norm must be a number >='):
     CheckpointValidator(**kwargs, max_row_norm=-1.0)
   with pytest.raises(ValueError, match='parameter k must be an integer >= 1'):
     CheckpointValidator(**kwargs, k=0)

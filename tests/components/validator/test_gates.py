@@ -13,13 +13,15 @@ def _health(**overrides):
 
 
 def test_thresholds_reject_bad_values_by_name():
-  with pytest.raises(ValueError, match='max_row_norm must be > 0'):
+  with pytest.raises(ValueError, match='max_row_norm must be a number >= '):
     gates.Thresholds(max_row_norm=0)
   with pytest.raises(ValueError, match='min_recall_at_k must be a finite'):
     gates.Thresholds(min_recall_at_k=float('nan'))
-  with pytest.raises(ValueError, match='regression_margin must be >= 0'):
+  with pytest.raises(ValueError, match='regression_margin must be a number '
+                     '>= 0 and <= 1, got -0.1'):
     gates.Thresholds(regression_margin=-0.1)
-  with pytest.raises(ValueError, match='max_mean_cosine must be in'):
+  with pytest.raises(ValueError, match='max_mean_cosine must be a number '
+                     '>= -1 and <= 1, got 2'):
     gates.Thresholds(max_mean_cosine=2.0)
 
 
@@ -46,6 +48,19 @@ def test_each_unhealthy_table_fails_its_gate_with_a_reason(overrides, failing,
   assert [g.name for g in failed] == [f'health/tokens/{failing}']
   assert words in failed[0].reason and "'tokens'" in failed[0].reason
   assert not gates.blessed(result)
+
+
+def test_a_table_of_nan_says_so_in_every_health_gate():
+  """Not "max row norm none": collapse and norms are not measured."""
+  result = gates.health_gates('tokens', _health(
+      nonfinite_values=864, nonfinite_rows=54, mean_pairwise_cosine=None,
+      max_norm=None), gates.Thresholds())
+  assert not any(g.passed for g in result)
+  assert [g.reason for g in result] == [
+      "table 'tokens': 864 NaN/Inf values in 54 rows",
+      "collapse not measured: table 'tokens' holds NaN/Inf",
+      "row norms not measured: table 'tokens' holds NaN/Inf"]
+  assert 'none' not in gates.summary(result).lower()
 
 
 def test_absolute_gates_only_for_set_thresholds():
@@ -100,7 +115,8 @@ def test_popularity_gate_needs_strictly_better_recall():
 
 
 def test_min_baseline_coverage_is_a_fraction():
-  with pytest.raises(ValueError, match='min_baseline_coverage must be in'):
+  with pytest.raises(ValueError, match='min_baseline_coverage must be a '
+                     'number >= 0 and <= 1'):
     gates.Thresholds(min_baseline_coverage=1.5)
 
 

@@ -1,11 +1,13 @@
 """Named vocabularies from stock Examples: each counts its features' tokens."""
 
 import collections
+import json
 import os
 
 import pytest
 import tensorflow as tf
 
+from components import keys
 from components.vocabulary.config import VocabularyConfig
 from tests.support import vocabulary_runs
 from tpu_embeddings.artifacts import vocabularies
@@ -30,6 +32,10 @@ def _example(row):
 
 
 def _run(tmp_path, **config):
+  return _run_artifact(tmp_path, **config).uri
+
+
+def _run_artifact(tmp_path, **config):
   train = tmp_path / 'examples' / 'Split-train'
   train.mkdir(parents=True)
   options = tf.io.TFRecordOptions(compression_type='GZIP')
@@ -37,7 +43,7 @@ def _run(tmp_path, **config):
     with tf.io.TFRecordWriter(str(train / f'data-{part}.gz'), options) as w:
       for row in ROWS:
         w.write(_example(row))
-  return vocabulary_runs.run(tmp_path, **config).uri
+  return vocabulary_runs.run(tmp_path, **config)
 
 
 @pytest.mark.slow
@@ -55,6 +61,17 @@ def test_each_vocabulary_counts_its_features_tokens(tmp_path):
   users = collections.Counter(str(row['user_id']) for row in ROWS * 2)
   assert found['user_id'] == vocabulary_file.from_counts(users)
   assert not os.path.exists(os.path.join(uri, 'vocabulary.tsv'))
+
+
+@pytest.mark.slow
+def test_records_with_an_empty_id_are_counted_by_feature(tmp_path):
+  """An empty cell looks up no row: counted, for the run summary."""
+  artifact = _run_artifact(tmp_path, vocabularies={
+      'user_id': ['user_id'], 'item_id': ['history', 'item_id']})
+  empty_history = sum(1 for row in ROWS if not row['history'].split()) * 2
+  assert empty_history == 10
+  assert json.loads(artifact.get_string_custom_property(keys.EMPTY_IDS)) == {
+      'history': empty_history, 'item_id': 0, 'user_id': 0}
 
 
 @pytest.mark.slow

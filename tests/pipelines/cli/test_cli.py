@@ -11,8 +11,10 @@ import sys
 
 import pytest
 
+from pipelines import demo_data
 from pipelines.cli import main as cli
 from tests.support import paths
+from tests.support import tiny_pipeline
 
 REPO = paths.REPO
 
@@ -62,7 +64,7 @@ def _probe(argvs):
 
 def test_bad_arguments_fail_before_tensorflow_and_create_nothing(tmp_path):
   data = tmp_path / 'data'
-  data.mkdir()
+  (data / 'span-1').mkdir(parents=True)  # a span folder, still empty
   home = str(tmp_path / 'home')
   out = str(tmp_path / 'pipeline.yaml')
   compile_ = ['compile', '--output', out, '--image', 'img:1',
@@ -74,6 +76,9 @@ def test_bad_arguments_fail_before_tensorflow_and_create_nothing(tmp_path):
        'is not a directory'),
       (['run', '--data', str(data), '--home', home, '--neighbors', '-1'],
        '--neighbors'),
+      (['run', '--data', str(data), '--home', home],
+       f'data root {data}: no file matches span-{{SPAN}}/* in span folder '
+       'span-1; '),
       (['retrain', '--data', str(data), '--home', home,
         '--set', 'train_steps=abc'], 'train_steps must be an integer'),
       (['retrain', '--data', str(tmp_path / 'none'), '--home', home],
@@ -95,6 +100,39 @@ def test_bad_arguments_fail_before_tensorflow_and_create_nothing(tmp_path):
     assert err.startswith('error: ') and message in err, (argv, err)
     assert len(err.splitlines()) == 1, (argv, err)
   assert results[-1]['imported'] == [], 'TensorFlow or TFX imported'
+  assert sorted(os.listdir(tmp_path)) == ['data']  # no home, no package
+
+
+@pytest.mark.slow
+def test_absurd_settings_are_refused_before_any_component_runs(tmp_path):
+  """A window of a billion once kept the trainer busy for minutes with no
+  progress line; now every command refuses it in one line naming the bound,
+  before TensorFlow or TFX is imported and before the home is created,
+  though the data root holds a span the pipeline would train on."""
+  data = tmp_path / 'data'
+  demo_data.generate(str(data), spans=1, seed=0, shape=tiny_pipeline.TINY)
+  home = str(tmp_path / 'home')
+  window = ['--set', 'trainer.window=1000000000']
+  cases = [
+      (['run', '--data', str(data), '--home', home] + window,
+       'window must be an integer >= 1 and <= 1000, got 1,000,000,000'),
+      (['retrain', '--data', str(data), '--home', home] + window,
+       'window must be an integer >= 1 and <= 1000'),
+      (['run', '--data', str(data), '--home', home, '--set', 'dim=1000000'],
+       'table parameter dim must be an integer >= 1 and <= 8192'),
+      (['run', '--data', str(data), '--home', home, '--set',
+        'validator.min_recall_at_k=7'], 'min_recall_at_k must be a number'),
+      (['compile', '--output', str(tmp_path / 'p.yaml'), '--image', 'img:1',
+        '--pipeline-root', 'gs://b/tfx'] + window,
+       'window must be an integer >= 1 and <= 1000'),
+  ]
+  results = _probe([argv for argv, _ in cases])
+  for (argv, message), result in zip(cases, results):
+    err = result['err'].strip()
+    assert result['rc'] == 2, (argv, result)
+    assert err.startswith('error: ') and message in err, (argv, err)
+    assert len(err.splitlines()) == 1, (argv, err)
+    assert result['imported'] == [], (argv, 'TensorFlow or TFX imported')
   assert sorted(os.listdir(tmp_path)) == ['data']  # no home, no package
 
 

@@ -59,11 +59,44 @@ def test_tensorflow_and_sqlite_words_for_machine_failures():
   sqlite = RuntimeError('Error when executing query: attempt to write a '
                         'readonly database query: INSERT INTO ...')
   assert failures.describe(sqlite) == (
-      3, 'read-only file system (Error when executing query: attempt to '
-      'write a readonly database query: INSERT INTO ...): make it writable '
-      'and run the same command again')
+      3, 'read-only file system (ML Metadata: attempt to write a readonly '
+      'database): make it writable and run the same command again')
   beam = ValueError("bad line [while running 'WriteSplits']\nTraceback ...")
   assert failures.describe(beam) == (2, 'bad line')
+
+
+# ML Metadata's words when SQLite cannot write: the protobuf it was writing,
+# SQLite's message and the SQL statement.
+_STORE_FULL = (
+    'Cannot create node for type_id: 24 last_known_state: RUNNING '
+    'custom_properties { key: "config" value { string_value: "{}" } } name: '
+    '"601efd77"Error when executing query: database or disk is full query:  '
+    'INSERT INTO `Execution`(    `type_id`, `last_known_state`) VALUES (24, '
+    '2);')
+
+
+def test_a_full_metadata_store_is_named_not_quoted(tmp_path):
+  """The line names the store's file to free space for, not the SQL."""
+  home = str(tmp_path / 'home')
+  store = os.path.join(home, 'metadata.sqlite')
+  during = failure.wrap(RuntimeError(_STORE_FULL), home, 'EmbeddingExporter',
+                        ['Vocabulary'])
+  code, line = failures.describe(during)
+  assert code == failures.EXIT_MACHINE
+  assert line.startswith(f'EmbeddingExporter failed: no space left on device '
+                         f'({store}): free space there and run the same '
+                         'command again; kept the outputs of Vocabulary'), line
+  # Before any component runs (the store paired with the home).
+  code, line = failures.describe(failure.wrap(
+      RuntimeError(_STORE_FULL.replace('database or disk is full',
+                                       'attempt to write a readonly '
+                                       'database')), home, None, []))
+  assert (code, line) == (3, f'read-only file system ({store}): make it '
+                          'writable and run the same command again')
+  # Without the home (another caller): SQLite's message alone.
+  assert failures.describe(RuntimeError(_STORE_FULL)) == (
+      3, 'no space left on device (ML Metadata: database or disk is full): '
+      'free space there and run the same command again')
 
 
 def test_codes_by_kind_of_failure():

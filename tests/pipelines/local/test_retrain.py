@@ -31,6 +31,35 @@ def test_no_span_means_no_run(tmp_path):
     retrain.decide(str(tmp_path / 'missing'), str(tmp_path), 'span-{SPAN}/*')
 
 
+def test_span_folders_without_input_files_are_named_with_the_data_root(
+    tmp_path):
+  root = str(tmp_path)
+  with pytest.raises(ValueError) as e:
+    retrain.check_span_files(root, ['span-{SPAN}/*'])
+  assert str(e.value) == (f'data root {root} has no span folder (span-{{SPAN}}'
+                          "); put each span's files in one, e.g. span-1/")
+  (tmp_path / 'span-1').mkdir()
+  (tmp_path / 'span-2').mkdir()
+  with pytest.raises(ValueError) as e:
+    retrain.check_span_files(root, ['span-{SPAN}/*'])
+  assert str(e.value) == (
+      f'data root {root}: no file matches span-{{SPAN}}/* in span folders '
+      "span-1, span-2; put the span's files there, or remove the empty "
+      'folder')
+  (tmp_path / 'span-1' / 'a.txt').write_text('a b\n')
+  retrain.check_span_files(root, ['span-{SPAN}/*'])  # span 1 is read
+  # The stock formats read train/ and eval/ folders of a span: both.
+  split = ['span-{SPAN}/train/*', 'span-{SPAN}/eval/*']
+  (tmp_path / 'span-2' / 'train').mkdir()
+  (tmp_path / 'span-2' / 'train' / 'a.csv').write_text('x\n1\n')
+  with pytest.raises(ValueError, match=r'no file matches span-\{SPAN\}/train/'
+                     r'\* and span-\{SPAN\}/eval/\* in span folders'):
+    retrain.check_span_files(root, split)
+  (tmp_path / 'span-2' / 'eval').mkdir()
+  (tmp_path / 'span-2' / 'eval' / 'b.csv').write_text('x\n1\n')
+  retrain.check_span_files(root, split)
+
+
 def test_lock_is_exclusive_and_released(tmp_path):
   with retrain.RetrainLock(str(tmp_path)):
     with pytest.raises(retrain.LockHeld, match=f'pid {os.getpid()}'):

@@ -55,3 +55,27 @@ def test_cut_lines_dropped_tokens_and_a_new_store_are_warned(tmp_path):
   summary['input_skipped'] = {'capped_lines': 0, 'dropped_long_tokens': 0,
                               'first_skipping_file': None}
   assert 'input:' not in local_runner.format_summary(summary)
+
+
+def test_empty_ids_are_warned_like_dropped_tokens(tmp_path):
+  summary = _summary(tmp_path, {'baseline_version': 2,
+                                'baseline_unreadable': []})
+  summary['empty_ids'] = {'history': 0, 'item_id': 1, 'user_id': 3}
+  assert local_runner.format_summary(summary).splitlines()[0] == (
+      'warning: input: 1 record(s) with an empty item_id, 3 record(s) with '
+      'an empty user_id (trained as no token: an empty id looks up no row)')
+  summary['empty_ids'] = {'history': 0}
+  assert 'input:' not in local_runner.format_summary(summary)
+
+
+def test_a_nan_loss_names_the_tables_holding_nan(tmp_path):
+  summary = _summary(tmp_path, {'baseline_version': 2,
+                                'baseline_unreadable': []},
+                     training={'steps': 5, 'final_loss': None})
+  summary['health'] = {'tokens': {'nonfinite_values': 8},
+                       'contexts': {'nonfinite_values': 0}}
+  text = local_runner.format_summary(summary)
+  assert ("training: 5 steps, None examples, final loss NaN/Inf (table "
+          "'tokens' holds NaN/Inf)") in text
+  summary['training']['final_loss'] = 2.5
+  assert 'final loss 2.5,' in local_runner.format_summary(summary)

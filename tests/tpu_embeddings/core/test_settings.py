@@ -13,15 +13,11 @@ from tpu_embeddings.core import settings
 class Example(settings.Settings):
   WHAT = 'Example'
 
-  count: int = 1
-  rate: float = 0.5
+  count: int = settings.bounded(1, 1, 1000)
+  rate: float = settings.bounded(0.5, 0.0, 10.0)
   name: str = ''
-  limit: Optional[float] = None
+  limit: Optional[float] = settings.bounded(None, -1.0, 1.0)
   extra: Optional[Dict[str, int]] = None
-
-  def validate(self):
-    super().validate()
-    self.check_int('count', 1)
 
 
 def test_types_are_checked_and_ints_become_floats():
@@ -33,7 +29,6 @@ def test_types_are_checked_and_ints_become_floats():
       ('rate', float('inf'), 'rate must be a finite number'),
       ('name', 3, 'name must be a string'),
       ('extra', [1], 'extra must be a JSON object'),
-      ('count', 0, 'count must be an integer >= 1, got 0'),
   ]:
     with pytest.raises(ValueError, match=f'Example parameter {message}'):
       Example(**{field: value})
@@ -53,3 +48,24 @@ def test_json_round_trip_and_unknown_names():
     config.replace(cnt=2)
   with pytest.raises(ValueError, match='not valid JSON'):
     Example.from_json('{')
+
+
+def test_bounds_are_checked_with_the_types():
+  assert Example(count=1000, rate=0.0, limit=-1.0).count == 1000
+  assert Example(limit=None).limit is None  # an unset option: not checked
+  for field, value, message in [
+      ('count', 0, 'count must be an integer >= 1 and <= 1000, got 0'),
+      ('count', 1001, 'count must be an integer >= 1 and <= 1000, got 1001'),
+      ('count', 10**9, 'count must be an integer >= 1 and <= 1000, '
+       'got 1,000,000,000'),
+      ('rate', 10.5, 'rate must be a number >= 0 and <= 10, got 10.5'),
+      ('limit', -2, 'limit must be a number >= -1 and <= 1, got -2'),
+  ]:
+    with pytest.raises(ValueError) as e:
+      Example(**{field: value})
+    assert str(e.value) == f'Example parameter {message}'
+
+
+def test_a_default_outside_its_bounds_is_a_programming_error():
+  with pytest.raises(ValueError, match=r'default 0 is outside \[1, 10\]'):
+    settings.bounded(0, 1, 10)

@@ -77,12 +77,42 @@ def _bad(mutate):
     (lambda d: d['tables'].append(dict(d['tables'][0])), 'tables[1].name'),
     (lambda d: d['tables'][0].update(colour=1), 'tables[0].colour'),
     (lambda d: d.update(tables=[]), 'tables'),
+    # Beyond any real table or optimizer (the bounds' own tests below).
+    (lambda d: d['tables'][0].update(dim=100_000), 'tables[0].dim'),
+    (lambda d: d['tables'][0].update(vocabulary_size=10**12),
+     'tables[0].vocabulary_size'),
+    (lambda d: d['tables'][0].update(initializer_scale=1e6),
+     'tables[0].initializer_scale'),
+    (lambda d: d['features'][0].update(max_sequence_length=10**9),
+     'features[0].max_sequence_length'),
+    (lambda d: d['optimizer'].update(learning_rate=1e9),
+     'optimizer.learning_rate'),
+    (lambda d: d['optimizer'].update(initial_accumulator_value=1e9),
+     'optimizer.initial_accumulator_value'),
 ])
 def test_bad_values_name_the_field(mutate, field):
   with pytest.raises(SpecError) as e:
     EmbeddingSpec.from_json(_bad(mutate))
   assert f': {field}:' in str(e.value)
   assert '\n' not in str(e.value)
+
+
+def test_bounds_take_real_tpu_tables_and_name_the_limit():
+  """Billions of rows and thousands of dimensions are real; a million
+  dimensions is not."""
+  spec = skipgram_spec(dim=4096, vocabulary_size=3_000_000_000)
+  assert spec.with_table('tokens', dim=8192).tables[0].dim == 8192
+  with pytest.raises(SpecError) as e:
+    spec.with_table('tokens', dim=1_000_000)
+  assert str(e.value) == ('embedding spec: tables[0].dim: must be an integer '
+                          '>= 1 and <= 8192, got 1,000,000')
+  adam = EmbeddingSpec.from_json(_bad(lambda d: d.update(optimizer={
+      'kind': 'adam', 'beta_2': 0.9999, 'epsilon': 1e-8})))
+  assert adam.optimizer.hyperparameters['beta_2'] == 0.9999
+  with pytest.raises(SpecError, match=r'optimizer.beta_2: must be a number '
+                     r'>= 0 and <= 0.999999, got 1$'):
+    EmbeddingSpec.from_json(_bad(lambda d: d.update(optimizer={
+        'kind': 'adam', 'beta_2': 1.0})))
 
 
 def test_vocabulary_size_must_be_set_before_building():
