@@ -1,6 +1,7 @@
 """A home written before the library package was split out still works:
 `pushed`, `embed`, `lineage` read it and `retrain` continues it."""
 
+import fcntl
 import json
 import os
 import shutil
@@ -30,11 +31,16 @@ def _cli(*argv):
 
 @pytest.fixture(scope='module')
 def old_home():
-  shutil.rmtree(ROOT, ignore_errors=True)
-  with tarfile.open(FIXTURE) as tar:
-    tar.extractall(os.path.dirname(ROOT))
-  yield {'data': os.path.join(ROOT, 'data'), 'home': os.path.join(ROOT, 'home')}
-  shutil.rmtree(ROOT, ignore_errors=True)
+  # The fixture's place is fixed: test runs of two checkouts on one machine
+  # take turns with it.
+  with open(ROOT + '.lock', 'w') as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    shutil.rmtree(ROOT, ignore_errors=True)
+    with tarfile.open(FIXTURE) as tar:
+      tar.extractall(os.path.dirname(ROOT))
+    yield {'data': os.path.join(ROOT, 'data'),
+           'home': os.path.join(ROOT, 'home')}
+    shutil.rmtree(ROOT, ignore_errors=True)
 
 
 def test_pushed_embed_and_lineage_read_the_old_home(old_home):
