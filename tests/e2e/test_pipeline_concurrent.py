@@ -40,25 +40,34 @@ def _line(out, prefix):
 
 def _start_waiting(data, home):
   """Both runs started while the home's lock is held here, returned once
-  both say they are waiting for it: {name: (process, its stdout lines)}."""
+  both say they are waiting for it: {name: (process, its stdout lines, its
+  stderr lines, the threads reading them)}. Only those threads read the
+  pipes: nothing else may take a line from them."""
   procs = {}
   for name, settings in RUNS.items():
     proc = subprocess.Popen(
         _command(data, home, settings), cwd=REPO, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
-    procs[name] = (proc, [])
+    procs[name] = (proc, [], [], [])
   waiting = {name: threading.Event() for name in RUNS}
 
   def read(name):
-    proc, lines = procs[name]
+    proc, lines, _, _ = procs[name]
     for line in proc.stdout:
       lines.append(line)
       if line.startswith('waiting for another run in this home'):
         waiting[name].set()
     waiting[name].set()  # ended without waiting: the asserts say so
 
+  def read_errors(name):
+    proc, _, errors, _ = procs[name]
+    errors.extend(proc.stderr)
+
   for name in RUNS:
-    threading.Thread(target=read, args=(name,), daemon=True).start()
+    for target in (read, read_errors):
+      thread = threading.Thread(target=target, args=(name,), daemon=True)
+      thread.start()
+      procs[name][3].append(thread)
   for name in RUNS:
     waiting[name].wait(300)
   return procs
@@ -73,9 +82,11 @@ def test_concurrent_runs_take_turns_and_each_summarize_their_own_run(
   with home_lock.HomeLock(str(home), io.StringIO()):
     procs = _start_waiting(data, home)
   outs = {}
-  for name, (proc, lines) in procs.items():
-    _, err = proc.communicate(timeout=600)
-    out = ''.join(lines)
+  for name, (proc, lines, errors, readers) in procs.items():
+    proc.wait(timeout=600)
+    for thread in readers:
+      thread.join(60)
+    out, err = ''.join(lines), ''.join(errors)
     assert proc.returncode == 0, f'{out}\n{err[-3000:]}'
     assert out.splitlines()[1].startswith(
         'waiting for another run in this home to finish (pid '), out

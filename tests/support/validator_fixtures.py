@@ -65,8 +65,14 @@ def push_baseline(push_root: str, model_uri: str, version: int = 1) -> str:
       exporter_fixtures.from_variable(restored.table('tokens')),
       restored.vocabulary, dirs['hub'])
   serving_export.export_serving_model(restored, dirs['serving'])
+  write_manifests(dirs, version, model_uri)
+  return dirs['serving']
+
+
+def write_manifests(dirs: Dict[str, str], version: int, model_uri: str):
+  """The manifest of each pushed version folder in `dirs` ({kind: dir}),
+  naming exactly the files there (a version is its manifest)."""
   for kind, path in dirs.items():
-    # A version is exactly the files its manifest names.
     files = file_system.list_files(path)
     manifest = manifest_lib.build(
         version, kind,
@@ -76,7 +82,6 @@ def push_baseline(push_root: str, model_uri: str, version: int = 1) -> str:
         pushed_at='2020-01-01T00:00:00Z')
     with open(os.path.join(path, push_layout.MANIFEST_FILENAME), 'w') as f:
       f.write(manifest_lib.dumps(manifest))
-  return dirs['serving']
 
 
 def publish_baseline(push_root: str, model_uri: str, staging: str) -> int:

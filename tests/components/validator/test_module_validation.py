@@ -1,6 +1,5 @@
 """Validating a module file's model: restore, health, metrics, gates."""
 
-import json
 import os
 import shutil
 
@@ -111,11 +110,11 @@ def test_the_pushed_baseline_is_scored_through_what_it_serves(trained):
       'serving': serving_contract.serving_model_path(
           os.path.join(exported, 'serving')),
       'hub': os.path.join(exported, 'hub')}
+  dirs = {}
   for kind, source in sources.items():
-    path = push_layout.version_dir(push_root, kind, 1)
-    shutil.copytree(source, path)
-    with open(os.path.join(path, push_layout.MANIFEST_FILENAME), 'w') as f:
-      json.dump({'version': 1, 'kind': kind, 'source_model': uri}, f)
+    dirs[kind] = push_layout.version_dir(push_root, kind, 1)
+    shutil.copytree(source, dirs[kind])
+  validator_fixtures.write_manifests(dirs, 1, uri)
   report = _validate(trained, push_root=push_root)
   assert report['baseline_version'] == 1, report['baseline_unreadable']
   assert report['metrics']['baseline'] == report['metrics']['candidate']
