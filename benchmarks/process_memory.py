@@ -9,10 +9,12 @@ proportionally (`Pss_Anon`: a page a fork shares is counted once), plus the
 file-backed resident pages of the process with the most of them: the
 processes of one component map the same libraries (TensorFlow's alone are
 about 0.4 GiB), which a plain sum would count once per process.
-The command's own `ru_maxrss` (exact, from the kernel, of that one process,
-its file pages included) is kept too: a spike shorter than the sampling
-period can be missed by the samples, never by `ru_maxrss`. The peak
-reported is the larger of the two.
+The command's own `ru_maxrss` (exact, from the kernel, its file pages
+included, and its children's if larger) is kept too: a spike shorter than
+the sampling period can be missed by the samples, never by `ru_maxrss`.
+The peak reported is the larger of the two. The kernel starts a child's
+`ru_maxrss` from the resident memory of the process that forked it, so run
+commands from a small process (no TensorFlow imported).
 """
 
 import dataclasses

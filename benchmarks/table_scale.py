@@ -40,13 +40,19 @@ checks run beside it), or the process's own `ru_maxrss` if larger
 (benchmarks/process_memory.py). Seconds are wall seconds of the whole
 process, imports included, as a pod runs them.
 
+With `--home`, every component but the trainer runs on the newest
+artifacts of a finished `python -m pipelines run` instead (a trained
+Model), pushing into a push root of its own.
+
 `state` is what the component must hold: the trainer every table and its
 optimizer slots; the validator every table of the candidate, and the
 baseline's served table when one is pushed; the exporter the exported
 table; a consumer of the served SavedModel its table and row norms; the
 pusher and `pushed --verify` nothing (they stream files). The bound (issue
 41): peak <= 1.5 x state + 1 GB; the table prints peak / state and the
-part of the peak above 1.5 x state, which must stay under 1 GB (0.93 GiB).
+part of the peak above 1.5 x state, which must stay under 1 GB (0.93 GiB),
+and the memory `compile` gives the component's Kubeflow pod
+(pipelines/kubeflow/resources.py) with the peak's share of it.
 """
 
 import argparse
@@ -173,7 +179,12 @@ def _child_latency(serving_dir: str, token: str, queries: str):
   print(json.dumps({'median': statistics.median(times)}))
 
 
-def _child_write(work: str):
+def _child_write(work: str, rows: str, train_tokens: str):
+  rows, train_tokens = int(rows), int(train_tokens)
+  topic_corpus.write_vocabulary(os.path.join(work, 'vocabulary'), rows,
+                                train_tokens)
+  topic_corpus.write_examples(os.path.join(work, 'examples'), rows,
+                              {'train': train_tokens, 'eval': EVAL_TOKENS})
   synthetic_model.write_topic_model(os.path.join(work, 'model'),
                                     os.path.join(work, 'vocabulary'), DIM)
 
@@ -220,13 +231,26 @@ def cli(*args: str) -> process_memory.Measured:
 
 
 def write_inputs(work: str, rows: int, train_tokens: int):
-  """Vocabulary, Examples and the synthetic trained Model of one size."""
-  topic_corpus.write_vocabulary(os.path.join(work, 'vocabulary'), rows,
-                                train_tokens)
-  topic_corpus.write_examples(os.path.join(work, 'examples'), rows,
-                              {'train': train_tokens, 'eval': EVAL_TOKENS})
-  # In its own process: its 4 table-sized variables are freed on exit.
-  child('write', work)
+  """Vocabulary, Examples and the synthetic trained Model of one size, in a
+  child process: this one stays small (a child's ru_maxrss starts from the
+  resident memory of the process that forked it)."""
+  child('write', work, str(rows), str(train_tokens))
+
+
+def link_home(home: str, work: str) -> int:
+  """`work/` pointing at the newest Examples, Vocabulary and trained Model
+  of a pipeline home, as `write_inputs` lays a size out; its rows."""
+  from benchmarks.time_to_quality import newest  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  shutil.rmtree(work, ignore_errors=True)
+  os.makedirs(work)
+  for name, node, channel in (
+      ('examples', 'FileBasedExampleGen', 'examples'),
+      ('vocabulary', 'Vocabulary', 'vocabulary'),
+      ('model', 'EmbeddingTrainer', 'model')):
+    os.symlink(newest(home, node, channel), os.path.join(work, name))
+  return vocabulary_file.count_lines(vocabulary_file.path_of(
+      os.path.join(work, 'vocabulary')))
 
 
 def _blessed(report_dir: str) -> bool:
@@ -284,21 +308,36 @@ def run_size(work: str, rows: int, args) -> Dict[str, object]:
               'median']}
 
 
+def pod_bytes(rows: int) -> Dict[str, int]:
+  """The memory `compile` gives each component's Kubeflow pod (CPU
+  trainer) for a vocabulary of `rows` and the default table settings."""
+  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
+  config = config_lib.PipelineConfig.from_dict(
+      {'vocabulary.max_tokens': rows - 1})  # and the out-of-vocabulary row
+  found = resources.estimate(config, tpu=False)
+  return {name: int(found[task].memory_gb * resources.GB)
+          for name, task in (('validator+base', resources.VALIDATOR),
+                             *_TASKS.items())}
+
+
 def report(results: Dict[int, Dict[str, object]]):
   print(f'\n{"rows":>6} {"component":<16} {"seconds":>8} {"peak GiB":>9} '
         f'{"state GiB":>10} {"peak/state":>11} {"above 1.5x":>11} '
-        f'{"bound":>6}')
+        f'{"pod GB":>7} {"peak/pod":>9} {"bound":>6}')
   worst = True
   for rows, result in results.items():
+    pods = pod_bytes(rows)
     for name, m in result['found'].items():
       state = result['states'][name]
       above = m.peak_bytes - STATE_FACTOR * state
       ok = above <= FIXED_BYTES
       worst &= ok
       ratio = f'{m.peak_bytes / state:11.2f}' if state else f'{"-":>11}'
+      pod = (f'{pods[name] / 1e9:7.0f} {m.peak_bytes / pods[name]:9.2f}'
+             if name in pods else f'{"-":>7} {"-":>9}')
       print(f'{rows / 1e6:>5g}M {name:<16} {m.seconds:>8.1f} '
             f'{m.peak_bytes / GIB:>9.2f} {state / GIB:>10.2f} {ratio} '
-            f'{above / GIB:>10.2f}G {"ok" if ok else "OVER":>6}')
+            f'{above / GIB:>10.2f}G {pod} {"ok" if ok else "OVER":>6}')
   print(f'\n{"rows":>6} {"neighbors ms/query":>19}  (one token, k=10, '
         'brute force over every row)')
   for rows, result in results.items():
@@ -320,6 +359,9 @@ def main(argv=None):
   parser.add_argument('--no-trainer-above', type=float, default=2,
                       help='millions of rows above which the trainer is not '
                       'run')
+  parser.add_argument('--home', help='instead, every component but the '
+                      'trainer on the newest artifacts of a finished `python '
+                      '-m pipelines run` in this pipeline home')
   parser.add_argument('--child', nargs='+', help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   if args.child:
@@ -328,14 +370,22 @@ def main(argv=None):
       pass
     _CHILDREN[args.child[0]](*args.child[1:])
     return
-  from benchmarks import kernels_ready  # pylint: disable=g-import-not-at-top
-  kernels_ready.build_first()
+  # Built in a child: this process stays without TensorFlow (write_inputs).
+  print(measure([sys.executable, '-c', 'from benchmarks import kernels_ready; '
+                 'kernels_ready.build_first()']).stdout.strip(), flush=True)
   print(f'{os.cpu_count()} CPUs; load average '
         f'{" ".join(f"{x:.2f}" for x in os.getloadavg())}; dim {DIM}, '
         f'{TABLES} tables, Adagrad; trainer {args.train_steps} steps',
         flush=True)
   results = {}
   with tempfile.TemporaryDirectory() as tmp:
+    if args.home:
+      work = os.path.join(args.work or tmp, 'home')
+      rows = link_home(args.home, work)
+      args.no_trainer_above = 0
+      results[rows] = run_size(work, rows, args)
+      report(results)
+      return
     for size in [float(s) for s in args.sizes.split(',')]:
       rows = int(size * 1e6)
       work = os.path.join(args.work or tmp, f'{size:g}M')
