@@ -11,9 +11,11 @@ module.
    multi-GB table at a time, never two;
 4. load each export in a fresh Python process and check it answers canary
    inputs with the checkpoint's values; that process starts first, so its
-   TensorFlow import and the serving check overlap the export. For tables of
-   1 GiB and more the Hub module is checked in a second fresh process, started
-   after the serving export, so that the two checks overlap;
+   TensorFlow import overlaps the export. A table of at most
+   `load_check.OVERLAP_MAX_BYTES` is checked while the Hub module is
+   written; a larger one after, each export loaded in turn (the Hub module
+   in a second fresh process), so the pod holds one copy of the table at a
+   time (`export_model`);
 5. only then move each into its artifact URI: the SavedModel to
    `<serving_model uri>/Format-Serving/`, where TFX's
    `path_utils.serving_model_path` and the stock Pusher, Evaluator and
@@ -41,6 +43,7 @@ from components import module_file
 from components.exporter import canaries
 from components.exporter import fresh_process
 from components.exporter import hub_export
+from components.exporter import load_check
 from components.exporter import model_export
 from components.exporter import serving_export
 from components.exporter import staging
@@ -50,11 +53,9 @@ from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.core import file_system
+from tpu_embeddings.core import tf_allocator
 from tpu_embeddings.models import skipgram_features
 from tpu_embeddings.spec import embedding_spec
-
-# Table size from which the Hub module is load-checked in its own process.
-SEPARATE_HUB_CHECK_BYTES = 1 << 30
 
 
 def _write_token_file(model_uri: str, tokens_path: str, rows: int):
@@ -99,12 +100,6 @@ def _restore_table(model_uri: str, serving_stage: str, table_name: str,
   return restored, canary, keyed_by_string
 
 
-def _hub_check_in_own_process(spec: embedding_spec.EmbeddingSpec,
-                              table_name: str) -> bool:
-  table = spec.table(table_name)
-  return table.vocabulary_size * table.dim * 4 >= SEPARATE_HUB_CHECK_BYTES
-
-
 def _build_exports(model_uri: str, serving_stage: str, serving_dir: str,
                    hub_dir: str, checkers: List[fresh_process.FreshProcess],
                    num_oov_buckets: int, l2_regularization: float,
@@ -126,13 +121,17 @@ def _build_exports(model_uri: str, serving_stage: str, serving_dir: str,
                                         keyed_by_string=keyed_by_string)
   del restored
   gc.collect()
-  checkers[0].submit('serving', serving_dir, canary)
-  if (_hub_check_in_own_process(spec, table_name)
-      if separate_hub_check is None else separate_hub_check):
-    # Started now, so that it imports TensorFlow while the module is
-    # written. It loads the module once this process has released the
-    # module's table, while the serving check may still be running.
-    checkers.append(fresh_process.FreshProcess(checkers[0].timeout))
+  table = spec.table(table_name)
+  # A large table is held once at a time: its checks wait for the export.
+  overlap = (table.vocabulary_size * table.dim * 4 <=
+             load_check.OVERLAP_MAX_BYTES)
+  if overlap:
+    checkers[0].submit('serving', serving_dir, canary)
+    if separate_hub_check:
+      # Started now, so that it imports TensorFlow while the module is
+      # written. It loads the module once this process has released the
+      # module's table, while the serving check may still be running.
+      checkers.append(fresh_process.FreshProcess(checkers[0].timeout))
   with staging.phase('hub export'):
     # The module's table is read back from the serving export's variables.
     hub_export.export_hub_module(
@@ -141,6 +140,14 @@ def _build_exports(model_uri: str, serving_stage: str, serving_dir: str,
             serving_export.table_checkpoint_key()), tokens_path, hub_dir,
         num_oov_buckets=num_oov_buckets, l2_regularization=l2_regularization,
         keyed_by_string=keyed_by_string)
+  tf_allocator.release()
+  if not overlap:
+    # One export loaded at a time, each check in a process of its own: a
+    # loaded SavedModel's vocabulary tables stay until its process ends.
+    checkers[0].submit('serving', serving_dir, canary)
+    checkers[0].wait()
+    checkers[0].close()
+    checkers.append(fresh_process.FreshProcess(checkers[0].timeout))
   checkers[-1].submit('hub', hub_dir, canary)
 
 
@@ -158,11 +165,16 @@ def export_model(model_uri: str,
   `serving_uri` and `hub_uri` are the output artifacts' URIs; the SavedModel
   lands in `serving_contract.serving_model_path(serving_uri)`.
 
-  `separate_hub_check`: load-check the Hub module in a second fresh process,
-  overlapping the serving check, instead of after it in the same process.
-  That pays off once loading the serving export takes longer than importing
-  TensorFlow; by default it is on for tables of SEPARATE_HUB_CHECK_BYTES and
-  more.
+  Memory: a table of more than `load_check.OVERLAP_MAX_BYTES` is held
+  once at a time in the pod: restored and written as the serving export,
+  released, read back and written as the Hub module, released; then the
+  fresh process loads the serving export (in a session, then with
+  `tf.saved_model.load`) and ends, and a second one loads the Hub module.
+  Smaller tables overlap the serving check with the Hub export.
+
+  `separate_hub_check`: for a table of at most OVERLAP_MAX_BYTES, load-check
+  the Hub module in a second fresh process, overlapping the serving check,
+  instead of after it in the same process (default: off).
   """
   stages: List[str] = []
   checkers: List[fresh_process.FreshProcess] = []

@@ -7,7 +7,6 @@ files on disk. It reads one JSON request per stdin line, `{"kind", "path",
 `{"error": "<kind> export <path>: <reason>"}`.
 """
 
-import gc
 import json
 import os
 import select
@@ -20,6 +19,7 @@ from typing import List, Optional
 from components.exporter import load_check
 from components.exporter.canaries import Canary
 from tpu_embeddings.core import huge_pages
+from tpu_embeddings.core import tf_allocator
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -49,7 +49,8 @@ class FreshProcess:
         [_PROJECT_ROOT] + [p for p in env.get('PYTHONPATH', '').split(
             os.pathsep) if p])
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-    env = huge_pages.environ(env)  # loads a multi-GB table
+    # Loads a multi-GB table, and gives it back before the next export.
+    env = tf_allocator.environ(huge_pages.environ(env))
     # stderr goes to a file: TensorFlow's log lines could fill a pipe.
     self._stderr = open(os.path.join(self._tmp.name, 'stderr'), 'w+b')
     try:
@@ -149,7 +150,7 @@ def _serve() -> int:
     try:
       load_check.check(kind, path,
                        load_check.load_canary(kind, request['canary']))
-      gc.collect()  # release one export before loading the next
+      tf_allocator.release()  # one export released before the next loads
       answer = {}
     except Exception as e:  # pylint: disable=broad-except
       answer = {'error': f'{kind} export {path}: {type(e).__name__}: '

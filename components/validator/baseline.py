@@ -89,18 +89,21 @@ def read_serving_table(export_dir: str) -> np.ndarray:
                         f'({type(e).__name__}: '
                         f'{(str(e).splitlines() or [""])[0]})'
                         ) from e
-  parts = []
+  table = None  # filled in place: no second table-sized copy
   for start in range(0, len(tokens), _BATCH):
     out = lookup(**{serving_contract.TOKENS: tf.constant(
         tokens[start:start + _BATCH])})
     if output not in out:
       raise BaselineError(f'baseline {export_dir}: {name!r} returns '
                           f'{sorted(out)}, not {output!r}')
-    parts.append(out[output].numpy())
-  table = np.concatenate(parts, axis=0)
-  if table.ndim != 2 or table.shape[0] != len(tokens):
-    raise BaselineError(f'baseline {export_dir}: lookup returned shape '
-                        f'{list(table.shape)} for {len(tokens)} tokens')
+    rows = out[output].numpy()
+    if rows.ndim != 2 or rows.shape[0] != len(tokens[start:start + _BATCH]):
+      raise BaselineError(f'baseline {export_dir}: lookup returned shape '
+                          f'{list(rows.shape)} for '
+                          f'{len(tokens[start:start + _BATCH])} tokens')
+    if table is None:
+      table = np.empty([len(tokens), rows.shape[1]], rows.dtype)
+    table[start:start + rows.shape[0]] = rows
   return table
 
 

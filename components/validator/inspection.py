@@ -9,11 +9,12 @@ the evaluation vocabulary (rows in count order, most frequent first):
 * a 2-D map (PCA) of the most frequent tokens.
 """
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
 from components.validator import metrics
+from components.validator import table_scan
 
 BUCKETS = ('frequent', 'mid', 'rare')
 QUERIES_PER_BUCKET = 4
@@ -28,7 +29,7 @@ def bucket_of(rows: np.ndarray, vocabulary_size: int) -> np.ndarray:
 
 def query_tokens(tokens: Sequence[str], table: np.ndarray) -> Dict[str, List]:
   """A few known tokens evenly spread over each third of the vocabulary."""
-  known = np.flatnonzero(metrics.row_norms(table) > metrics.ZERO_NORM)
+  known = table_scan.known_rows(table)
   third = bucket_of(known, len(tokens))
   out = {}
   for b, name in enumerate(BUCKETS):
@@ -39,34 +40,54 @@ def query_tokens(tokens: Sequence[str], table: np.ndarray) -> Dict[str, List]:
   return out
 
 
+def neighbour_lists(table: np.ndarray, tokens: Sequence[str],
+                    rows: Sequence[int], k: int = NEIGHBOURS
+                    ) -> List[List[List[Any]]]:
+  """`neighbours` of each of `rows`, in one pass over the table."""
+  rows = np.asarray(rows, np.int64)
+  if not rows.size:
+    return []
+  query, known = table_scan.unit_rows(table[rows])
+  found, scores = table_scan.best_rows(table, query, k, left_out=[rows])
+  return [[[tokens[int(i)], round(float(s), 3)]
+           for i, s in zip(found[q], scores[q]) if i >= 0] if known[q] else []
+          for q in range(rows.size)]
+
+
 def neighbours(table: np.ndarray, tokens: Sequence[str], row: int,
                k: int = NEIGHBOURS) -> List[List[Any]]:
-  """[[token, cosine], ...] of the k nearest other known rows of `row`."""
-  norms = np.maximum(metrics.row_norms(table), metrics.ZERO_NORM)
-  unit = table / norms[:, None]
-  if not np.any(unit[row]):
-    return []
-  scores = unit @ unit[row]
-  scores[row] = -np.inf
-  scores[~np.any(unit, axis=1)] = -np.inf
-  top = np.argsort(-scores)[:k]
-  return [[tokens[i], round(float(scores[i]), 3)] for i in top
-          if np.isfinite(scores[i])]
+  """[[token, cosine], ...] of the k nearest other known rows of `row`
+  (none for an unknown row); equal cosines in row order."""
+  return neighbour_lists(table, tokens, [row], k)[0]
 
 
 def by_frequency(tables: Dict[str, np.ndarray], targets: np.ndarray,
-                 contexts: np.ndarray, k: int) -> List[Dict[str, Any]]:
+                 contexts: np.ndarray, k: int,
+                 hits: Optional[Mapping[str, np.ndarray]] = None
+                 ) -> List[Dict[str, Any]]:
   """recall@k of each model and of the popularity ranking, per bucket of the
-  target's frequency."""
+  target's frequency. `hits[role]`: that table's `metrics.recall_hits` on
+  the pairs with target != context, if already known."""
   size = next(iter(tables.values())).shape[0]
   third = bucket_of(targets, size)
+  distinct = targets != contexts
+  found = {}
+  for role, table in tables.items():
+    found[role] = np.zeros(targets.shape, bool)
+    if (hits or {}).get(role) is not None:
+      found[role][distinct] = hits[role]
+    elif distinct.any():
+      found[role][distinct] = metrics.recall_hits(
+          table, targets[distinct], contexts[distinct], k)
   out = []
   for b, name in enumerate(BUCKETS):
     q, a = targets[third == b], contexts[third == b]
+    scored = (third == b) & distinct
     row = {'bucket': name, 'pairs': int(q.size),
            'popularity': metrics.popularity_recall_at_k(q, a, k)}
-    for role, table in tables.items():
-      row[role] = metrics.recall_at_k(table, q, a, k) if q.size else None
+    for role in tables:
+      row[role] = (int(found[role][scored].sum()) / int(scored.sum())
+                   if scored.any() else None)
     out.append(row)
   return out
 
@@ -74,11 +95,12 @@ def by_frequency(tables: Dict[str, np.ndarray], targets: np.ndarray,
 def pca_map(table: np.ndarray, tokens: Sequence[str],
             n: int = MAP_TOKENS) -> Dict[str, Any]:
   """The first two principal components of the `n` most frequent known rows
-  (unit length, centred)."""
-  known = np.flatnonzero(metrics.row_norms(table) > metrics.ZERO_NORM)[:n]
+  (unit length, centred; non-finite values read as 0)."""
+  known = table_scan.known_rows(table)[:n]
   if known.size < 3:
     return {'tokens': [], 'xy': []}
-  rows = table[known].astype(np.float64)
+  rows = np.nan_to_num(table[known].astype(np.float64), nan=0.0, posinf=0.0,
+                       neginf=0.0)
   rows /= metrics.row_norms(rows)[:, None]
   rows -= rows.mean(axis=0)
   _, _, vt = np.linalg.svd(rows, full_matrices=False)
@@ -89,23 +111,26 @@ def pca_map(table: np.ndarray, tokens: Sequence[str],
 
 def inspect(tokens: Sequence[str], candidate: np.ndarray,
             baseline: Optional[np.ndarray], targets: np.ndarray,
-            contexts: np.ndarray, k: int) -> Dict[str, Any]:
+            contexts: np.ndarray, k: int,
+            hits: Optional[Mapping[str, np.ndarray]] = None
+            ) -> Dict[str, Any]:
   """The report's people section; tables aligned to `tokens` (a non-finite
-  value counts as 0)."""
+  value counts as 0). `hits`: as `by_frequency` takes them."""
   tables = {'candidate': candidate}
   if baseline is not None:
     tables['baseline'] = baseline
-  tables = {role: np.nan_to_num(t, nan=0.0, posinf=0.0, neginf=0.0)
-            for role, t in tables.items()}
-  candidate = tables['candidate']
   queries = query_tokens(tokens, candidate)
+  found = {role: dict(zip(
+      [r for rows in queries.values() for r in rows],
+      neighbour_lists(t, tokens,
+                      [r for rows in queries.values() for r in rows])))
+           for role, t in tables.items()}
   return {
       'neighbours': {
           bucket: [{'token': tokens[r],
-                    **{role: neighbours(t, tokens, r)
-                       for role, t in tables.items()}}
+                    **{role: found[role][r] for role in tables}}
                    for r in rows]
           for bucket, rows in queries.items()},
-      'by_frequency': by_frequency(tables, targets, contexts, k),
+      'by_frequency': by_frequency(tables, targets, contexts, k, hits),
       'map': pca_map(candidate, tokens),
   }

@@ -17,24 +17,37 @@ on the same data by the same code.
 Words of the similarity and analogy files match a token exactly or, failing
 that, lower-cased: those files capitalize names ("Athens"), corpora often
 do not.
+
+Memory: every pass over a table walks it in blocks (`table_scan`), so what a
+metric holds besides the table does not grow with the vocabulary but for a
+few bytes per row (norms, masks); nearest-row scores are float32, the
+table's precision, health figures float64.
 """
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-# A row whose norm is below this counts as a zero row (never trained with a
-# zeros initializer, or an OOV row of an aligned table).
-ZERO_NORM = 1e-12
-_CHUNK = 1024
+from components.validator import table_scan
+from tpu_embeddings.artifacts import compact_vocabulary
+
+ZERO_NORM = table_scan.ZERO_NORM
+# Slack below the answer's score within which another row ties it (float32
+# rounding of a cosine is far smaller).
+TIE = np.float32(1e-6)
 
 
 # -- numeric health ------------------------------------------------------------
 def row_norms(table: np.ndarray) -> np.ndarray:
   """L2 norm of each row (float64); NaN for rows holding a non-finite value."""
-  with np.errstate(over='ignore', invalid='ignore'):
-    return np.sqrt(np.sum(np.square(table.astype(np.float64)), axis=1))
+  out = np.empty([table.shape[0]], np.float64)
+  for start, stop in table_scan.row_ranges(table.shape[0],
+                                           table.shape[1] * 16):
+    with np.errstate(over='ignore', invalid='ignore'):
+      out[start:stop] = np.sqrt(np.sum(np.square(
+          table[start:stop].astype(np.float64)), axis=1))
+  return out
 
 
 def mean_pairwise_cosine(table: np.ndarray) -> Optional[float]:
@@ -43,26 +56,35 @@ def mean_pairwise_cosine(table: np.ndarray) -> Optional[float]:
   With unit rows u_i: sum_{i != j} u_i.u_j = |sum_i u_i|^2 - n. None when
   fewer than two such rows exist.
   """
-  t = table.astype(np.float64)
-  norms = row_norms(t)
-  keep = np.isfinite(norms) & (norms > ZERO_NORM)
-  n = int(keep.sum())
+  total = np.zeros([table.shape[1]], np.float64)
+  n = 0
+  # A float64 block and its temporaries: about 4 x 8 bytes per value.
+  for start, stop in table_scan.row_ranges(table.shape[0],
+                                           table.shape[1] * 32):
+    t = table[start:stop].astype(np.float64)
+    with np.errstate(over='ignore', invalid='ignore'):
+      norms = np.sqrt(np.sum(np.square(t), axis=1))
+    keep = np.isfinite(norms) & (norms > ZERO_NORM)
+    n += int(keep.sum())
+    total += (t[keep] / norms[keep, None]).sum(axis=0)
   if n < 2:
     return None
-  unit = t[keep] / norms[keep, None]
-  total = unit.sum(axis=0)
   return float((total @ total - n) / (n * (n - 1)))
 
 
 def table_health(table: np.ndarray) -> Dict[str, object]:
   """JSON-ready health summary of one table."""
-  finite_rows = np.isfinite(table).all(axis=1)
-  norms = row_norms(table)
-  finite_norms = norms[finite_rows]
+  finite_rows = np.empty([table.shape[0]], bool)
+  nonfinite = 0
+  for start, stop in table_scan.row_ranges(table.shape[0], table.shape[1]):
+    finite = np.isfinite(table[start:stop])
+    finite_rows[start:stop] = finite.all(axis=1)
+    nonfinite += int(finite.size - np.count_nonzero(finite))
+  finite_norms = row_norms(table)[finite_rows]
   return {
       'rows': int(table.shape[0]),
       'dim': int(table.shape[1]),
-      'nonfinite_values': int(np.size(table) - np.isfinite(table).sum()),
+      'nonfinite_values': nonfinite,
       'nonfinite_rows': int((~finite_rows).sum()),
       'zero_rows': int((finite_norms <= ZERO_NORM).sum()),
       'mean_norm': _float(finite_norms.mean()) if finite_norms.size else None,
@@ -79,66 +101,78 @@ def _float(x) -> Optional[float]:
 
 
 # -- aligning a model's table to the evaluation vocabulary ---------------------
+def _compact(tokens: Sequence[str]) -> compact_vocabulary.CompactVocabulary:
+  if isinstance(tokens, compact_vocabulary.CompactVocabulary):
+    return tokens
+  return compact_vocabulary.CompactVocabulary.from_tokens(tokens)
+
+
 def align_table(model_tokens: Sequence[str], table: np.ndarray,
                 eval_tokens: Sequence[str]) -> np.ndarray:
-  """Rows of `table` reordered to `eval_tokens`; unknown tokens get zeros."""
+  """Rows of `table` reordered to `eval_tokens`; unknown tokens get zeros.
+
+  `table` itself (no copy) when both hold the same tokens in the same order
+  (`CompactVocabulary.same_tokens`); treat the result as read-only.
+  """
   if len(model_tokens) != table.shape[0]:
     raise ValueError(f'align_table: {len(model_tokens)} tokens but the table '
                      f'has {table.shape[0]} rows')
-  row = {t: i for i, t in enumerate(model_tokens)}
-  index = np.array([row.get(t, -1) for t in eval_tokens], dtype=np.int64)
+  if (isinstance(model_tokens, compact_vocabulary.CompactVocabulary) and
+      model_tokens.same_tokens(eval_tokens)):
+    return table
+  eval_tokens = _compact(eval_tokens)
   out = np.zeros((len(eval_tokens), table.shape[1]), dtype=np.float32)
-  known = index >= 0
-  out[known] = table[index[known]]
+  for start, stop in table_scan.row_ranges(len(model_tokens), 1,
+                                           budget=1 << 16):
+    rows = eval_tokens.rows(model_tokens[start:stop])
+    known = np.flatnonzero(rows >= 0)
+    out[rows[known]] = table[start + known]
   return out
 
 
 # -- nearest neighbours --------------------------------------------------------
-def _unit_rows(table: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-  t = np.nan_to_num(table.astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
-  norms = np.linalg.norm(t, axis=1)
-  nonzero = norms > ZERO_NORM
-  unit = np.zeros_like(t)
-  unit[nonzero] = t[nonzero] / norms[nonzero, None]
-  return unit, nonzero
-
-
 def _distinct_pairs(queries: np.ndarray, answers: np.ndarray, k: int
                     ) -> Tuple[np.ndarray, np.ndarray]:
   """The (query, answer) pairs a recall@k scores: answer != query."""
   if k < 1:
     raise ValueError(f'k must be >= 1, got {k}')
+  queries, answers = np.asarray(queries), np.asarray(answers)
   keep = queries != answers
   return queries[keep], answers[keep]
+
+
+def recall_hits(table: np.ndarray, queries: np.ndarray, answers: np.ndarray,
+                k: int) -> np.ndarray:
+  """[n] bool: is each answer among its query's k nearest rows (cosine)?
+
+  The query row itself is never a candidate. Ties count against the model
+  (the answer must beat or tie fewer than k others), and a zero query or
+  answer row (an unknown token, or a dead row) is a miss. Every pair must
+  have answer != query.
+  """
+  if k < 1:
+    raise ValueError(f'k must be >= 1, got {k}')
+  queries = np.asarray(queries, np.int64)
+  answers = np.asarray(answers, np.int64)
+  q_unit, q_known = table_scan.unit_rows(table[queries])
+  a_unit, a_known = table_scan.unit_rows(table[answers])
+  answer_score = np.einsum('ij,ij->i', q_unit, a_unit)
+  others_at_least = table_scan.count_at_least(
+      table, q_unit, answer_score - TIE, left_out=(queries, answers))
+  return (others_at_least < k) & q_known & a_known
 
 
 def recall_at_k(table: np.ndarray, queries: np.ndarray, answers: np.ndarray,
                 k: int) -> Optional[float]:
   """Fraction of queries whose answer is among their k nearest rows (cosine).
 
-  The query row itself is never a candidate. Ties count against the model
-  (the answer must beat or tie fewer than k others), and a zero query or
-  answer row (an unknown token, or a dead row) is a miss, so a constant or
-  empty table scores 0. Pairs with answer == query are skipped; None when no
-  query is left.
+  As `recall_hits`, so a constant or empty table scores 0. Pairs with
+  answer == query are skipped; None when no query is left.
   """
   queries, answers = _distinct_pairs(queries, answers, k)
   if queries.size == 0:
     return None
-  unit, nonzero = _unit_rows(table)
-  hits = 0
-  for s in range(0, queries.size, _CHUNK):
-    q = queries[s:s + _CHUNK]
-    a = answers[s:s + _CHUNK]
-    scores = unit[q] @ unit.T                       # [b, V]
-    rows = np.arange(q.size)
-    answer_score = scores[rows, a].copy()
-    scores[rows, q] = -np.inf                       # never the query itself
-    scores[rows, a] = -np.inf                       # count the others only
-    others_at_least = np.sum(scores >= answer_score[:, None] - 1e-6, axis=1)
-    hit = (others_at_least < k) & nonzero[q] & nonzero[a]
-    hits += int(hit.sum())
-  return hits / queries.size
+  return int(recall_hits(table, queries, answers, k).sum()) / queries.size
 
 
 def popularity_recall_at_k(queries: np.ndarray, answers: np.ndarray,
@@ -187,22 +221,23 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> Optional[float]:
 
 def cosine(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
   """Row-wise cosine of table[a] and table[b]; 0 where either row is zero."""
-  unit, _ = _unit_rows(table)
-  return np.sum(unit[a] * unit[b], axis=1)
+  unit_a, _ = table_scan.unit_rows(table[np.asarray(a, np.int64)])
+  unit_b, _ = table_scan.unit_rows(table[np.asarray(b, np.int64)])
+  return np.sum(unit_a * unit_b, axis=1)
 
 
-def covered(pairs: Sequence[Tuple], ids: Dict[str, int]) -> List[int]:
+def covered(pairs: Sequence[Tuple], ids: Mapping[str, int]) -> List[int]:
   """Indices of pairs whose two tokens are both in the evaluation vocabulary."""
   return [i for i, p in enumerate(pairs) if p[0] in ids and p[1] in ids]
 
 
-def word_id(word: str, ids: Dict[str, int]) -> Optional[int]:
+def word_id(word: str, ids: Mapping[str, int]) -> Optional[int]:
   """The row of `word`, or of its lower-cased form; None if neither."""
   found = ids.get(word)
   return ids.get(word.lower()) if found is None else found
 
 
-def _word_rows(rows: Sequence[Sequence[str]], ids: Dict[str, int]
+def _word_rows(rows: Sequence[Sequence[str]], ids: Mapping[str, int]
                ) -> np.ndarray:
   """[n, len(row)] ids of the rows whose words are all known (others left
   out)."""
@@ -214,7 +249,7 @@ def _word_rows(rows: Sequence[Sequence[str]], ids: Dict[str, int]
   return np.array(out, dtype=np.int64).reshape(-1, len(rows[0]) if rows else 0)
 
 
-def similarity_spearman(table: np.ndarray, ids: Dict[str, int],
+def similarity_spearman(table: np.ndarray, ids: Mapping[str, int],
                         triples: Sequence[Tuple[str, str, float]]
                         ) -> Dict[str, object]:
   """Spearman of model cosine vs human score over covered pairs."""
@@ -229,7 +264,7 @@ def similarity_spearman(table: np.ndarray, ids: Dict[str, int],
   return result
 
 
-def related_recall_at_k(table: np.ndarray, ids: Dict[str, int],
+def related_recall_at_k(table: np.ndarray, ids: Mapping[str, int],
                         pairs: Sequence[Tuple[str, str]], k: int
                         ) -> Dict[str, object]:
   """recall@k of B among A's neighbours, both directions, over covered pairs."""
@@ -244,7 +279,7 @@ def related_recall_at_k(table: np.ndarray, ids: Dict[str, int],
   return result
 
 
-def analogy_accuracy(table: np.ndarray, ids: Dict[str, int],
+def analogy_accuracy(table: np.ndarray, ids: Mapping[str, int],
                      questions: Sequence[Tuple[str, str, str, str]]
                      ) -> Dict[str, object]:
   """Share of "a b c d" questions whose nearest row to b - a + c (unit rows,
@@ -254,16 +289,10 @@ def analogy_accuracy(table: np.ndarray, ids: Dict[str, int],
             'analogy_accuracy': None}
   if not len(rows):
     return result
-  unit, nonzero = _unit_rows(table)
-  hits = 0
-  for s in range(0, len(rows), _CHUNK):
-    q = rows[s:s + _CHUNK]
-    query = unit[q[:, 1]] - unit[q[:, 0]] + unit[q[:, 2]]
-    scores = query @ unit.T
-    scores[:, ~nonzero] = -np.inf
-    for j in range(3):
-      scores[np.arange(len(q)), q[:, j]] = -np.inf
-    best = np.argmax(scores, axis=1)
-    hits += int(np.sum((best == q[:, 3]) & nonzero[q[:, 3]]))
+  unit = [table_scan.unit_rows(table[rows[:, j]]) for j in range(4)]
+  query = unit[1][0] - unit[0][0] + unit[2][0]
+  best, _ = table_scan.best_rows(table, query, 1,
+                                 left_out=[rows[:, j] for j in range(3)])
+  hits = int(np.sum((best[:, 0] == rows[:, 3]) & unit[3][1]))
   result['analogy_accuracy'] = hits / len(rows)
   return result

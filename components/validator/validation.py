@@ -21,7 +21,7 @@ a bad checkpoint is a verdict, not a crash.
 """
 
 import dataclasses
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -36,6 +36,7 @@ from components.validator.config import ValidatorConfig
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.core import tf_allocator
 from tpu_embeddings.models import skipgram_features
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.spec import embedding_spec
@@ -120,12 +121,13 @@ def _new_report(model_uri: str, examples_uri: str, vocabulary_uri: str,
 
 
 def _candidate_gates(restored: checkpoint_restore.RestoredModel,
-                     data: eval_data.EvalData, config: ValidatorConfig,
-                     report: Dict[str, Any],
+                     model_tokens: Sequence[str], data: eval_data.EvalData,
+                     config: ValidatorConfig, report: Dict[str, Any],
                      baseline: Optional[baseline_lib.Baseline] = None
-                     ) -> Tuple[List[gates_lib.Gate], np.ndarray]:
+                     ) -> Tuple[List[gates_lib.Gate], np.ndarray, np.ndarray]:
   """Health, quality and gates of a restored candidate (into `report`);
-  (its gates, its input table)."""
+  (its gates, its input table aligned to the evaluation vocabulary, the
+  recall hits of that table)."""
   thresholds = config.thresholds()
   gates = [gates_lib.restore_gate(None)]
   report['health']['candidate'] = {}
@@ -134,10 +136,14 @@ def _candidate_gates(restored: checkpoint_restore.RestoredModel,
     report['health']['candidate'][t.name] = health
     gates += gates_lib.health_gates(t.name, health, thresholds)
   table_name, output_name = skipgram_features.skipgram_tables(restored.spec)
-  table = restored.table_numpy(table_name)
+  aligned = metrics.align_table(model_tokens,
+                                restored.table_numpy(table_name), data.tokens)
+  hits = eval_data.recall_hits(aligned, data, config.k)
   candidate = eval_data.quality(
-      list(restored.vocabulary.tokens), table, data, config.k,
-      restored.table_numpy(output_name) if output_name != table_name else None)
+      data.tokens, aligned, data, config.k,
+      metrics.align_table(model_tokens, restored.table_numpy(output_name),
+                          data.tokens)
+      if output_name != table_name else None, hits)
   why = baseline_lib.loss_not_comparable(baseline, output_name != table_name)
   if why and report['metrics']['baseline']:
     report['metrics']['baseline']['eval_loss'] = None
@@ -162,41 +168,58 @@ def _candidate_gates(restored: checkpoint_restore.RestoredModel,
     gates += gates_lib.baseline_gates(candidate, report['metrics']['baseline'],
                                       thresholds.regression_margin,
                                       report.get('not_comparable'))
-  return gates, table
+  return gates, aligned, hits
 
 
 def validate(model_uri: str, examples_uri: str, vocabulary_uri: str,
              config: ValidatorConfig, push_root: str = '') -> Validation:
-  """Runs every check of the Model at `model_uri`."""
+  """Runs every check of the Model at `model_uri`.
+
+  Memory: the baseline's table is aligned to the evaluation vocabulary and
+  its own copy released before the candidate is restored; the candidate's
+  tables are read in place (no copy), and aligned without a copy when the
+  Model's vocabulary is the evaluation vocabulary.
+  """
   skipgram = eval_data.trained_skipgram(model_uri)
   data = eval_data.load(examples_uri, vocabulary_uri, config, skipgram)
   baseline, unreadable = baseline_lib.find_baseline(push_root)
   report = _new_report(model_uri, examples_uri, vocabulary_uri, config,
                        push_root, skipgram, data, baseline, unreadable)
-  base_norms = None
+  base_norms = base_aligned = None
+  hits = {}
   if baseline is not None:
-    report['metrics']['baseline'] = eval_data.quality(
-        baseline.tokens, baseline.table, data, config.k)
     report['health']['baseline'] = metrics.table_health(baseline.table)
     base_norms = metrics.row_norms(baseline.table)
+    base_aligned = metrics.align_table(baseline.tokens, baseline.table,
+                                       data.tokens)
+    # The baseline's own rows are no longer needed: hold its table once.
+    baseline = dataclasses.replace(baseline, tokens=[], table=None)
+    tf_allocator.release()
+    hits['baseline'] = eval_data.recall_hits(base_aligned, data, config.k)
+    report['metrics']['baseline'] = eval_data.quality(
+        data.tokens, base_aligned, data, config.k, hits=hits['baseline'])
   try:
     restored = checkpoint_restore.restore_for_serving(
-        model_uri, sparsecore_restore_info=config.sparsecore_restore_info)
+        model_uri, sparsecore_restore_info=config.sparsecore_restore_info,
+        read_vocabulary=False)
+    model_tokens = eval_data.model_tokens(model_uri, vocabulary_uri, data)
+    checkpoint_restore.check_vocabulary_size(model_uri, restored.spec,
+                                             len(model_tokens))
   except (checkpoint_restore.CheckpointError, embedding_spec.SpecError,
           vocabulary_file.VocabularyError, FileNotFoundError) as e:
     logging.error('CheckpointValidator: %s', e)
     gates = [gates_lib.restore_gate(f'{type(e).__name__}: {e}')]
     return Validation(finish(report, gates), None, base_norms)
   report['restore'] = restored_variables_summary(restored)
-  gates, table = _candidate_gates(restored, data, config, report, baseline)
+  gates, aligned, hits['candidate'] = _candidate_gates(
+      restored, model_tokens, data, config, report, baseline)
   p = data.pairs
   report['inspection'] = inspection.inspect(
-      data.tokens, metrics.align_table(list(restored.vocabulary.tokens), table,
-                                       data.tokens),
-      (metrics.align_table(baseline.tokens, baseline.table, data.tokens)
-       if baseline is not None else None),
-      p.targets[data.recall_rows], p.contexts[data.recall_rows], config.k)
-  return Validation(finish(report, gates), metrics.row_norms(table),
+      data.tokens, aligned, base_aligned, p.targets[data.recall_rows],
+      p.contexts[data.recall_rows], config.k, hits)
+  table_name = skipgram_features.skipgram_tables(restored.spec)[0]
+  return Validation(finish(report, gates),
+                    metrics.row_norms(restored.table_numpy(table_name)),
                     base_norms)
 
 

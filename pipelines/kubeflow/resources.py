@@ -8,20 +8,30 @@ Memory follows the table. With `rows` the vocabulary rows (the tables' own
 `vocabulary_size`, else `vocabulary.max_tokens`, else ASSUMED_ROWS) and
 `slots` the optimizer's slot variables (adagrad 1, adam 2, ...):
 
-    weights = rows x dim x 4 bytes            (the trained table)
-    state   = weights x (1 + slots)           (what a checkpoint holds)
+    weights = rows x dim x 4 bytes, every table   (what a model's tables hold)
+    state   = weights x (1 + slots)               (what a checkpoint holds)
+
+each task gets 1.5 x what it must hold, plus FIXED_GB:
 
     FileBasedExampleGen   2 CPU   4 GB
     Vocabulary            2 CPU   4 GB
-    EmbeddingTrainer      8 CPU   8 GB + 3 x state   (CPU: table, slots and
-                                  gradients in host memory)
-                                 16 GB + 2 x state   (TPU: the table is in HBM;
-                                  the host holds the checkpoint it saves or
-                                  restores)
-    CheckpointValidator   4 CPU   4 GB + state + 2 x weights
-    EmbeddingExporter     4 CPU   4 GB + state + 3 x weights  (restored
-                                  table, serving copy, Hub copy, load check)
-    EmbeddingPusher       1 CPU   2 GB
+    EmbeddingTrainer      8 CPU   2 GB + 1.5 x state        (CPU: tables and
+                                  slots in host memory)
+                                 16 GB + 2 x state           (TPU: the table is
+                                  in HBM; the host holds the checkpoint it saves
+                                  or restores)
+    CheckpointValidator   4 CPU   2 GB + 1.5 x 2 x weights  (the candidate's
+                                  tables and the pushed baseline's)
+    EmbeddingExporter     4 CPU   2 GB + 1.5 x weights      (one copy at a
+                                  time, its load checks included)
+    EmbeddingPusher       1 CPU   2 GB                      (streams files)
+
+`python -m benchmarks.table_scale` measured every CPU task's peak (its
+process and the processes it starts) at 1M, 2M and 10M rows of two dim-64
+Adagrad tables within 1.5 x what it holds + 1.1 GB, and prints each peak
+beside this estimate (docs/scale.md); its smoke test checks the estimate
+against the peaks of a small table. The TPU trainer's host was not
+measured.
 
 Memory is rounded up to whole GB (10^9 bytes, Kubernetes' `G`). `compile
 --cpu TASK=N --memory TASK=SIZE` overrides one task. Importable without
@@ -40,6 +50,10 @@ FLOAT_BYTES = 4
 # Rows assumed per table when neither the spec nor vocabulary.max_tokens
 # bounds the vocabulary.
 ASSUMED_ROWS = 1_000_000
+# A task's memory: HELD x the table bytes it must hold, plus FIXED_GB (its
+# interpreter, libraries and working set: 0.5-1.2 GB measured).
+HELD = 1.5
+FIXED_GB = 2
 
 EXAMPLE_GEN = 'FileBasedExampleGen'
 VOCABULARY = 'Vocabulary'
@@ -95,15 +109,16 @@ def estimate(config, tpu: bool) -> Dict[str, TaskResources]:
   """TaskResources per task for a `PipelineConfig`; `tpu`: trainer on TPU."""
   size = table_size(config.embedding_spec(), config.vocabulary.max_tokens)
   state, weights = size.state_bytes, size.weights_bytes
+  fixed = FIXED_GB * GB
   trainer = (TaskResources(8, _gb(16 * GB + 2 * state)) if tpu else
-             TaskResources(8, _gb(8 * GB + 3 * state)))
+             TaskResources(8, _gb(fixed + HELD * state)))
   return {
       EXAMPLE_GEN: TaskResources(2, 4.0),
       VOCABULARY: TaskResources(2, 4.0),
       TRAINER: trainer,
-      VALIDATOR: TaskResources(4, _gb(4 * GB + state + 2 * weights)),
-      EXPORTER: TaskResources(4, _gb(4 * GB + state + 3 * weights)),
-      PUSHER: TaskResources(1, 2.0),
+      VALIDATOR: TaskResources(4, _gb(fixed + HELD * 2 * weights)),
+      EXPORTER: TaskResources(4, _gb(fixed + HELD * weights)),
+      PUSHER: TaskResources(1, float(FIXED_GB)),
   }
 
 

@@ -10,7 +10,9 @@ from typing import Any, Dict, List, Optional
 from google.protobuf import json_format
 
 from pipelines.kubeflow import container as container_entry
+from pipelines.kubeflow import resources
 from pipelines.kubeflow.flags import TpuRequest
+from tpu_embeddings.core import tf_allocator
 
 # The container entrypoint of the ExampleGen task (pipelines/kubeflow/
 # example_gen.py): span resolution, then TFX's executor entrypoint.
@@ -20,6 +22,9 @@ TFX_COMMAND = ('python', '-m',
                'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor')
 # The trainer's TPU is on its own VM.
 TRAINER_TPU_ENV = {'TPU_NAME': 'local'}
+# The exporter releases its table before its load checks load the exports:
+# TensorFlow must give the memory back (tpu_embeddings/core/tf_allocator.py).
+TASK_ENV = {resources.EXPORTER: tf_allocator.environ({})}
 
 
 def executor_label(spec: Dict[str, Any], task: str) -> str:
@@ -70,8 +75,8 @@ def post_process(spec: Dict[str, Any], components,
   """What TFX 1.15's Kubeflow V2 compiler leaves out.
 
   Every task's `resources` (it drops the platform config of a
-  FileBasedExampleGen), the run-time parameters' defaults and optionality
-  (it declares only their types), and a clean stop on SIGTERM
+  FileBasedExampleGen) and TASK_ENV, the run-time parameters' defaults and
+  optionality (it declares only their types), and a clean stop on SIGTERM
   (`stop_cleanly`).
   """
   stop_cleanly(spec)
@@ -80,6 +85,9 @@ def post_process(spec: Dict[str, Any], components,
         spec, c.id)]['container']
     container.setdefault('resources', {}).update(json_format.MessageToDict(
         c.platform_config))
+    if c.id in TASK_ENV:
+      container.setdefault('env', []).extend(
+          {'name': k, 'value': v} for k, v in sorted(TASK_ENV[c.id].items()))
   declared = spec['root']['inputDefinitions']['parameters']
   if sorted(declared) != sorted(defaults):
     raise RuntimeError(f'compiled parameters {sorted(declared)} are not '

@@ -34,7 +34,11 @@ class RestoredModel:
     return self.embedding._variables[name]['parameters']  # pylint: disable=protected-access
 
   def table_numpy(self, name: str) -> np.ndarray:
-    return self.table(name).numpy()
+    """The table's values without a copy (a read-only view of the variable's
+    buffer: `Variable.numpy()` would copy a multi-GB table)."""
+    view = np.asarray(self.table(name).value())
+    view.flags.writeable = False
+    return view
 
 
 def checkpoint_shapes(checkpoint_path: str) -> Dict[str, Any]:
@@ -114,9 +118,15 @@ def restore_for_serving(
         f'checkpoint {path}: restore failed ({type(e).__name__}: '
         f'{str(e).splitlines()[0]})') from e
   status.expect_partial()
-  for t in spec.tables:
-    if vocab is not None and len(vocab) != t.vocabulary_size:
-      raise CheckpointError(
-          f'model {model_uri}: vocabulary has {len(vocab)} tokens but table '
-          f'{t.name!r} has {t.vocabulary_size} rows')
+  if vocab is not None:
+    check_vocabulary_size(model_uri, spec, len(vocab))
   return RestoredModel(spec, vocab, path, embedding)
+
+
+def check_vocabulary_size(model_uri: str, spec: EmbeddingSpec, tokens: int):
+  """CheckpointError unless every table of `spec` has a row per token."""
+  for t in spec.tables:
+    if tokens != t.vocabulary_size:
+      raise CheckpointError(
+          f'model {model_uri}: vocabulary has {tokens} tokens but table '
+          f'{t.name!r} has {t.vocabulary_size} rows')

@@ -20,8 +20,9 @@ VOCABULARY_FILENAME = 'vocabulary.tsv'
 # Plain token list (one per line, row order) written into exports as an asset.
 TOKENS_ASSET_FILENAME = 'vocabulary.txt'
 OOV_ID = -1
-# Bytes per block when streaming files (write_tokens_asset, line_blocks).
-_BLOCK_BYTES = 16 << 20
+# Bytes per block when streaming files (checked_blocks, line_blocks): a
+# block's string tensors and arrays cost tens of bytes per token.
+_BLOCK_BYTES = 4 << 20
 # A block of well-formed lines (RE2 syntax, for tf.strings.regex_full_match).
 _VALID_LINES = '(?s)([^\t\n]+\t[0-9]+\n)*'
 
@@ -94,13 +95,21 @@ def format_lines(items: Sequence[Tuple[str, int]]) -> List[str]:
   return [f'{t}\t{c}' for t, c in items]
 
 
+# Lines formatted per write: a whole 10M-token file as one string would
+# cost as much memory as the vocabulary itself.
+_WRITE_LINES = 1 << 16
+
+
 def write(directory: str, vocab: TokenCounts) -> str:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.io.gfile.makedirs(directory)
   path = f'{directory.rstrip("/")}/{VOCABULARY_FILENAME}'
   with tf.io.gfile.GFile(path, 'w') as f:
-    f.write(''.join(l + '\n' for l in format_lines(zip(vocab.tokens,
-                                                         vocab.counts))))
+    f.write('')  # GFile creates the file on its first write
+    for start in range(0, len(vocab), _WRITE_LINES):
+      stop = start + _WRITE_LINES
+      f.write(''.join(l + '\n' for l in format_lines(zip(
+          vocab.tokens[start:stop], vocab.counts[start:stop]))))
   return path
 
 
@@ -108,7 +117,10 @@ def write_tokens(path: str, vocab: TokenCounts):
   """Writes the one-token-per-line asset used by exports."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tf.io.gfile.GFile(path, 'w') as f:
-    f.write(''.join(t + '\n' for t in vocab.tokens))
+    f.write('')
+    for start in range(0, len(vocab), _WRITE_LINES):
+      f.write(''.join(t + '\n' for t in vocab.tokens[start:start +
+                                                      _WRITE_LINES]))
 
 
 def line_blocks(path: str, block_bytes: int = _BLOCK_BYTES) -> Iterator[bytes]:
@@ -135,7 +147,24 @@ def count_lines(path: str) -> int:
   return sum(block.count(b'\n') for block in line_blocks(path))
 
 
-def _path_of(directory_or_file: str) -> str:
+def same_files(a: str, b: str, block_bytes: int = _BLOCK_BYTES) -> bool:
+  """Whether two vocabularies (artifact directories or files) hold the same
+  bytes; read in blocks, never whole."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  a, b = path_of(a), path_of(b)
+  if tf.io.gfile.stat(a).length != tf.io.gfile.stat(b).length:
+    return False
+  with tf.io.gfile.GFile(a, 'rb') as fa, tf.io.gfile.GFile(b, 'rb') as fb:
+    while True:
+      block = fa.read(block_bytes)
+      if block != fb.read(block_bytes):
+        return False
+      if not block:
+        return True
+
+
+def path_of(directory_or_file: str) -> str:
+  """The `vocabulary.tsv` of an artifact directory, or the file given."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   path = directory_or_file
   if tf.io.gfile.isdir(path):
@@ -148,11 +177,6 @@ def _path_of(directory_or_file: str) -> str:
 # A good `token<TAB>count` line of `read` (CRLF too); others go through
 # `_parse_line`.
 _LINE = re.compile(r'^([^\t\n]+)\t([0-9]+)\r?$', re.MULTILINE)
-
-
-def _check_line(path: str, n: int, raw: bytes) -> str:
-  """The token of one `vocabulary.tsv` line, or VocabularyError."""
-  return _parse_line(path, n, raw)[0]
 
 
 def _parse_line(path: str, n: int, raw: bytes) -> Tuple[str, int]:
@@ -171,16 +195,52 @@ def _parse_line(path: str, n: int, raw: bytes) -> Tuple[str, int]:
   return parts[0], int(parts[1])
 
 
-def _drop_counts(block: bytes) -> bytes:
-  """`token<TAB>count<LF>` lines -> `token<LF>` lines (one tab per line)."""
+def _split_counts(block: bytes) -> Tuple[bytes, bytes]:
+  """`token<TAB>count<LF>` lines (one tab per line) -> (`token<LF>` lines,
+  `count<LF>` lines)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   chars = np.frombuffer(block, np.uint8)
   # 1 from a line's tab up to its newline, 0 elsewhere.
   inside = np.zeros(len(chars), np.int8)
-  inside[chars == ord('\t')] = 1
-  inside[chars == ord('\n')] = -1
+  tabs = chars == ord('\t')
+  newlines = chars == ord('\n')
+  inside[tabs] = 1
+  inside[newlines] = -1
   np.cumsum(inside, out=inside)
-  return chars[inside == 0].tobytes()
+  tokens = chars[inside == 0].tobytes()
+  counts = chars[((inside == 1) & ~tabs) | newlines].tobytes()
+  return tokens, counts
+
+
+def checked_blocks(directory_or_file: str, block_bytes: int = _BLOCK_BYTES
+                   ) -> Iterator[Tuple[bytes, bytes]]:
+  """`vocabulary.tsv` in blocks of whole lines, every line checked as `read`
+  checks it: (the block's tokens, its counts), each one per line as bytes.
+
+  No Python object per token, so a multi-million-token vocabulary costs a
+  block of memory, not the vocabulary. VocabularyError names a bad line or
+  an empty file.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  path = path_of(directory_or_file)
+  count = 0
+  for block in line_blocks(path, block_bytes):
+    valid = bool(tf.strings.regex_full_match(block, _VALID_LINES).numpy())
+    if valid:
+      try:
+        block.decode('utf-8')
+      except UnicodeDecodeError:
+        valid = False
+    if valid:
+      yield _split_counts(block)
+    else:  # find the line to name, or accept what `read` accepts
+      parsed = [_parse_line(path, count + i + 1, raw)
+                for i, raw in enumerate(block.split(b'\n')[:-1])]
+      yield (b''.join(t.encode('utf-8') + b'\n' for t, _ in parsed),
+             b''.join(b'%d\n' % c for _, c in parsed))
+    count += block.count(b'\n')
+  if not count:
+    raise VocabularyError(f'vocabulary: {path} is empty')
 
 
 def write_tokens_asset(directory_or_file: str, tokens_path: str,
@@ -191,32 +251,20 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
   `tokens_path`.
 
   Checks every line as `read` does, but in blocks of whole lines and without
-  building Python strings per token, so a multi-million-token vocabulary costs
-  a block of memory, not the vocabulary.
+  building Python strings per token (`checked_blocks`), so a
+  multi-million-token vocabulary costs a block of memory, not the
+  vocabulary.
 
   Returns:
     (number of tokens, {line: token} for the requested 0-based `lines`).
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  path = _path_of(directory_or_file)
   wanted = set(lines)
   found = {}
   count = 0
   with tf.io.gfile.GFile(tokens_path, 'wb') as out:
-    for block in line_blocks(path, block_bytes):
-      valid = bool(tf.strings.regex_full_match(block, _VALID_LINES).numpy())
-      if valid:
-        try:
-          block.decode('utf-8')
-        except UnicodeDecodeError:
-          valid = False
-      if valid:
-        tokens = _drop_counts(block)
-      else:  # find the line to name, or accept what `read` accepts
-        tokens = b''.join(
-            _check_line(path, count + i + 1, raw).encode('utf-8') + b'\n'
-            for i, raw in enumerate(block.split(b'\n')[:-1]))
-      size = block.count(b'\n')
+    for tokens, _ in checked_blocks(directory_or_file, block_bytes):
+      size = tokens.count(b'\n')
       if any(count <= w < count + size for w in wanted):
         parts = tokens.split(b'\n')
         for w in wanted:
@@ -224,14 +272,12 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
             found[w] = parts[w - count].decode('utf-8')
       out.write(tokens)
       count += size
-  if not count:
-    raise VocabularyError(f'vocabulary: {path} is empty')
   return count, found
 
 
 def read(directory_or_file: str) -> TokenCounts:
   """Reads `vocabulary.tsv` from an artifact directory or a file path."""
-  path = _path_of(directory_or_file)
+  path = path_of(directory_or_file)
   tokens, counts = [], []
   # Blocks of lines, each parsed by one regular expression; a block where
   # it does not match every line is parsed line by line, for the error.

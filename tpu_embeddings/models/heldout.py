@@ -11,11 +11,12 @@ from `seed`.
 
 import dataclasses
 import math
-from typing import Callable, Iterable, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
+from tpu_embeddings.artifacts import compact_vocabulary
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.models import skipgram
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
@@ -37,27 +38,6 @@ class EvalPairs:
   negatives: np.ndarray  # [P, K] int32
   sequences: int         # sequences read
   oov_tokens: int        # tokens dropped as out-of-vocabulary
-  # Per `tied`: (input ids, output ids, local targets, contexts, negatives).
-  _local: dict = dataclasses.field(default_factory=dict, repr=False,
-                                   compare=False)
-
-  def local(self, tied: bool) -> Tuple[np.ndarray, ...]:
-    """The distinct rows the pairs read, and the pairs as positions in
-    them (computed once): (input ids, output ids, targets, contexts,
-    negatives); tied vectors read one set of rows for both sides."""
-    if tied not in self._local:
-      outputs = np.concatenate([self.contexts, self.negatives.ravel()])
-      if tied:
-        ids = np.unique(np.concatenate([self.targets, outputs]))
-        output_ids = ids
-      else:
-        ids, output_ids = np.unique(self.targets), np.unique(outputs)
-      def at(known, x):
-        return np.searchsorted(known, x).astype(np.int32)
-      self._local[tied] = (ids, output_ids, at(ids, self.targets),
-                           at(output_ids, self.contexts),
-                           at(output_ids, self.negatives))
-    return self._local[tied]
 
 
 def negative_probabilities(counts: Sequence[int]) -> np.ndarray:
@@ -83,7 +63,12 @@ def _pairs_of_tokens(tokens: tf.RaggedTensor, vocabulary: Sequence[str],
     empty = np.zeros([0], np.int32)
     return EvalPairs(empty, empty, np.zeros([0, num_negatives], np.int32), 0,
                      0)
-  if data is None:
+  if isinstance(vocabulary, compact_vocabulary.CompactVocabulary):
+    # No table of every token: a 10M-token vocabulary's would cost GiBs.
+    ids = tokens.with_flat_values(tf.constant(
+        vocabulary.rows(tokens.flat_values.numpy()), tf.int32))
+    keep = tf.constant(skipgram.keep_probabilities(counts, subsample))
+  elif data is None:
     ids = skipgram.id_lookup_table(vocabulary).lookup(tokens)
     keep = tf.constant(skipgram.keep_probabilities(counts, subsample))
   else:
@@ -131,19 +116,33 @@ def skipgram_loss(table: np.ndarray, targets: np.ndarray, contexts: np.ndarray,
   (word2vec's second table), or of `table` too when it is None (tied
   vectors). None when there are no pairs or the loss is not finite.
   """
+  output_table = table if output_table is None else output_table
+  return _loss(lambda ids: _rows(table, ids), targets, contexts, negatives,
+               lambda ids: _rows(output_table, ids))
+
+
+def _rows(source, ids) -> Any:
+  # A NumPy table is read row by row: never a tensor copy of all of it.
+  if isinstance(source, np.ndarray):
+    return np.asarray(source[ids], np.float32)
+  return tf.gather(tf.cast(source, tf.float32), ids)
+
+
+def _loss(rows_of: Callable[[np.ndarray], Any], targets: np.ndarray,
+          contexts: np.ndarray, negatives: np.ndarray,
+          output_rows_of: Callable[[np.ndarray], Any]) -> Optional[float]:
+  """The loss of `skipgram_loss`, reading the rows of each slice of pairs
+  through `rows_of` (targets) and `output_rows_of` (contexts, negatives)."""
   if targets.size == 0:
     return None
   # Forward only, eagerly: a sample of MAX_PAIRS pairs is a few tens of
   # slices, cheaper than tracing a function for them.
-  t = tf.convert_to_tensor(table, tf.float32)
-  o = t if output_table is None else tf.convert_to_tensor(output_table,
-                                                          tf.float32)
   total = 0.0
   for start in range(0, targets.size, _PAIRS_PER_CALL):
     end = start + _PAIRS_PER_CALL
-    total += float(batch_loss(tf.gather(t, targets[start:end]),
-                              tf.gather(o, contexts[start:end]),
-                              tf.gather(o, negatives[start:end]),
+    total += float(batch_loss(rows_of(targets[start:end]),
+                              output_rows_of(contexts[start:end]),
+                              output_rows_of(negatives[start:end]),
                               global_batch_size=1))
   loss = float(total) / targets.size
   return loss if math.isfinite(loss) else None
@@ -187,16 +186,14 @@ def loss_of_rows(rows_of: Callable[[np.ndarray], np.ndarray],
                  pairs: EvalPairs,
                  output_rows_of: Optional[Callable[[np.ndarray], np.ndarray]]
                  = None) -> Optional[float]:
-  """`skipgram_loss` reading only the rows the pairs use.
+  """`skipgram_loss` reading only the rows the pairs use, a slice of pairs
+  at a time.
 
-  `rows_of(ids)` returns table rows `ids` (sorted, unique), e.g. a gather
-  from the live training variable, so a 10M-row table is never copied;
-  `output_rows_of` the same of the output table (None: tied vectors).
+  `rows_of(ids)` returns table rows `ids` (any shape, repeats allowed),
+  e.g. a gather from the live training variable, so a 10M-row table is
+  never copied; `output_rows_of` the same of the output table (None: tied
+  vectors).
   """
-  if pairs.targets.size == 0:
-    return None
-  tied = output_rows_of is None
-  ids, output_ids, targets, contexts, negatives = pairs.local(tied)
-  rows = np.asarray(rows_of(ids))
-  output_rows = None if tied else np.asarray(output_rows_of(output_ids))
-  return skipgram_loss(rows, targets, contexts, negatives, output_rows)
+  return _loss(lambda ids: np.asarray(rows_of(ids)), pairs.targets,
+               pairs.contexts, pairs.negatives,
+               lambda ids: np.asarray((output_rows_of or rows_of)(ids)))

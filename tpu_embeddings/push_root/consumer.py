@@ -18,6 +18,7 @@ import dataclasses
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.core import file_system
 from tpu_embeddings.core import text
 from tpu_embeddings.push_root import integrity
@@ -147,15 +148,18 @@ def unknown_tokens(push_root: str, sentences: Sequence[str],
   """(version, the tokens of each sentence that the version's vocabulary
   lacks): they add a zero vector to `embed`'s result, so a typo or another
   case ("Paris" for "paris") silently weakens it."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   number = resolve_version(push_root, version)
   path = push_layout.join(
       push_layout.version_dir(push_root, 'serving', number),
       f'{serving_contract.ASSETS_DIR}/{serving_contract.TOKENS_ASSET_FILENAME}')
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    known = {line.rstrip(b'\n').decode('utf-8') for line in f}
-  return number, [[t for t in text.tokenize(s) if t not in known]
-                  for s in sentences]
+  tokens = [text.tokenize(s) for s in sentences]
+  wanted = {t.encode('utf-8') for found in tokens for t in found}
+  known = set()
+  # Streamed: a set of a 10M-token vocabulary would cost about a GiB.
+  for block in vocabulary_file.line_blocks(path):
+    known |= wanted.intersection(block.split(b'\n'))
+  return number, [[t for t in found if t.encode('utf-8') not in known]
+                  for found in tokens]
 
 
 def neighbors(push_root: str, token: str, k: int = 10,

@@ -68,16 +68,19 @@ class TableSpec:
             f'unknown combiner {self.combiner!r}; one of {COMBINERS}')
 
   def build_initializer(self):
+    """The table's initializer (random ones cost one table of memory:
+    `tpu_embeddings.spec.initializers`)."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from tpu_embeddings.spec import initializers  # pylint: disable=g-import-not-at-top
     if self.initializer == 'zeros':
       return tf.zeros_initializer()
     if self.initializer == 'truncated_normal':
-      scale = self.initializer_scale or 1.0 / math.sqrt(self.dim)
-      # The mid-level API's own default initializer class (TF core, not Keras).
-      from tensorflow.python.ops import init_ops_v2  # pylint: disable=g-import-not-at-top
-      return init_ops_v2.TruncatedNormal(mean=0.0, stddev=scale)
+      # The mid-level API's default distribution.
+      return initializers.TruncatedNormal(
+          self.initializer_scale or 1.0 / math.sqrt(self.dim))
     scale = self.initializer_scale or 0.5 / self.dim
-    return tf.random_uniform_initializer(minval=-scale, maxval=scale)
+    return initializers.Uniform(minval=-scale, maxval=scale)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -181,6 +181,50 @@ def test_hub_check_in_its_own_process(run, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_a_large_table_is_checked_after_both_exports(run, tmp_path,
+                                                     monkeypatch):
+  """Above OVERLAP_MAX_BYTES the pod holds one copy of the table at a time:
+  the checks start once the Hub module is written, the Hub module's in a
+  process of its own started after the serving check's ended."""
+  _, model_uri, _, _, table = run
+  monkeypatch.setattr(load_check, 'OVERLAP_MAX_BYTES', 0)
+  submitted, started = [], []
+  hub_stage = []
+
+  class Watched(fresh_process.FreshProcess):
+
+    def __init__(self, *args, **kwargs):
+      started.append(self)
+      super().__init__(*args, **kwargs)
+
+    def submit(self, kind, export_dir, canary):
+      alive = [p for p in started if p._proc.poll() is None]  # pylint: disable=protected-access
+      submitted.append((kind, len(alive), os.path.exists(os.path.join(
+          hub_stage[0], 'tfhub_module.pb'))))
+      super().submit(kind, export_dir, canary)
+
+  original = executor.hub_export.export_hub_module
+
+  def export_hub_module(rows, tokens_path, export_dir, **kwargs):
+    hub_stage.append(export_dir)
+    return original(rows, tokens_path, export_dir, **kwargs)
+
+  monkeypatch.setattr(fresh_process, 'FreshProcess', Watched)
+  monkeypatch.setattr(executor.hub_export, 'export_hub_module',
+                      export_hub_module)
+  serving_uri, hub_uri = str(tmp_path / 'serving'), str(tmp_path / 'hub')
+  executor.export_model(model_uri, serving_uri, hub_uri)
+  # (kind, check processes alive, Hub module written) at each submission.
+  assert submitted == [('serving', 1, True), ('hub', 1, True)]
+  assert len(started) == 2
+  served = tf.saved_model.load(serving_contract.serving_model_path(
+      serving_uri))
+  np.testing.assert_allclose(served.signatures['lookup'](
+      tokens=tf.constant(TOKENS))['embeddings'], table, atol=1e-6)
+  assert os.path.exists(os.path.join(hub_uri, 'tfhub_module.pb'))
+
+
+@pytest.mark.slow
 def test_failed_load_check_publishes_nothing(run, tmp_path):
   _, model_uri, _, _, _ = run
   serving_uri, hub_uri = str(tmp_path / 'serving'), str(tmp_path / 'hub')

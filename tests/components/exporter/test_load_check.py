@@ -185,3 +185,39 @@ def test_exports_of_odd_tokens_pass_the_load_check_and_match_the_rows(
   hub_rows = hub.load(hub_module.uri).signatures['tokens'](
       tokens=tf.constant(ODD_TOKENS))['default'].numpy()
   np.testing.assert_allclose(hub_rows, table, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_large_serving_export_is_loaded_one_way_after_the_other(
+    export, tmp_path, monkeypatch):
+  """Above OVERLAP_MAX_BYTES the session's load ends (and its table is
+  freed) before `tf.saved_model.load` starts; a bad export is still
+  refused."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  table, good_dir = export
+  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  monkeypatch.setattr(load_check, 'OVERLAP_MAX_BYTES', 0)
+  events = []
+  for name in ('_check_serving_in_a_session', '_check_serving_saved_model'):
+    original = getattr(load_check, name)
+
+    def traced(*args, name=name, original=original):
+      events.append(('start', name))
+      try:
+        return original(*args)
+      finally:
+        events.append(('end', name))
+
+    monkeypatch.setattr(load_check, name, traced)
+  load_check.check('serving', good_dir, canary)
+  assert events == [('start', '_check_serving_in_a_session'),
+                    ('end', '_check_serving_in_a_session'),
+                    ('start', '_check_serving_saved_model'),
+                    ('end', '_check_serving_saved_model')]
+  copy = str(tmp_path / 'copy')
+  shutil.copytree(good_dir, copy)
+  with open(os.path.join(copy, 'assets',
+                         serving_contract.TOKENS_ASSET_FILENAME), 'w') as f:
+    f.write('w\nz\ny\nx\n')  # rows answer for other tokens
+  with pytest.raises(load_check.LoadCheckError, match='differs'):
+    load_check.check('serving', copy, canary)

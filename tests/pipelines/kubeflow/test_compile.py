@@ -88,13 +88,24 @@ def test_without_a_tpu_everything_runs_on_cpu(cpu_yaml):
   compiled, docs = cpu_yaml
   assert len(docs) == 1  # no Kubernetes platform section
   spec = docs[0]
-  for e in spec['deploymentSpec']['executors'].values():
+  for label, e in spec['deploymentSpec']['executors'].items():
     assert 'accelerator' not in e['container']['resources']
-    assert 'env' not in e['container']
+    assert 'env' not in e['container'] or label == _executor(
+        spec, 'EmbeddingExporter')[0]
   assert _param(spec, 'EmbeddingTrainer', 'tpu') == ''
   assert compiled.tpu is None
   assert spec['pipelineInfo']['name'] == compiled.pipeline_name == (
       'embeddings-cpu')
+
+
+@pytest.mark.parametrize('fixture', ['tpu_yaml', 'cpu_yaml'])
+def test_the_exporter_gives_freed_table_memory_back(fixture, request):
+  """Its load checks load the exports after it released the table: with
+  TensorFlow's pooling allocator its pod would hold two copies."""
+  _, (spec, *_) = request.getfixturevalue(fixture)
+  _, exporter = _executor(spec, 'EmbeddingExporter')
+  assert {'name': 'TF_ONEDNN_USE_SYSTEM_ALLOCATOR', 'value': 'true'} in (
+      exporter['container']['env'])
 
 
 def test_example_gen_resolves_the_latest_span_in_its_container(cpu_yaml):

@@ -73,3 +73,20 @@ def test_pushed_hub_module_loads_with_hub_load_and_keras_layer(pushed):
   got = layer(
       {'sentences': tf.constant(pushed_home.SENTENCES)})['default'].numpy()
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_unknown_tokens_streams_the_vocabulary(tmp_path):
+  import tracemalloc  # pylint: disable=g-import-not-at-top
+  assets = tmp_path / 'serving' / '1' / 'assets'
+  assets.mkdir(parents=True)
+  rows = 1_500_000  # 18 MB of tokens
+  (assets / 'vocabulary.txt').write_text(
+      ''.join(f'token{i}\n' for i in range(rows)))
+  tracemalloc.start()
+  version, unknown = consumer.unknown_tokens(
+      str(tmp_path), ['token7 nope token1499999', 'Token7'], version=1)
+  _, peak = tracemalloc.get_traced_memory()
+  tracemalloc.stop()
+  assert (version, unknown) == (1, [['nope'], ['Token7']])
+  # A set of every token takes about 100 MB here; a block of lines 20.
+  assert peak < 40 << 20
