@@ -41,23 +41,27 @@ def train(spec, fast_path):
 CASES = [
     ('sgd', {'learning_rate': 0.5}),
     ('adagrad', {'learning_rate': 0.5, 'initial_accumulator_value': 1e-3}),
-    # Adam moves a row by about lr per step whatever its gradient's scale,
-    # so float32 rounding of a gradient (the two steps sum it in different
-    # orders) shows up scaled by lr: 0.01 keeps it within 1e-6.
     ('adam', {'learning_rate': 0.01}),
     ('ftrl', {'learning_rate': 0.5, 'l2_regularization_strength': 0.01}),
 ]
 
+# Float32 rounding: the two steps sum a row's gradient in different orders.
+# Adam moves a row by about lr per step whatever its gradient's scale, so a
+# gradient near Adam's epsilon (the first steps on word2vec's zero-initialized
+# contexts table) turns that rounding into up to ~2e-4 of lr (1.8e-6 at lr
+# 0.01 has been seen). 1e-3 of lr still fails a wrong moment or bias
+# correction, which moves rows by a sizeable fraction of lr.
+def parameter_tolerance(optimizer, params):
+  return 1e-3 * params['learning_rate'] if optimizer == 'adam' else 1e-6
+
 
 @pytest.mark.parametrize('optimizer,params,context_table', [
     (o, p, c) for o, p in CASES for c in (False, True)] + [
-        # Non-lazy Adam also moves every row the batch did not read. With
-        # word2vec's zero-initialized contexts table the first gradients of
-        # `tokens` are near Adam's epsilon, where rounding is amplified most
-        # (1.5e-6 at lr 0.01), so it is checked on the tied table.
-        ('adam', {'learning_rate': 0.01, 'lazy_adam': False}, False)])
-def test_same_losses_and_parameters_within_1e6(optimizer, params,
-                                                context_table):
+        # Non-lazy Adam also moves every row the batch did not read.
+        ('adam', {'learning_rate': 0.01, 'lazy_adam': False}, c)
+        for c in (False, True)])
+def test_same_losses_and_parameters_within_rounding(optimizer, params,
+                                                    context_table):
   spec = skipgram_spec(dim=D, optimizer=optimizer, vocabulary_size=V,
                        context_table=context_table, **params)
   fast, fast_losses, fast_values = train(spec, fast_path=True)
@@ -69,7 +73,8 @@ def test_same_losses_and_parameters_within_1e6(optimizer, params,
   assert set(generic_values) == set(fast_values)
   for name, value in fast_values.items():
     worst = float(np.max(np.abs(generic_values[name] - value)))
-    assert worst < 1e-6, f'{name}: differs by {worst}'
+    tolerance = parameter_tolerance(optimizer, params)
+    assert worst < tolerance, f'{name}: differs by {worst}'
   # Training moved the tables: the comparison is not of initial values.
   assert not np.allclose(fast_values['tokens/parameters'],
                          _initial_table(spec))
