@@ -90,10 +90,10 @@ def instrument(seconds=SECONDS):
   """Wraps the functions PARTS names, once per process."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  from components.trainer import model_inputs  # pylint: disable=g-import-not-at-top
-  from components.trainer import tensorboard_logs  # pylint: disable=g-import-not-at-top
-  from components.trainer import training_loop  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training import model_inputs  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training import tensorboard_logs  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training import training_loop  # pylint: disable=g-import-not-at-top
   logs = tensorboard_logs.RunLogs
   vocabulary_file.read = _timed(seconds, 'vocabulary read, spec',
                                 vocabulary_file.read)
@@ -120,9 +120,9 @@ def instrument(seconds=SECONDS):
 def one_run(corpus_dir, out_dir, steps):
   """Trains once; {part: seconds} plus 'total'."""
   from components.trainer import executor  # pylint: disable=g-import-not-at-top
-  from components.trainer.config import TableConfig  # pylint: disable=g-import-not-at-top
-  from components.trainer.config import TrainerConfig  # pylint: disable=g-import-not-at-top
   from tests.support.artifact_fixtures import SpanlessExamples  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training.config import TableConfig  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training.config import TrainerConfig  # pylint: disable=g-import-not-at-top
   instrument()
   SECONDS.clear()
   spec = TableConfig(dim=DIM).embedding_spec()

@@ -20,7 +20,7 @@ trainer's pipeline and held in memory.
     loop per round, as the trainer runs its steps in one tf.function call);
   Keras with plain `fit` (a call per step), for reference;
   the CPU adapter's TensorFlow step (today's trainer);
-  the fused SkipGramStep op (components/trainer/fused_step.py).
+  the fused SkipGramStep op (tpu_embeddings/training/fused_step.py).
 Live: from the Examples artifact on disk through an input pipeline into a
 step, --live-steps steps per round in the training loop's compiled runner
 (training_loop.CompiledSteps), from a fresh iterator each round:
@@ -78,9 +78,9 @@ class Clock:
 
 def trainer_parts(corpus, window, dim):
   """(config, spec, a built CpuAdapter with the TensorFlow step)."""
-  from components.trainer import cpu_adapter  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram_config import SkipGramConfig  # pylint: disable=g-import-not-at-top
   from tpu_embeddings.models.skipgram_features import skipgram_spec  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training import cpu_adapter  # pylint: disable=g-import-not-at-top
   config = SkipGramConfig(batch_size=BATCH, window=window,
                           negatives=NEGATIVES)
   spec = skipgram_spec(dim=dim, vocabulary_size=len(corpus.tokens),
@@ -93,9 +93,9 @@ def trainer_parts(corpus, window, dim):
 def fused_on(adapter, negative_weight: float = 1.0):
   """The SkipGramStep op on `adapter`'s variables, in the training loop's
   compiled runner (training_loop.CompiledSteps)."""
-  from components.trainer import fused_step  # pylint: disable=g-import-not-at-top
-  from components.trainer import training_loop  # pylint: disable=g-import-not-at-top
-  from components.trainer.learning_rate import LinearDecay  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training import fused_step  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training import training_loop  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training.learning_rate import LinearDecay  # pylint: disable=g-import-not-at-top
   optimizer = adapter._rules['tokens'].optimizer  # pylint: disable=protected-access
   step = fused_step.for_adapter(adapter.spec, optimizer, adapter.variables,
                                 BATCH, negative_weight=negative_weight)

@@ -7,7 +7,8 @@ The trainer takes TFX's `module_file` (a path) or, on Kubeflow, the
 Without either, the model is the built-in skip-gram.
 
 The trainer copies the module's source into its Model
-(`<model>/user_module.py`, SHA-256 in `metadata.json`), and the validator and
+(`<model>/user_module.py`, SHA-256 in `metadata.json`:
+tpu_embeddings/models/module_files.py), and the validator and
 the exporter load that copy: every model, a pushed baseline included, is
 read with the code it was trained with, whatever the pipeline's module file
 says today. Errors name the module file as its user gave it: the trainer's
@@ -17,14 +18,14 @@ was packaged), recorded in `metadata.json` for the copy's readers.
 
 import hashlib
 import sys
-from typing import Any, Dict, Mapping
+from typing import Any, Mapping
 
 import tensorflow as tf
 from tfx.components.util import udf_utils
 
 from components import keys
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.models import skipgram_module
+from tpu_embeddings.models import module_files
 from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.models.model_module import ModelModuleError
 from tpu_embeddings.models.user_code import UserCodeError
@@ -35,11 +36,6 @@ MODULE_FILE_KEY = 'module_file'
 MODULE_PATH_KEY = 'module_path'
 # The name every module file defines, fetched to import it.
 _ANCHOR = 'embedding_spec'
-
-
-def builtin() -> ModelModule:
-  """The built-in skip-gram model."""
-  return ModelModule(skipgram_module)
 
 
 def _source_of(module) -> str:
@@ -73,7 +69,7 @@ def from_exec_properties(properties: Mapping[str, Any]) -> ModelModule:
   where = (properties.get(MODULE_FILE_KEY) or
            properties.get(MODULE_PATH_KEY) or '')
   if not where:
-    return builtin()
+    return module_files.builtin()
   if properties.get(MODULE_FILE_KEY) and not tf.io.gfile.exists(where):
     raise ModelModuleError(f'module file {where}: no such file')
   return _load({k: properties.get(k) for k in (MODULE_FILE_KEY,
@@ -81,37 +77,14 @@ def from_exec_properties(properties: Mapping[str, Any]) -> ModelModule:
                properties.get(keys.MODULE_SOURCE_FILE) or where)
 
 
-def user_module_path(model_uri: str) -> str:
-  return model_layout.join(model_uri, model_layout.USER_MODULE_FILENAME)
-
-
-def write_to_model(module: ModelModule, model_uri: str) -> Dict[str, str]:
-  """Copies a module's source into the Model; {metadata key: its SHA-256}.
-  Nothing for the built-in skip-gram."""
-  if module.builtin:
-    return {}
-  with tf.io.gfile.GFile(user_module_path(model_uri), 'w') as f:
-    f.write(module.source)
-  return {model_layout.USER_MODULE_SHA256_KEY: module.sha256}
-
-
-def recorded(module: ModelModule) -> Dict[str, str]:
-  """What metadata.json records of a module file: its SHA-256 and its path
-  as the user gave it. Nothing for the built-in skip-gram."""
-  if module.builtin:
-    return {}
-  return {model_layout.USER_MODULE_SHA256_KEY: module.sha256,
-          model_layout.USER_MODULE_FILE_KEY: module.path}
-
-
 def from_model(model_uri: str) -> ModelModule:
   """The module a Model was trained with (its `user_module.py`, checked
   against the SHA-256 of its metadata), or skip-gram for a Model without
   one (every Model written before module files). Its errors name the module
   file the trainer recorded (the copy, for Models that recorded none)."""
-  path = user_module_path(model_uri)
+  path = module_files.user_module_path(model_uri)
   if not tf.io.gfile.exists(path):
-    return builtin()
+    return module_files.builtin()
   with tf.io.gfile.GFile(path, 'rb') as f:
     digest = hashlib.sha256(f.read()).hexdigest()
   meta = model_layout.read_metadata(model_uri) or {}

@@ -25,9 +25,9 @@ from components import keys
 from components import module_file as module_file_lib
 from components import module_wheel
 from components.trainer import executor
-from components.trainer.config import TrainerConfig
 from tpu_embeddings.core import settings
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training.config import TrainerConfig
 
 
 class EmbeddingTrainerSpec(types.ComponentSpec):
@@ -91,7 +91,7 @@ class EmbeddingTrainer(base_component.BaseComponent):
     resume_root: a stable folder (same for every run of the pipeline) where
       the trainer notes the output it is training; a rerun on the same inputs
       and settings after a crash continues from that output's newest intact
-      checkpoint (components/trainer/resume.py). '' = never resume there.
+      checkpoint (tpu_embeddings/training/resume.py). '' = never resume there.
     module_file: path of the model's module file ('' = skip-gram).
     config: a `TrainerConfig`; `**settings` override its fields by name.
   """

@@ -27,26 +27,27 @@ from tfx.types import artifact_utils
 
 from components import keys
 from components import module_file
-from components.trainer import checkpoints
-from components.trainer import cpu_adapter
-from components.trainer import dense_model
-from components.trainer import device
-from components.trainer import kept
-from components.trainer import learning_rate
-from components.trainer import model_inputs
-from components.trainer import model_output
-from components.trainer import resume
-from components.trainer import tensorboard_logs
-from components.trainer import tpu_adapter
-from components.trainer import training_loop
-from components.trainer import warm_start
-from components.trainer.config import TrainerConfig
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
+from tpu_embeddings.models import module_files
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import checkpoints
+from tpu_embeddings.training import cpu_adapter
+from tpu_embeddings.training import dense_model
+from tpu_embeddings.training import device
+from tpu_embeddings.training import kept
+from tpu_embeddings.training import learning_rate
+from tpu_embeddings.training import model_inputs
+from tpu_embeddings.training import model_output
+from tpu_embeddings.training import resume
+from tpu_embeddings.training import tensorboard_logs
+from tpu_embeddings.training import tpu_adapter
+from tpu_embeddings.training import training_loop
+from tpu_embeddings.training import warm_start
+from tpu_embeddings.training.config import TrainerConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,7 +196,7 @@ def _metadata(run: _Run, result: training_loop.LoopResult, device_name: str,
       model_layout.TRAINER_CONFIG_KEY: dataclasses.asdict(run.config),
   }
   if not run.module.builtin:
-    metadata.update(module_file.recorded(run.module))
+    metadata.update(module_files.recorded(run.module))
     metadata[model_layout.FEATURE_KINDS_KEY] = dict(run.ctx.feature_kinds)
   return metadata
 
@@ -203,7 +204,7 @@ def _metadata(run: _Run, result: training_loop.LoopResult, device_name: str,
 def train(args: TrainerArgs, config: TrainerConfig,
           module: Optional[ModelModule] = None) -> Dict[str, Any]:
   """Everything the executor does; returns the metadata written."""
-  run = _prepare(args, config, module or module_file.builtin())
+  run = _prepare(args, config, module or module_files.builtin())
   base, warm_start_skipped = _base_model(run)
   model_output.check_rerun(args.model_uri, run.spec, run.vocabularies,
                            run.module)

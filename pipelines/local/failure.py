@@ -2,7 +2,7 @@
 
 The CLI prints one line from these: the component, the cause, what a rerun
 of the same command starts from (components that finished are cached, the
-trainer continues from its newest checkpoint: components/trainer/resume.py,
+trainer continues from its newest checkpoint: tpu_embeddings/training/resume.py,
 kept.py) and the version still served.
 """
 

@@ -2,7 +2,7 @@
 plain lines otherwise (a log file, CI).
 
 The trainer logs each progress line through absl with its fields attached
-(`components.trainer.training_loop.PROGRESS_RECORD`); this handler, on the
+(`tpu_embeddings.training.training_loop.PROGRESS_RECORD`); this handler, on the
 `absl` logger, shows those records only, whatever the other handlers let
 through, so the progress is visible without --verbose.
 """
@@ -10,7 +10,7 @@ through, so the progress is visible without --verbose.
 import logging
 from typing import Any, Dict, Optional, TextIO
 
-from components.trainer.training_loop import PROGRESS_RECORD
+from tpu_embeddings.training.training_loop import PROGRESS_RECORD
 
 _INDENT = ' ' * 4
 

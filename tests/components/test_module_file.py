@@ -9,6 +9,7 @@ import pytest
 
 from components import module_file
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.models import module_files
 from tpu_embeddings.models.model_module import ModelModuleError
 from tpu_embeddings.models.user_code import UserCodeError
 
@@ -183,8 +184,8 @@ def test_the_copy_in_a_model_is_named_by_the_users_path(tmp_path):
   trained = _load(original)
   model = tmp_path / 'model'
   model.mkdir()
-  module_file.write_to_model(trained, str(model))
-  model_layout.write_metadata(str(model), module_file.recorded(trained))
+  module_files.write_to_model(trained, str(model))
+  model_layout.write_metadata(str(model), module_files.recorded(trained))
   copy = module_file.from_model(str(model))
   assert copy.sha256 == trained.sha256
   with pytest.raises(UserCodeError) as e:

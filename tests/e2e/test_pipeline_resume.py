@@ -16,13 +16,13 @@ import time
 
 from ml_metadata.proto import metadata_store_pb2
 
-from components.trainer import resume
 from pipelines import demo_data
 from pipelines.local import metadata_queries
 from tests.support import paths
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.training import resume
 
 REPO = paths.REPO
 TINY = demo_data.CorpusShape(topics=4, tokens_per_topic=12, filler_tokens=6,

@@ -5,11 +5,11 @@ import typing
 
 import pytest
 
-from components.trainer.config import TableConfig
-from components.trainer.config import TrainerConfig
 from pipelines.config import PipelineConfig
 from tests.support import paths
 from tpu_embeddings.core import settings
+from tpu_embeddings.training.config import TableConfig
+from tpu_embeddings.training.config import TrainerConfig
 
 
 def test_spec_follows_the_config():

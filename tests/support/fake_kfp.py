@@ -12,7 +12,7 @@ import urllib.parse
 
 import yaml
 
-from components.trainer.config import TrainerConfig
+from tpu_embeddings.training.config import TrainerConfig
 
 API = '/apis/v2beta1'
 COMPILED_TRAINER = TrainerConfig(tpu='auto', train_steps=600).to_json()

@@ -1,7 +1,7 @@
 """What a fault table (fault_table.py) sees of the trainer's checkpoints.
 
 A checkpoint counts as kept when every tensor of it reads back, which is
-what a rerun continues from (components/trainer/resume.py). Not by the
+what a rerun continues from (tpu_embeddings/training/resume.py). Not by the
 CheckpointManager's state file: a stop that lands after a checkpoint's files
 are complete but before the state file names it leaves a checkpoint the
 rerun rightly continues; a disk that fills while the files are written

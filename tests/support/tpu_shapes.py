@@ -4,7 +4,7 @@ from typing import Dict, List, Tuple
 
 import tensorflow as tf
 
-from components.trainer import tpu_adapter
+from tpu_embeddings.training import tpu_adapter
 
 Shapes = Dict[str, List[int]]
 

@@ -1,16 +1,16 @@
 """Marking a trainer output's checkpoints as one training's.
 
 The trainer continues checkpoints it finds in its output only when
-`training_key.txt` names its own training (components/trainer/kept.py), as
+`training_key.txt` names its own training (tpu_embeddings/training/kept.py), as
 an interrupted run of that training leaves it. Tests that put checkpoints
 there by other means (a TPU-format model, a copy of a trained one) mark
 them with this.
 """
 
 from components import keys
-from components.trainer import kept
-from components.trainer import resume
 from tpu_embeddings.artifacts import vocabularies
+from tpu_embeddings.training import kept
+from tpu_embeddings.training import resume
 
 
 def own_output(args, config, module_sha256: str = '') -> str:

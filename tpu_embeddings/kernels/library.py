@@ -4,7 +4,7 @@
 on first use into a cache directory keyed by the sources, TensorFlow's build
 and the compile flags, so a machine compiles once per TensorFlow version and
 source change (about half a minute). The CPU trainer of the built-in
-skip-gram uses them (components/trainer/fused_step.py, and
+skip-gram uses them (tpu_embeddings/training/fused_step.py, and
 tpu_embeddings/models/skipgram_input.py for the pairs);
 benchmarks/trainer_throughput.py measures them against the TensorFlow path.
 The component image (kubeflow/Dockerfile) has no C++ compiler: a build

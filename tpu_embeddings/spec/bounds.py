@@ -1,6 +1,6 @@
 """Bounds (low, high), both included, of the embedding spec's numbers.
 
-The table.* settings (components/trainer/config.py) and the vocabulary's
+The table.* settings (tpu_embeddings/training/config.py) and the vocabulary's
 max_tokens use the same ones; the optimizer's are beside its defaults
 (optimizer_spec.PARAM_BOUNDS).
 """

@@ -8,14 +8,14 @@ import pytest
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
-from components.trainer import checkpoints
-from components.trainer import cpu_adapter
 from components.trainer import executor
 from tests.support import artifact_fixtures as fx
 from tests.support import trainer_outputs
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.training import checkpoints
+from tpu_embeddings.training import cpu_adapter
 
 LINES = [['a', 'b', 'c', 'd'], ['b', 'c', 'e'], ['a', 'e', 'f', 'b', 'c'],
          ['d', 'f', 'a']] * 20

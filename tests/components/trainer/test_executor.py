@@ -9,13 +9,13 @@ import pytest
 import tensorflow as tf
 
 from components.trainer import executor
-from components.trainer import warm_start
 from pipelines import demo_data
 from tests.support import artifact_fixtures as fx
 from tests.support import trainer_outputs
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.training import warm_start
 
 
 def _unit(table):

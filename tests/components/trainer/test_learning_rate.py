@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import cpu_adapter
 from components.trainer import executor
-from components.trainer import learning_rate
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.training import cpu_adapter
+from tpu_embeddings.training import learning_rate
 
 
 def test_linear_decay_falls_to_the_final_fraction_and_stays():

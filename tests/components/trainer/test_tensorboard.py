@@ -28,7 +28,6 @@ from tensorboard.plugins.scalar import metadata as scalar_metadata
 from werkzeug import test as werkzeug_test
 
 from components.trainer import executor
-from components.trainer import tensorboard_logs
 from components.validator import eval_data
 from components.validator.config import ValidatorConfig
 from pipelines import demo_data
@@ -37,6 +36,7 @@ from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.training import tensorboard_logs
 
 RUN = 'model_run/7'
 PROJECTOR_TOKENS = 60

@@ -6,11 +6,11 @@ over the wire. Errors and refusals are in test_client_errors.py.
 """
 
 
-from components.trainer.config import TrainerConfig
 from pipelines.cli import main as cli
 from pipelines.kubeflow import client as kubeflow_client
 from tests.support.fake_kfp import API
 from tests.support.fake_kfp import FakeKfpApi
+from tpu_embeddings.training.config import TrainerConfig
 
 
 def test_submit_sends_package_pipeline_root_and_arguments(package):

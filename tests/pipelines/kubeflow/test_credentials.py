@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from components.trainer.config import TrainerConfig
 from pipelines import pipeline as pipeline_lib
 from pipelines.cli import main as cli
 from pipelines.kubeflow import compile as kubeflow_compile
@@ -14,6 +13,7 @@ from pipelines.kubeflow import credentials
 from pipelines.kubeflow import parameters as kubeflow_parameters
 from tests.support.compiled_package import IMAGE
 from tests.support.compiled_package import ROOTS
+from tpu_embeddings.training.config import TrainerConfig
 
 SECRET = 'Zx9-SECRET-VALUE-q7'
 

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from components.trainer.config import TrainerConfig
 from components.vocabulary.config import VocabularyConfig
 from pipelines.kubeflow import parameters as kubeflow_parameters
+from tpu_embeddings.training.config import TrainerConfig
 
 COMPILED_TRAINER = TrainerConfig(train_steps=600, tpu='auto').to_json()
 DECLARED = {'data_root': 'gs://b/corpus', 'push_root': 'gs://b/pushed',

@@ -5,9 +5,9 @@ import logging
 
 from absl import logging as absl_logging
 
-from components.trainer import training_loop
-from components.trainer.config import LoopConfig
 from pipelines.local import progress_line
+from tpu_embeddings.training import training_loop
+from tpu_embeddings.training.config import LoopConfig
 
 
 def _log(step, loss=2.5):

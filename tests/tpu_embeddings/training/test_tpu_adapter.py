@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import cpu_adapter
-from components.trainer import tpu_adapter
 from tests.support import paths
 from tests.support import tpu_shapes
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.training import cpu_adapter
+from tpu_embeddings.training import tpu_adapter
 
 B, GROUPS, S, D = 8, 4, 3, 4
 
@@ -49,8 +49,8 @@ import tensorflow as tf
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices('CPU')[0],
     [tf.config.LogicalDeviceConfiguration()] * 2)
-from components.trainer import tpu_adapter
-from tests.components.trainer.test_tpu_adapter import shared_batch
+from tpu_embeddings.training import tpu_adapter
+from tests.tpu_embeddings.training.test_tpu_adapter import shared_batch
 strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
 dataset = tf.data.Dataset.from_tensors(shared_batch()).repeat(2)
 ids, _ = next(iter(tpu_adapter.distribute(strategy, dataset)))

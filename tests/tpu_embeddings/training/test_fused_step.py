@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import cpu_adapter
-from components.trainer import fused_step
 from tpu_embeddings.kernels import library
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.training import cpu_adapter
+from tpu_embeddings.training import fused_step
 
 V, D, B, K = 40, 12, 4096, 3
 STEPS = 4

@@ -11,7 +11,6 @@ import os
 
 import pytest
 
-from components.trainer import resume
 from tests.support import killed_trainer
 from tests.support.killed_trainer import CHECKPOINT_EVERY
 from tests.support.killed_trainer import TRAIN_STEPS
@@ -22,6 +21,7 @@ from tests.support.killed_trainer import start_trainer
 from tests.support.killed_trainer import trainer_props
 from tests.support.killed_trainer import write_inputs
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.training import resume
 
 
 @pytest.mark.slow

@@ -27,13 +27,13 @@ from typing import Callable, Dict, Optional
 import tensorflow as tf
 from absl import logging
 
-from components.trainer import embedding_optimizers
 from tpu_embeddings.kernels import library
 from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
 from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
 from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
 from tpu_embeddings.models.skipgram_features import skipgram_tables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import embedding_optimizers
 
 # Optimizer class name -> the op's `optimizer` attribute.
 SUPPORTED = {'SGD': 'sgd', 'Adagrad': 'adagrad'}

@@ -10,7 +10,6 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
-from components.trainer.config import TrainerConfig
 from tpu_embeddings.artifacts import raw_features
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.models import feature_input
@@ -19,6 +18,7 @@ from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.models.model_module import check_spec_features
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training.config import TrainerConfig
 
 TRAIN_SPLIT = 'train'
 

@@ -19,7 +19,7 @@ from urllib import parse
 
 from absl import logging
 
-from components.trainer import tpu_probe
+from tpu_embeddings.training import tpu_probe
 
 AUTO = 'auto'
 # The variables TPUClusterResolver() reads when no name is given.

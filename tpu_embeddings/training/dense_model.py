@@ -12,10 +12,10 @@ from typing import Any, Dict, Tuple
 
 import tensorflow as tf
 
-from components.trainer import checkpoints
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models.user_code import UserCodeError
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import checkpoints
 
 # Rows of the zero batch the model is built on.
 _BUILD_ROWS = 2

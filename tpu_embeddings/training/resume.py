@@ -54,13 +54,13 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import tensorflow as tf
 from absl import logging
 
-from components.trainer import checkpoints
-from components.trainer.config import TrainerConfig
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import checkpoints
+from tpu_embeddings.training.config import TrainerConfig
 
 # Settings that do not change what is trained (see the module docstring).
 DEVICE_SETTINGS = ('tpu',)

@@ -26,14 +26,14 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
-from components import module_file
-from components.trainer import dense_model
-from components.trainer import embedding_optimizers
-from components.trainer import fused_step
-from components.trainer import training_loop
-from components.trainer.learning_rate import LinearDecay
+from tpu_embeddings.models import module_files
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import dense_model
+from tpu_embeddings.training import embedding_optimizers
+from tpu_embeddings.training import fused_step
+from tpu_embeddings.training import training_loop
+from tpu_embeddings.training.learning_rate import LinearDecay
 
 
 class CpuAdapter:
@@ -139,6 +139,6 @@ def for_skipgram(spec: EmbeddingSpec, global_batch_size: int,
   """A CPU adapter of the built-in skip-gram on batches of (ids, {}).
   `fused=False` keeps the fast step in TensorFlow ops; `settings` (a
   SkipGramConfig) gives the loss its shared negatives' weight."""
-  return CpuAdapter(spec, module_file.builtin(),
+  return CpuAdapter(spec, module_files.builtin(),
                     ModelContext(global_batch_size=global_batch_size,
                                  settings=settings), decay, fast_path, fused)

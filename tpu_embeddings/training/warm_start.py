@@ -36,13 +36,13 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from components.trainer import checkpoints
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import checkpoints
 
 
 class WarmStartError(ValueError):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import embedding_optimizers as eo
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.training import embedding_optimizers as eo
 
 V, D = 7, 3
 # Ids with duplicates (2 three times, 5 twice); row 0 and 6 are never touched.

@@ -13,9 +13,9 @@ from typing import Any, Dict, Sequence
 
 import tensorflow as tf
 
-from components import module_file
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
+from tpu_embeddings.models import module_files
 from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.models.skipgram_features import skipgram_tables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
@@ -27,7 +27,7 @@ def write_inputs(model_uri: str, spec: EmbeddingSpec,
   """Spec, vocabularies and module source; {metadata key: module SHA-256}."""
   spec.save(model_uri)
   vocabularies_lib.write(model_uri, vocabularies)
-  return module_file.write_to_model(module, model_uri)
+  return module_files.write_to_model(module, model_uri)
 
 
 def check_rerun(model_uri: str, spec: EmbeddingSpec,
@@ -47,7 +47,7 @@ def check_rerun(model_uri: str, spec: EmbeddingSpec,
     raise ValueError(
         f'model {model_uri} holds a checkpoint of another vocabulary; use a '
         'new output or the same vocabulary')
-  source = module_file.user_module_path(model_uri)
+  source = module_files.user_module_path(model_uri)
   if tf.io.gfile.exists(source):
     with tf.io.gfile.GFile(source) as f:
       if f.read() != module.source:

@@ -25,10 +25,10 @@ from typing import Dict, Optional
 
 import tensorflow as tf
 
-from components.trainer import dense_model
-from components.trainer import training_loop
-from components.trainer.learning_rate import LinearDecay
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import dense_model
+from tpu_embeddings.training import training_loop
+from tpu_embeddings.training.learning_rate import LinearDecay
 
 
 def tpu_features(ids: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:

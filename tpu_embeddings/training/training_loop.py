@@ -19,10 +19,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from components.trainer import checkpoints
-from components.trainer.config import LoopConfig
-from components.trainer.tensorboard_logs import RunLogs
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import checkpoints
+from tpu_embeddings.training.config import LoopConfig
+from tpu_embeddings.training.tensorboard_logs import RunLogs
 
 # The attribute of a progress log record holding its fields.
 PROGRESS_RECORD = 'trainer_progress'

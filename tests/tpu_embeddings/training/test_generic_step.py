@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import cpu_adapter
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.training import cpu_adapter
 
 # Each case traces two compiled training steps (seconds).
 pytestmark = pytest.mark.slow

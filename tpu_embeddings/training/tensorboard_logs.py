@@ -3,8 +3,8 @@
     <model_run>/               hparams of the run (the trainer's settings)
     <model_run>/train/         loss every `summary_every` steps (mean batch
                                loss of those steps), examples_per_sec per call
-      projector_config.pbtxt,  the projector's files (components/trainer/
-      metadata*.tsv, ...       projector.py): skip-gram's exported table,
+      projector_config.pbtxt,  the projector's files (projector.py):
+      metadata*.tsv, ...       skip-gram's exported table,
                                or every table of a module file, its
                                `projector_tokens` most frequent tokens
     <model_run>/eval/          loss: skip-gram's held-out loss
@@ -28,13 +28,13 @@ from absl import logging
 from tensorboard.plugins.hparams import api as hp
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 
-from components.trainer import projector
-from components.trainer.config import TrainerConfig
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models.skipgram_features import skipgram_tables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import projector
+from tpu_embeddings.training.config import TrainerConfig
 
 TRAIN_SUBDIR = 'train'
 EVAL_SUBDIR = 'eval'

@@ -28,9 +28,9 @@ from typing import Iterator, Optional
 import tensorflow as tf
 from absl import logging
 
-from components.trainer import resume
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.core import file_system
+from tpu_embeddings.training import resume
 
 KEY_FILENAME = 'training_key.txt'
 

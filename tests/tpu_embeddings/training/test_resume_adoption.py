@@ -16,8 +16,6 @@ import sys
 import pytest
 from tfx.types import standard_artifacts
 
-from components.trainer import resume
-from components.trainer.config import TrainerConfig
 from pipelines import demo_data
 from tests.support import artifact_fixtures as fx
 from tests.support import killed_trainer
@@ -28,6 +26,8 @@ from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabularies
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import resume
+from tpu_embeddings.training.config import TrainerConfig
 
 # Each test shares a fixture that runs a trainer or pipeline in a subprocess.
 pytestmark = pytest.mark.slow

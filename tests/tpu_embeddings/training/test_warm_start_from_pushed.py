@@ -6,12 +6,12 @@ import shutil
 
 import pytest
 
-from components.trainer import warm_start
 from tests.support import artifact_fixtures
 from tests.support import validator_fixtures
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.training import warm_start
 
 TOKENS = ['a', 'b', 'c']
 MANY_TOKENS = [f't{i}' for i in range(300)]  # the data file is mostly table

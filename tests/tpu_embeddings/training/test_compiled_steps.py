@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import training_loop
+from tpu_embeddings.training import training_loop
 
 
 def numbers(n):

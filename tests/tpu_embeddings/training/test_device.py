@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import cpu_adapter
-from components.trainer import device
 from tests.support import interaction_fixtures
 from tests.support import tpu_shapes
 from tpu_embeddings.models import spec_vocabularies
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.training import cpu_adapter
+from tpu_embeddings.training import device
 
 B, K, D = 8, 3, 4
 
