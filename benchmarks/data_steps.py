@@ -77,7 +77,6 @@ def counter_pass(files, repeats: int = 3) -> float:
 
 def pipeline_pass(data_root: str, home: str, beam_args) -> dict:
   """Runs ExampleGen + Vocabulary; returns seconds per component."""
-  # pylint: disable=g-import-not-at-top
   from tfx.orchestration import metadata
   from tfx.orchestration import pipeline as tfx_pipeline
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner
@@ -85,7 +84,6 @@ def pipeline_pass(data_root: str, home: str, beam_args) -> dict:
   from components.corpus_example_gen.component import corpus_example_gen
   from components.vocabulary.component import VocabularyGen
   from pipelines.local import launches
-  # pylint: enable=g-import-not-at-top
   example_gen = corpus_example_gen(data_root)
   vocabulary = VocabularyGen(examples=example_gen.outputs['examples'])
   pipeline = tfx_pipeline.Pipeline(
@@ -108,7 +106,7 @@ def main(argv=None):
                       help='Beam options (default: the local runner\'s)')
   parser.add_argument('--work', help='keep corpora here (reused if present)')
   args = parser.parse_args(argv)
-  from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
+  from pipelines.local import runner as local_runner
   beam_args = (shlex.split(args.beam_args) if args.beam_args is not None
                else list(local_runner.BEAM_ARGS))
   print(f'Beam options: {" ".join(beam_args)}; {args.vocab:,} distinct '

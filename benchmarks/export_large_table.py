@@ -72,11 +72,11 @@ def _report(start: float, base_rss: int, **extra):
 
 
 def _export(model_uri: str, out: str):
-  import logging  # pylint: disable=g-import-not-at-top
+  import logging
 
-  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+  from absl import logging as absl_logging
 
-  from components.exporter import executor  # pylint: disable=g-import-not-at-top
+  from components.exporter import executor
   phases = []
 
   class _Phases(logging.Handler):
@@ -97,11 +97,11 @@ def _export(model_uri: str, out: str):
 
 def _peer_tf2(model_uri: str, out: str):
   """Peer (a): a tf.Module with the table and a `lookup` signature."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models.skipgram_features import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout
+  from tpu_embeddings.artifacts import vocabulary_file
+  from tpu_embeddings.models.skipgram_features import TOKENS_TABLE
   tf.constant(0)  # runtime up before the clock (ours starts it inside)
   base_rss = _rss()
   start = time.perf_counter()
@@ -127,12 +127,12 @@ def _peer_tf2(model_uri: str, out: str):
 def _peer_hub(model_uri: str, out: str):
   """Peer (b): TF Hub's text-embedding exporter recipe (placeholder + assign).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  import tensorflow_hub as hub
 
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models.skipgram_features import TOKENS_TABLE  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout
+  from tpu_embeddings.artifacts import vocabulary_file
+  from tpu_embeddings.models.skipgram_features import TOKENS_TABLE
   tf.constant(0)
   base_rss = _rss()
   start = time.perf_counter()

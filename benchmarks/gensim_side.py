@@ -25,7 +25,7 @@ def median(values: Iterable[float]) -> float:
 def run(train_file, runs: int = RUNS, epochs: int = EPOCHS):
   """gensim Word2Vec(sg=1), its own defaults but `epochs`, `runs` times;
   (read s, median train s, models)."""
-  from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+  from gensim.models import Word2Vec
   start = time.perf_counter()
   with open(train_file, encoding='utf-8') as f:
     sentences = [line.split() for line in f]
@@ -41,10 +41,10 @@ def run(train_file, runs: int = RUNS, epochs: int = EPOCHS):
 def heldout_loss(home, model):
   """gensim's held-out skip-gram loss (vectors + syn1neg) on the validator's
   pairs, and the frequency-only model's; what the default gate compares."""
-  from components.validator import eval_data  # pylint: disable=g-import-not-at-top
-  from components.validator import metrics  # pylint: disable=g-import-not-at-top
-  from components.validator.config import ValidatorConfig  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models import heldout  # pylint: disable=g-import-not-at-top
+  from components.validator import eval_data
+  from components.validator import metrics
+  from components.validator.config import ValidatorConfig
+  from tpu_embeddings.models import heldout
   newest = time_to_quality.newest
   skipgram = eval_data.trained_skipgram(
       newest(home, 'EmbeddingTrainer', 'model'))
@@ -61,7 +61,7 @@ def heldout_loss(home, model):
 
 def _figures(table, common, ids, pairs, questions):
   """WordSim-353 Spearman and analogy accuracy of `table` on `common`."""
-  from components.validator import metrics  # pylint: disable=g-import-not-at-top
+  from components.validator import metrics
   aligned = metrics.align_table(table.tokens, table.unit, common)
   sim = metrics.similarity_spearman(aligned, ids, pairs)
   ana = metrics.analogy_accuracy(aligned, ids, questions)
@@ -72,7 +72,7 @@ def _figures(table, common, ids, pairs, questions):
 def judged(ours, gensims, also=()):
   """{name: (ours, gensim's median, items judged)} on the words our table,
   every gensim table and every table of `also` know."""
-  from components.validator import eval_files  # pylint: disable=g-import-not-at-top
+  from components.validator import eval_files
   known = set(ours.tokens)
   for table in list(gensims) + list(also):
     known &= set(table.tokens)

@@ -8,7 +8,7 @@ def keras_model(vocabulary_size, dim, negatives, steps_per_execution):
   """Embedding + dot-product logits + sigmoid cross-entropy + Keras Adagrad
   on {target, context, negatives} batches, compiled with
   `steps_per_execution` (trainer_throughput's step baseline)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   embedding = tf.keras.layers.Embedding(
       vocabulary_size, dim,
       embeddings_initializer=tf.keras.initializers.RandomUniform(

@@ -12,7 +12,7 @@ import time
 def build_first() -> bool:
   """Builds (or finds) the op library in this process; prints which path
   the trainer runs will take. True when the ops load."""
-  from tpu_embeddings.kernels import library  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.kernels import library
   start = time.perf_counter()
   ops = library.load()
   state = ('ready' if ops else

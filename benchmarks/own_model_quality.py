@@ -69,7 +69,7 @@ def held_out(shape) -> Dict[str, Dict[str, np.ndarray]]:
 
 
 def _run(data_root, home, config, module_file=''):
-  from pipelines.local import runner  # pylint: disable=g-import-not-at-top
+  from pipelines.local import runner
   start = time.perf_counter()
   summary = runner.run(data_root, home, config, out=io.StringIO(),
                        module_file=module_file)
@@ -78,13 +78,13 @@ def _run(data_root, home, config, module_file=''):
 
 def run_two_tower(work, shape, split):
   """The pipeline on the module file; (row, summary)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from pipelines import model_settings  # pylint: disable=g-import-not-at-top
-  from pipelines.local import home as home_lib  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models import retrieval  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models import served  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.push_root import layout as push_layout  # pylint: disable=g-import-not-at-top
+  from pipelines import model_settings
+  from pipelines.local import home as home_lib
+  from tpu_embeddings.models import retrieval
+  from tpu_embeddings.models import served
+  from tpu_embeddings.push_root import layout as push_layout
   data_root = os.path.join(work, 'data-two-tower')
   demo_interactions.write_examples(data_root, shape, span=1,
                                    file_format='csv')
@@ -131,12 +131,12 @@ class TableSignature:
 
 def run_item2vec(work, shape, split, window):
   """The built-in skip-gram pipeline on the item sequences; a row."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models import retrieval  # pylint: disable=g-import-not-at-top
+  from pipelines import config as config_lib
+  from tpu_embeddings.artifacts import model_layout
+  from tpu_embeddings.artifacts import vocabulary_file
+  from tpu_embeddings.models import retrieval
   data_root = os.path.join(work, 'data-item2vec')
   if not os.path.isdir(data_root):
     corpus = interaction_corpus.generate(data_root, shape)
@@ -164,7 +164,7 @@ def run_item2vec(work, shape, split, window):
 
 
 def popularity(split):
-  from tpu_embeddings.models import retrieval  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models import retrieval
   return {'name': 'popularity', 'recall': retrieval.popularity_recall_at_k(
       split['counts'], split['queries'], split['catalog'], answer='item_id',
       k=K, exclude='history'), 'blessed': None, 'whole': None}

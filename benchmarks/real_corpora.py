@@ -59,12 +59,12 @@ TEXT = ('lee', 'head500', 'enwiki')
 def run_pipeline(data_root, home, settings=None):
   """The local pipeline with every default but `settings` ({name: value}, as
   `--set` names them); (summary, its tokens table)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
-  from pipelines.local import runner  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from pipelines import config as config_lib
+  from pipelines.local import runner
+  from tpu_embeddings.artifacts import model_layout
+  from tpu_embeddings.artifacts import vocabulary_file
   summary = runner.run(data_root, home,
                        config_lib.PipelineConfig.from_dict(settings or {}),
                        out=io.StringIO())

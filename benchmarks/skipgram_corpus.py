@@ -59,9 +59,9 @@ def read_text(path: str) -> List[List[str]]:
 def write(directory: str, lines: Iterable[List[str]],
           eval_every: int = 0) -> Corpus:
   """Writes `lines` under `directory`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import examples_io
   examples_uri = os.path.join(directory, 'examples')
   text_file = os.path.join(directory, 'corpus.txt')
   counts = collections.Counter()

@@ -22,11 +22,11 @@ _CHUNK_ROWS = 1 << 18
 
 def write_model(model_uri: str, rows: int, dim: int,
                 optimizer: str = 'sgd') -> None:
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models.skipgram_features import skipgram_spec  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout
+  from tpu_embeddings.artifacts import vocabulary_file
+  from tpu_embeddings.models.skipgram_features import skipgram_spec
   spec = skipgram_spec(dim=dim, optimizer=optimizer, vocabulary_size=rows)
   os.makedirs(model_uri, exist_ok=True)
   spec.save(model_uri)
@@ -69,13 +69,13 @@ def write_topic_model(model_uri: str, vocabulary_uri: str, dim: int = 64,
                       context_table: bool = True) -> None:
   """The Model of a topic corpus's vocabulary (module docstring); its
   vocabulary.tsv is the Vocabulary artifact's."""
-  import shutil  # pylint: disable=g-import-not-at-top
+  import shutil
 
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models.skipgram_features import skipgram_spec  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout
+  from tpu_embeddings.artifacts import vocabulary_file
+  from tpu_embeddings.models.skipgram_features import skipgram_spec
   source = os.path.join(vocabulary_uri, vocabulary_file.VOCABULARY_FILENAME)
   rows = vocabulary_file.count_lines(source)
   spec = skipgram_spec(dim=dim, optimizer=optimizer, vocabulary_size=rows,

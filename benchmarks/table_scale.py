@@ -90,9 +90,9 @@ def _artifact(cls, uri: str, **custom):
 
 
 def _child_trainer(work: str, steps: str):
-  from components.trainer import executor  # pylint: disable=g-import-not-at-top
-  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
-  from tests.support.artifact_fixtures import SpanlessExamples  # pylint: disable=g-import-not-at-top
+  from components.trainer import executor
+  from pipelines import config as config_lib
+  from tests.support.artifact_fixtures import SpanlessExamples
   config = config_lib.PipelineConfig.from_dict({
       'trainer.train_steps': int(steps),
       'trainer.warm_start_from_pushed': False,
@@ -106,11 +106,11 @@ def _child_trainer(work: str, steps: str):
 
 
 def _child_validator(work: str, push_root: str, out: str):
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts
 
-  from components import artifact_types  # pylint: disable=g-import-not-at-top
-  from components import keys  # pylint: disable=g-import-not-at-top
-  from components.validator import executor  # pylint: disable=g-import-not-at-top
+  from components import artifact_types
+  from components import keys
+  from components.validator import executor
   examples = _artifact(standard_artifacts.Examples,
                        os.path.join(work, 'examples'))
   examples.split_names = '["train", "eval"]'
@@ -127,10 +127,10 @@ def _child_validator(work: str, push_root: str, out: str):
 
 
 def _child_exporter(work: str):
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts
 
-  from components import keys  # pylint: disable=g-import-not-at-top
-  from components.exporter import executor  # pylint: disable=g-import-not-at-top
+  from components import keys
+  from components.exporter import executor
   executor.Executor().Do(
       {keys.MODEL: [_artifact(standard_artifacts.Model,
                               os.path.join(work, 'model'))]},
@@ -142,10 +142,10 @@ def _child_exporter(work: str):
 
 
 def _child_pusher(work: str, push_root: str):
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts
 
-  from components import keys  # pylint: disable=g-import-not-at-top
-  from components.pusher import executor  # pylint: disable=g-import-not-at-top
+  from components import keys
+  from components.pusher import executor
   pushed = {k: _artifact(standard_artifacts.PushedModel,
                          os.path.join(work, f'pushed-{k}'))
             for k in ('serving', 'hub')}
@@ -163,9 +163,9 @@ def _child_pusher(work: str, push_root: str):
 
 
 def _child_latency(serving_dir: str, token: str, queries: str):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.artifacts import serving_contract  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import serving_contract
   neighbors = tf.saved_model.load(serving_dir).signatures[
       serving_contract.NEIGHBORS]
   args = {serving_contract.TOKENS: tf.constant([token]),
@@ -198,8 +198,8 @@ _CHILDREN = {'write': _child_write, 'trainer': _child_trainer,
 def _env(task: str = ''):
   """The environment of a process: the CLI's malloc setting, and a Kubeflow
   task's own variables (pipelines/kubeflow/spec_edits.py) for `task`."""
-  from pipelines.kubeflow import spec_edits  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.core import huge_pages  # pylint: disable=g-import-not-at-top
+  from pipelines.kubeflow import spec_edits
+  from tpu_embeddings.core import huge_pages
   env = huge_pages.environ(os.environ)
   env.update(spec_edits.TASK_ENV.get(task, {}))
   env['PYTHONPATH'] = ROOT
@@ -240,8 +240,8 @@ def write_inputs(work: str, rows: int, train_tokens: int):
 def link_home(home: str, work: str) -> int:
   """`work/` pointing at the newest Examples, Vocabulary and trained Model
   of a pipeline home, as `write_inputs` lays a size out; its rows."""
-  from benchmarks.time_to_quality import newest  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from benchmarks.time_to_quality import newest
+  from tpu_embeddings.artifacts import vocabulary_file
   shutil.rmtree(work, ignore_errors=True)
   os.makedirs(work)
   for name, node, channel in (
@@ -311,7 +311,7 @@ def run_size(work: str, rows: int, args) -> Dict[str, object]:
 def pod_bytes(rows: int) -> Dict[str, int]:
   """The memory `compile` gives each component's Kubeflow pod (CPU
   trainer) for a vocabulary of `rows` and the default table settings."""
-  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
+  from pipelines import config as config_lib
   config = config_lib.PipelineConfig.from_dict(
       {'vocabulary.max_tokens': rows - 1})  # and the out-of-vocabulary row
   found = resources.estimate(config, tpu=False)

@@ -27,19 +27,19 @@ _ENWIKI = 'enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2'
 
 
 def datapath(name: str) -> str:
-  import gensim.test.utils  # pylint: disable=g-import-not-at-top
+  import gensim.test.utils
   return gensim.test.utils.datapath(name)
 
 
 def _preprocessed_lines(name: str) -> Iterator[List[str]]:
-  from gensim.utils import simple_preprocess  # pylint: disable=g-import-not-at-top
+  from gensim.utils import simple_preprocess
   with open(datapath(name), encoding='utf-8') as f:
     for line in f:
       yield simple_preprocess(line)
 
 
 def _wiki_articles() -> Iterator[List[str]]:
-  from gensim.corpora.wikicorpus import WikiCorpus  # pylint: disable=g-import-not-at-top
+  from gensim.corpora.wikicorpus import WikiCorpus
   wiki = WikiCorpus(datapath(_ENWIKI), dictionary={}, processes=1)
   yield from wiki.get_texts()
 

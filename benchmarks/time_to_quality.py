@@ -64,7 +64,7 @@ def newest(home, node='FileBasedExampleGen', channel='examples'):
 def train_split_file(home, out_path):
   """The sequences our trainer learned from (the first run's train split),
   one per line: what gensim is given, so both learn from the same data."""
-  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import examples_io
   with open(out_path, 'w', encoding='utf-8') as f:
     for tokens in examples_io.read_sequences(newest(home), 'train'):
       f.write(' '.join(tokens) + '\n')
@@ -77,7 +77,7 @@ def next_items(home, corpus):
   sequences (the split the trainer and gensim never see) after the items
   before it (at most QUERY_ITEMS). About 18x the last items alone, so
   HR@10's standard error is about a quarter."""
-  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import examples_io
   found = list(corpus.heldout)
   for tokens in examples_io.read_sequences(newest(home), 'eval'):
     found.extend((tokens[max(0, i - interaction_corpus.QUERY_ITEMS):i],
@@ -86,7 +86,7 @@ def next_items(home, corpus):
 
 
 def gensim_run(corpus_file, dim, window, negatives, epochs, seed):
-  from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+  from gensim.models import Word2Vec
   start = time.perf_counter()
   with open(corpus_file, encoding='utf-8') as f:
     sentences = [line.split() for line in f]
@@ -110,12 +110,12 @@ def pipeline_run(corpus, home, dim, window, negatives, epochs, seed,
                  settings=()):
   """Runs the local pipeline (`settings`: more config keys, as `--set`
   takes them); returns its summary and the trained table."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
-  from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from pipelines import config as config_lib
+  from pipelines.local import runner as local_runner
+  from tpu_embeddings.artifacts import model_layout
+  from tpu_embeddings.artifacts import vocabulary_file
   config = config_lib.PipelineConfig.from_dict({
       'table.dim': dim, 'trainer.window': window,
       'trainer.negatives': negatives, 'trainer.epochs': epochs,

@@ -113,7 +113,7 @@ def write_vocabulary(uri: str, rows: int, tokens: int,
                      topics: int = TOPICS) -> str:
   """A Vocabulary artifact of all `rows` tokens with their expected counts,
   streamed (10M tokens as Python strings would cost about a GiB)."""
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file
   os.makedirs(uri, exist_ok=True)
   with open(os.path.join(uri, vocabulary_file.VOCABULARY_FILENAME), 'w',
             encoding='utf-8') as f:
@@ -125,9 +125,9 @@ def write_vocabulary(uri: str, rows: int, tokens: int,
 def write_examples(uri: str, rows: int, splits, topics: int = TOPICS,
                    seed: int = 0) -> str:
   """An Examples artifact: {split: tokens} of lines from `lines`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import examples_io
   for n, (split, tokens) in enumerate(sorted(splits.items())):
     directory = os.path.join(uri, f'Split-{split}')
     os.makedirs(directory, exist_ok=True)

@@ -88,12 +88,12 @@ SECONDS = collections.defaultdict(float)  # of the current run
 @functools.lru_cache(maxsize=None)
 def instrument(seconds=SECONDS):
   """Wraps the functions PARTS names, once per process."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.training import model_inputs  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.training import tensorboard_logs  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.training import training_loop  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file
+  from tpu_embeddings.training import model_inputs
+  from tpu_embeddings.training import tensorboard_logs
+  from tpu_embeddings.training import training_loop
   logs = tensorboard_logs.RunLogs
   vocabulary_file.read = _timed(seconds, 'vocabulary read, spec',
                                 vocabulary_file.read)
@@ -108,8 +108,8 @@ def instrument(seconds=SECONDS):
   logs.evaluate = _timed(seconds, 'held-out loss (end)', logs.evaluate,
                          first_part='held-out loss (start)')
   logs.finish = _timed(seconds, 'projector, flush', logs.finish)
-  training_loop._restore_latest = _timed(  # pylint: disable=protected-access
-      seconds, 'build + restore', training_loop._restore_latest)  # pylint: disable=protected-access
+  training_loop._restore_latest = _timed(
+      seconds, 'build + restore', training_loop._restore_latest)
   training_loop.CompiledSteps.__call__ = _timed(
       seconds, 'later calls', training_loop.CompiledSteps.__call__,
       first_part='first call (traces)')
@@ -119,10 +119,10 @@ def instrument(seconds=SECONDS):
 
 def one_run(corpus_dir, out_dir, steps):
   """Trains once; {part: seconds} plus 'total'."""
-  from components.trainer import executor  # pylint: disable=g-import-not-at-top
-  from tests.support.artifact_fixtures import SpanlessExamples  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.training.config import TableConfig  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.training.config import TrainerConfig  # pylint: disable=g-import-not-at-top
+  from components.trainer import executor
+  from tests.support.artifact_fixtures import SpanlessExamples
+  from tpu_embeddings.training.config import TableConfig
+  from tpu_embeddings.training.config import TrainerConfig
   instrument()
   SECONDS.clear()
   spec = TableConfig(dim=DIM).embedding_spec()
@@ -141,7 +141,7 @@ def one_run(corpus_dir, out_dir, steps):
 
 
 def write_corpus(directory):
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file
   generated = interaction_corpus.generate(os.path.join(directory, 'text'))
   corpus = skipgram_corpus.write(
       directory, skipgram_corpus.text_lines(generated.corpus_file),
@@ -155,9 +155,9 @@ def write_corpus(directory):
 def gensim_baseline(corpus, steps):
   """gensim's read + train wall on the first lines holding steps * BATCH
   expected pairs."""
-  from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+  from gensim.models import Word2Vec
 
-  from tpu_embeddings.models import skipgram  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models import skipgram
   keep = skipgram.keep_probabilities(corpus.counts, 1e-3)
   ids = {t: i for i, t in enumerate(corpus.tokens)}
   start = time.perf_counter()

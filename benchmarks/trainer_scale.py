@@ -48,7 +48,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def write_corpus(directory: str, million_tokens: float, min_count: int):
   """The size's corpus; (Examples URI, vocabulary URI, text file, tokens)."""
-  from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import vocabulary_file
   # Every 10th line goes to eval: write 10/9 of the train tokens.
   lines = skipgram_corpus.zipf_lines(int(million_tokens * 1e6 * 10 / 9),
                                      10, 40, seed=0)
@@ -66,9 +66,9 @@ def train_child(examples_uri: str, vocabulary_uri: str, out: str,
   """In a fresh process: the trainer with the defaults but `settings`
   (JSON), one epoch."""
   start = time.perf_counter()
-  from components.trainer import executor  # pylint: disable=g-import-not-at-top
-  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
-  from tests.support.artifact_fixtures import SpanlessExamples  # pylint: disable=g-import-not-at-top
+  from components.trainer import executor
+  from pipelines import config as config_lib
+  from tests.support.artifact_fixtures import SpanlessExamples
   imported = time.perf_counter() - start
   config = config_lib.PipelineConfig.from_dict({
       **json.loads(settings), 'trainer.epochs': 1,
@@ -87,7 +87,7 @@ def train_child(examples_uri: str, vocabulary_uri: str, out: str,
 
 def gensim_child(text_file: str, dim: int, window: int, negatives: int,
                  subsample: float, min_count: int):
-  from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+  from gensim.models import Word2Vec
   start = time.perf_counter()
   Word2Vec(corpus_file=text_file, vector_size=dim, window=window,
            negative=negatives, sg=1, sample=subsample, min_count=min_count,
@@ -97,7 +97,7 @@ def gensim_child(text_file: str, dim: int, window: int, negatives: int,
 
 def in_child(*argv):
   """Runs a child under the CLI's malloc setting (huge pages), both sides."""
-  from tpu_embeddings.core import huge_pages  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.core import huge_pages
   done = subprocess.run([sys.executable, '-m', 'benchmarks.trainer_scale',
                          '--child', *map(str, argv)], cwd=ROOT, check=True,
                         capture_output=True, text=True,
@@ -132,7 +132,7 @@ def main(argv=None):
                                     int(negatives), float(subsample),
                                     int(min_count))))
     return
-  from pipelines.cli import arguments  # pylint: disable=g-import-not-at-top
+  from pipelines.cli import arguments
   settings = arguments.settings_of(args.set)
   print(f'{os.cpu_count()} CPUs; load average '
         f'{" ".join(f"{x:.2f}" for x in os.getloadavg())}; pipeline '

@@ -78,9 +78,9 @@ class Clock:
 
 def trainer_parts(corpus, window, dim):
   """(config, spec, a built CpuAdapter with the TensorFlow step)."""
-  from tpu_embeddings.models.skipgram_config import SkipGramConfig  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models.skipgram_features import skipgram_spec  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.training import cpu_adapter  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram_config import SkipGramConfig
+  from tpu_embeddings.models.skipgram_features import skipgram_spec
+  from tpu_embeddings.training import cpu_adapter
   config = SkipGramConfig(batch_size=BATCH, window=window,
                           negatives=NEGATIVES)
   spec = skipgram_spec(dim=dim, vocabulary_size=len(corpus.tokens),
@@ -93,10 +93,10 @@ def trainer_parts(corpus, window, dim):
 def fused_on(adapter, negative_weight: float = 1.0):
   """The SkipGramStep op on `adapter`'s variables, in the training loop's
   compiled runner (training_loop.CompiledSteps)."""
-  from tpu_embeddings.training import fused_step  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.training import training_loop  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.training.learning_rate import LinearDecay  # pylint: disable=g-import-not-at-top
-  optimizer = adapter._rules['tokens'].optimizer  # pylint: disable=protected-access
+  from tpu_embeddings.training import fused_step
+  from tpu_embeddings.training import training_loop
+  from tpu_embeddings.training.learning_rate import LinearDecay
+  optimizer = adapter._rules['tokens'].optimizer
   step = fused_step.for_adapter(adapter.spec, optimizer, adapter.variables,
                                 BATCH, negative_weight=negative_weight)
   if step is None:
@@ -107,10 +107,10 @@ def fused_on(adapter, negative_weight: float = 1.0):
 
 def step_rows(corpus, config, dim, adapter, steps):
   """{row: callable running one round -> pairs/s} on cached batches."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import examples_io
+  from tpu_embeddings.models.skipgram import SkipGramData
   data = SkipGramData(corpus.tokens, corpus.counts, config)
   batches = data.batches(examples_io.token_dataset(corpus.examples_uri,
                                                    'train'))
@@ -147,8 +147,8 @@ def step_rows(corpus, config, dim, adapter, steps):
 
 def shared_row(corpus, config, adapter, args):
   """{row: round} of the live trainer with shared negatives."""
-  from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models.skipgram_input import SkipGramBatches  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram import SkipGramData
+  from tpu_embeddings.models.skipgram_input import SkipGramBatches
   shared = config.replace(shared_negatives=args.shared,
                           negative_group=args.group)
   train = fused_on(adapter, shared.negative_weight)
@@ -173,16 +173,16 @@ def live_round(make_batches, train, live_steps, untimed=5):
 def live_rows(corpus, config, adapter, live_steps, pairs_per_epoch, dim,
               window):
   """{row: callable running one round -> pairs/s}, input pipeline included."""
-  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models.skipgram_input import SkipGramBatches  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import examples_io
+  from tpu_embeddings.models.skipgram import SkipGramData
+  from tpu_embeddings.models.skipgram_input import SkipGramBatches
   old = SkipGramData(corpus.tokens, corpus.counts, config)
   new = SkipGramBatches(old)
   fused_train = fused_on(adapter)
   sentences = skipgram_corpus.read_text(corpus.text_file)
 
   def gensim_round():
-    from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+    from gensim.models import Word2Vec
     model = Word2Vec(vector_size=dim, window=window, negative=NEGATIVES,
                      sg=1, min_count=1, sample=1e-3, workers=2, seed=0)
     model.build_vocab(sentences)
@@ -208,8 +208,8 @@ def live_rows(corpus, config, adapter, live_steps, pairs_per_epoch, dim,
 
 
 def run_preset(name, args, work):
-  from tpu_embeddings.models.skipgram import SkipGramData  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.models.skipgram_input import SkipGramBatches  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.skipgram import SkipGramData
+  from tpu_embeddings.models.skipgram_input import SkipGramBatches
   window, dim, lo, hi, tokens = PRESETS[name]
   tokens = args.tokens or tokens
   corpus = skipgram_corpus.write(os.path.join(work, name),

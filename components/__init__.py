@@ -6,6 +6,6 @@ def __getattr__(name):
   # imports the class by it. Loaded lazily so `import components.x` stays
   # light.
   if name == 'Vocabulary':
-    from components.artifact_types import Vocabulary  # pylint: disable=g-import-not-at-top
+    from components.artifact_types import Vocabulary
     return Vocabulary
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

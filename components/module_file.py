@@ -58,7 +58,7 @@ def _load(properties: Mapping[str, Any], where: str) -> ModelModule:
   except (ImportError, OSError, SyntaxError) as e:
     raise ModelModuleError(f'module file {where} cannot be imported '
                            f'({type(e).__name__}: {e})') from e
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     raise UserCodeError(where, 'top-level code', raised(e)) from e
   module = sys.modules[anchor.__module__]
   return ModelModule(module, path=where, source=_source_of(module))

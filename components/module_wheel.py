@@ -25,7 +25,7 @@ from components import keys
 from components import module_file as module_file_lib
 
 
-class ModuleFileWheel(base_component._PipDependencyFuture):  # pylint: disable=protected-access
+class ModuleFileWheel(base_component._PipDependencyFuture):
   """A component's module file, packaged alone when the pipeline is
   compiled."""
 
@@ -55,4 +55,4 @@ class ModuleFileWheel(base_component._PipDependencyFuture):  # pylint: disable=p
 
 def add_module_file_wheel(component: base_component.BaseComponent):
   """Ships `component`'s module file, alone, as a wheel (module docstring)."""
-  component._add_pip_dependency(ModuleFileWheel(component))  # pylint: disable=protected-access
+  component._add_pip_dependency(ModuleFileWheel(component))

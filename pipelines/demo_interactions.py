@@ -112,7 +112,7 @@ def _write_csv(path: str, records: Sequence[Dict[str, str]]):
 
 
 def _write_tfrecord(path: str, records: Sequence[Dict[str, str]]):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   options = tf.io.TFRecordOptions(compression_type='GZIP')
   with tf.io.TFRecordWriter(path, options) as writer:
     for record in records:

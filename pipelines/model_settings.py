@@ -15,7 +15,7 @@ from pipelines.config import PipelineConfig
 
 def load(module_file: str):
   """The checked module (a one-line error names what is wrong)."""
-  from components import module_file as module_file_lib  # pylint: disable=g-import-not-at-top
+  from components import module_file as module_file_lib
   return module_file_lib.from_exec_properties(
       {module_file_lib.MODULE_FILE_KEY: module_file})
 

@@ -32,7 +32,6 @@ def stock_example_gen(input_base: str, config: ExampleGenConfig):
   """CsvExampleGen or ImportExampleGen over the pre-split spans."""
   # Imported when used: each pulls in its executor's dependencies (and
   # split_patterns serves the command line's checks before TFX is imported).
-  # pylint: disable=g-import-not-at-top
   from tfx.proto import example_gen_pb2
   if config.format == 'csv':
     from tfx.components.example_gen.csv_example_gen import component
@@ -40,7 +39,6 @@ def stock_example_gen(input_base: str, config: ExampleGenConfig):
   else:
     from tfx.components.example_gen.import_example_gen import component
     gen = component.ImportExampleGen
-  # pylint: enable=g-import-not-at-top
   input_config = example_gen_pb2.Input(splits=[
       example_gen_pb2.Input.Split(name=split, pattern=pattern)
       for split, pattern in split_patterns(config.pattern).items()])

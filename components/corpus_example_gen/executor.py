@@ -60,8 +60,8 @@ def parse_custom_config(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
     config = raw
   if not config.HasField('custom_config'):
     return {}
-  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from google.protobuf import struct_pb2  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from google.protobuf import json_format
+  from google.protobuf import struct_pb2
   struct = struct_pb2.Struct()
   config.custom_config.Unpack(struct)
   return json_format.MessageToDict(struct)
@@ -84,7 +84,7 @@ def span_patterns(exec_properties: Dict[str, Any], split_pattern: str,
   if window > 1 and span is not None and re.search(
       example_gen_utils.SPAN_FULL_REGEX, template):
     for earlier in range(int(span) - 1, max(int(span) - window, -1), -1):
-      token = example_gen_utils._make_zero_padding_spec_value(  # pylint: disable=protected-access
+      token = example_gen_utils._make_zero_padding_spec_value(
           example_gen_utils.SPAN_FULL_REGEX, template, earlier)
       pattern = re.sub(example_gen_utils.SPAN_FULL_REGEX, token, template)
       if tf.io.gfile.glob(f'{input_base.rstrip("/")}/{pattern}'):

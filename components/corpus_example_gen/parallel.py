@@ -96,10 +96,10 @@ def _child(fn, elements, next_index, conn, stderr):
     for index in _take(next_index, len(elements)):
       conn.send(('start', index, None))
       conn.send(('done', index, fn(elements[index])))
-  except BaseException as e:  # pylint: disable=broad-except
+  except BaseException as e:
     try:
       conn.send(('error', index, e))
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
       conn.send(('error', index, RuntimeError(f'{type(e).__name__}: {e}')))
   finally:
     conn.close()

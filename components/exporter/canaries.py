@@ -58,7 +58,7 @@ class TokenFile(collections.abc.Sequence):
     return self._known[i]
 
   def __contains__(self, token) -> bool:
-    from tpu_embeddings.artifacts import vocabulary_file  # pylint: disable=g-import-not-at-top
+    from tpu_embeddings.artifacts import vocabulary_file
     line = b'\n' + token.encode('utf-8') + b'\n'
     return any(line in b'\n' + block
                for block in vocabulary_file.line_blocks(self._path))

@@ -152,7 +152,7 @@ def _serve() -> int:
                        load_check.load_canary(kind, request['canary']))
       tf_allocator.release()  # one export released before the next loads
       answer = {}
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       answer = {'error': f'{kind} export {path}: {type(e).__name__}: '
                          f'{load_check.reason(e)}'}
     print(json.dumps(answer), file=answers, flush=True)

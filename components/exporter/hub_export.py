@@ -109,7 +109,7 @@ def make_module_spec(vocabulary_path: str, vocabulary_size: int, dim: int,
                      keyed_by_string: bool = False):
   """The `hub.ModuleSpec`: tag sets {} (inference) and {"train"} (fine-tuning).
   """
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub
 
   def module_fn(is_training):
     # Reference variables: restored and saved in place (no copy of the table).
@@ -218,7 +218,7 @@ def export_hub_module(rows: TableRows,
     keyed_by_string: `token_ids.fingerprints_collide(tokens_path)`, if
       already known; computed when None.
   """
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub
   _check_arguments(num_oov_buckets, l2_regularization, export_dir)
   checkpoint_prefix, table_key = rows.checkpoint_prefix, rows.key
   vocabulary_size, dim = _table_shape(rows, tokens_path)

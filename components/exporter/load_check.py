@@ -63,10 +63,10 @@ def check_serving(export_dir: str, canary: Canary):
   once and then each request, warm-up requests included. The two loads must
   return the same neighbours; they run on two threads, or one after the
   other for a table over OVERLAP_MAX_BYTES."""
-  from components.exporter import warmup  # pylint: disable=g-import-not-at-top
+  from components.exporter import warmup
   try:
     requests = warmup.read(export_dir)
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     raise LoadCheckError(f'serving export: warm-up requests: '
                          f'{type(e).__name__}: {reason(e)}') from e
   if not requests:
@@ -106,7 +106,7 @@ def _side_by_side(export_dir: str, canary: Canary, requests):
 def _check_serving_saved_model(export_dir: str, canary: Canary) -> np.ndarray:
   """The canary through `tf.saved_model.load`; returns the neighbour tokens
   of the first canary token."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   loaded = tf.saved_model.load(export_dir)
   missing = set(serving_contract.SIGNATURES) - set(loaded.signatures)
   if missing:
@@ -121,7 +121,7 @@ def _check_serving_saved_model(export_dir: str, canary: Canary) -> np.ndarray:
 def _check_serving_in_a_session(export_dir: str, canary: Canary,
                                 requests) -> np.ndarray:
   """The canary, then each warm-up request, through a TF1 session loader."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   # One op at a time: the vocabulary's two resources are then built one
   # after the other (a 10M-token vocabulary costs 0.35 GB less at its peak).
   config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=1)
@@ -130,7 +130,7 @@ def _check_serving_in_a_session(export_dir: str, canary: Canary,
     try:
       meta_graph = tf.compat.v1.saved_model.load(
           session, [tf.saved_model.SERVING], export_dir)
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       raise LoadCheckError(f'serving export: session loader: '
                            f'{type(e).__name__}: {reason(e)}') from e
 
@@ -143,7 +143,7 @@ def _check_serving_in_a_session(export_dir: str, canary: Canary,
         return session.run(
             {k: v.name for k, v in signature.outputs.items()},
             {signature.inputs[k].name: v for k, v in inputs.items()})
-      except Exception as e:  # pylint: disable=broad-except
+      except Exception as e:
         raise LoadCheckError(f'serving {name} in a session: '
                              f'{type(e).__name__}: {reason(e)}') from e
 
@@ -192,8 +192,8 @@ def check_hub(export_dir: str, canary: Canary):
   module_file = serving_contract.HUB_MODULE_FILENAME
   if not os.path.exists(os.path.join(export_dir, module_file)):
     raise LoadCheckError(f'hub export {export_dir} has no {module_file}')
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  import tensorflow_hub as hub
   loaded = hub.load(export_dir)
   for name, key, inputs, want in (
       (serving_contract.HUB_DEFAULT, serving_contract.SENTENCES,
@@ -208,7 +208,7 @@ def load_canary(kind: str, path: str):
   """The canary of an export of `kind`, saved at `path`."""
   check_kind(kind)
   if kind.startswith('model_'):
-    from components.exporter import model_canary  # pylint: disable=g-import-not-at-top
+    from components.exporter import model_canary
     return model_canary.ModelCanary.load(path)
   return Canary.load(path)
 
@@ -217,7 +217,7 @@ def check(kind: str, export_dir: str, canary):
   """Load-checks one export of `kind` in this process."""
   check_kind(kind)
   if kind.startswith('model_'):
-    from components.exporter import model_canary  # pylint: disable=g-import-not-at-top
+    from components.exporter import model_canary
     check_export = (model_canary.check_serving if kind == 'model_serving'
                     else model_canary.check_hub)
   else:

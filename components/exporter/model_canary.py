@@ -83,7 +83,7 @@ def compare(what: str, got: Arrays, want: Arrays):
 
 
 def _tensors(inputs: Arrays):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   return {k: tf.constant(v.tolist() if v.dtype == object else v)
           for k, v in inputs.items()}
 
@@ -91,9 +91,9 @@ def _tensors(inputs: Arrays):
 def check_serving(export_dir: str, canary: ModelCanary):
   """Every signature through `tf.saved_model.load` and a session loader;
   the warm-up requests in the session too."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from components.exporter import warmup  # pylint: disable=g-import-not-at-top
+  from components.exporter import warmup
   loaded = tf.saved_model.load(export_dir)
   for name, group in canary.signatures.items():
     if name not in loaded.signatures:
@@ -120,7 +120,7 @@ def check_serving(export_dir: str, canary: ModelCanary):
 
 def check_hub(export_dir: str, canary: ModelCanary):
   """The Hub module's `default` signature, loaded with `hub.load`."""
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub
   loaded = hub.load(export_dir)
   out = loaded.signatures['default'](**_tensors(canary.hub['inputs']))
   compare('hub default', {k: v.numpy() for k, v in out.items()},

@@ -81,7 +81,7 @@ def make_module_spec(restored: RestoredModule,
                      vocabulary_files: Mapping[str, str], dense_keys: Dict):
   """The `hub.ModuleSpec`; fills `dense_keys` {variable name: checkpoint
   key} while `module_fn` runs."""
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub
   module, ctx = restored.module, restored.ctx
   features = module.hub_features
   spec = restored.spec.only_tables(
@@ -120,7 +120,7 @@ def export_hub_module(restored: RestoredModule,
                       vocabulary_files: Mapping[str, str], export_dir: str):
   """Writes the module of `restored` (its checkpoint's values) to
   `export_dir`, which must not exist."""
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub
   if tf.io.gfile.exists(export_dir):
     raise FileExistsError(
         f'hub export: {export_dir} already exists; export into a new path')

@@ -117,7 +117,7 @@ class Executor(base_executor.BaseExecutor):
       artifact.set_string_custom_property(keys.SOURCE_MODEL,
                                           fields['source_model'])
       # A copy of the manifest in the output artifact, for lineage readers.
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      import tensorflow as tf
       tf.io.gfile.makedirs(artifact.uri)
       with tf.io.gfile.GFile(
           f'{artifact.uri.rstrip("/")}/{push_layout.MANIFEST_FILENAME}',

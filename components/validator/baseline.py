@@ -164,7 +164,7 @@ def loss_not_comparable(baseline: Optional[Baseline],
   if candidate_two_tables:
     return ('the candidate scores pairs with a contexts table, the pushed '
             'version holds only its tokens table')
-  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
   source = baseline.manifest.get('source_model', '')
   if baseline.push_root:  # relative to the home it was read in
     source = home_paths.resolve(source, baseline.push_root)

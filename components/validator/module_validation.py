@@ -60,7 +60,7 @@ def read_served(push_root: str, version: int) -> ServedBaseline:
   path = push_layout.version_dir(push_root, 'serving', version)
   try:
     loaded = tf.saved_model.load(path)
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     raise baseline_lib.BaselineError(
         f'baseline {path} cannot be loaded ({type(e).__name__}: '
         f'{(str(e).splitlines() or [""])[0]})') from e
@@ -108,7 +108,7 @@ def _score(module, serve, ctx, what: str, report) -> Optional[Dict]:
   """The module's metrics of one model's signatures, or None (warned)."""
   try:
     return module.evaluate(serve, ctx)
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     if what == 'candidate':
       raise
     report['warnings'].append(

@@ -182,7 +182,7 @@ def write(directory: str, report: Dict[str, Any],
           baseline_norms: Optional[np.ndarray] = None) -> Sequence[str]:
   """Writes report.json and report.html into `directory`; returns their paths.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   hist = norm_histogram({'candidate': candidate_norms,
                          'baseline': baseline_norms})
   report = dict(report, norm_histogram=hist)

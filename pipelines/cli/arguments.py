@@ -42,7 +42,7 @@ def settings_of(items) -> dict:
 def config_from_args(args):
   """PipelineConfig from --config, --set and --tpu, over the SETTINGS of
   --module-file."""
-  from pipelines import model_settings  # pylint: disable=g-import-not-at-top
+  from pipelines import model_settings
   if args.module_file and not os.path.isfile(args.module_file):
     raise FileNotFoundError(f'--module-file {args.module_file}: no such file')
   values = {}
@@ -78,7 +78,7 @@ def check_data_root(data_root: str, pattern: str):
 def check_input_files(data_root: str, example_gen):
   """A span folder holds the files the ExampleGen of `example_gen` (its
   config) reads: text files, or the stock formats' train/ and eval/ ones."""
-  from pipelines import stock_example_gen  # pylint: disable=g-import-not-at-top
+  from pipelines import stock_example_gen
   patterns = ([example_gen.pattern] if example_gen.format == 'text' else
               list(stock_example_gen.split_patterns(
                   example_gen.pattern).values()))

@@ -27,7 +27,7 @@ def main() -> int:
   # SIGTERM unwinds like Ctrl-C: one line, what was kept, exit 143.
   stop_signals.install()
   try:
-    from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+    from pipelines.cli import main as cli
   except KeyboardInterrupt as e:  # stopped while importing
     print(f'stopped by {stop_signals.name(stop_signals.signal_of(e))}',
           file=sys.stderr)

@@ -89,14 +89,14 @@ def _is_input(error: BaseException) -> bool:
 
 def _user_code_error(error: BaseException) -> Optional[BaseException]:
   """The UserCodeError (a module file's function failed) behind `error`."""
-  from tpu_embeddings.models.user_code import UserCodeError  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.models.user_code import UserCodeError
   return next((e for e in stop_signals.error_chain(error)
                if isinstance(e, UserCodeError)), None)
 
 
 def describe(error: BaseException) -> Tuple[int, str]:
   """(exit code, the one line) for an exception that ended a command."""
-  from tpu_embeddings.push_root import integrity  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.push_root import integrity
   node = getattr(error, 'node', None)
   cause = getattr(error, 'cause', error)
   kept = getattr(error, 'kept', '')

@@ -85,7 +85,7 @@ def run_compile(args) -> int:
   task_resources = kubeflow_resources.with_overrides(
       kubeflow_resources.estimate(config, tpu is not None), args.cpu,
       args.memory)
-  from pipelines.kubeflow import compile as kubeflow_compile  # pylint: disable=g-import-not-at-top
+  from pipelines.kubeflow import compile as kubeflow_compile
   compiled = kubeflow_compile.compile_pipeline(
       args.output, image=args.image, pipeline_root=args.pipeline_root,
       data_root=data_root, push_root=push_root, config=config, tpu=tpu,
@@ -154,7 +154,7 @@ def _register_submit(sub):
 
 
 def run_submit(args) -> int:
-  from pipelines.kubeflow import client as kubeflow_client  # pylint: disable=g-import-not-at-top
+  from pipelines.kubeflow import client as kubeflow_client
   submitted = kubeflow_client.submit(
       args.host, args.package, pipeline_root=args.pipeline_root,
       arguments=parse_params(args.param), run_name=args.run_name,
@@ -187,7 +187,7 @@ def _register_schedule(sub):
 
 def run_schedule(args) -> int:
   cron.validate_cron(args.cron)
-  from pipelines.kubeflow import client as kubeflow_client  # pylint: disable=g-import-not-at-top
+  from pipelines.kubeflow import client as kubeflow_client
   scheduled = kubeflow_client.schedule(
       args.host, args.package, args.cron, pipeline_root=args.pipeline_root,
       arguments=parse_params(args.param), name=args.name,

@@ -64,7 +64,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return _stdout_gone()
   except KeyboardInterrupt as e:  # SIGINT, and SIGTERM (stop_signals)
     return _stopped(e)
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     if getattr(args, 'verbose', False):
       traceback.print_exc()
     code, line = failures.describe(e)

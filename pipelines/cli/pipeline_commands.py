@@ -92,7 +92,7 @@ def _add_pipeline_arguments(p, home_help: str):
 
 
 def run_run(args) -> int:
-  from pipelines import config as config_lib  # pylint: disable=g-import-not-at-top
+  from pipelines import config as config_lib
   config = arguments.config_from_args(args)
   arguments.check_data_root(args.data, config.example_gen.pattern)
   if args.neighbors < 0:
@@ -100,7 +100,7 @@ def run_run(args) -> int:
   arguments.check_input_files(args.data, config.example_gen)
   print(f'running pipeline {config_lib.PIPELINE_NAME} on {args.data} '
         f'(home {os.path.abspath(args.home)})', flush=True)
-  from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
+  from pipelines.local import runner as local_runner
   summary = local_runner.run(args.data, args.home, config,
                              beam_pipeline_args=args.beam_arg or None,
                              verbose=args.verbose,
@@ -120,9 +120,9 @@ def run_run(args) -> int:
 
 def print_signatures(push_root: str, version: int):
   """What the pushed serving model of a module file answers."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.push_root import layout as push_layout  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.push_root import layout as push_layout
   path = push_layout.version_dir(push_root, 'serving', version)
   print(f'serving signatures (pushed version {version}, {path}):')
   for name, fn in sorted(tf.saved_model.load(path).signatures.items()):
@@ -134,9 +134,9 @@ def print_signatures(push_root: str, version: int):
 def print_neighbors(push_root: str, n: int, k: int = 5, version=None):
   """Nearest neighbours of `n` tokens spread over the pushed vocabulary of
   `version` (this run's push; the latest version without it)."""
-  from components.validator import baseline  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.push_root import consumer  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.push_root import layout as push_layout  # pylint: disable=g-import-not-at-top
+  from components.validator import baseline
+  from tpu_embeddings.push_root import consumer
+  from tpu_embeddings.push_root import layout as push_layout
   version, model = consumer.load_serving(push_root, version)
   tokens = baseline.read_tokens(
       push_layout.version_dir(push_root, 'serving', version))
@@ -178,7 +178,7 @@ def run_retrain(args) -> int:
       if warning:
         print(f'warning: {warning}', flush=True)
       # TFX is imported only when there is something to run.
-      from pipelines.local import runner as local_runner  # pylint: disable=g-import-not-at-top
+      from pipelines.local import runner as local_runner
       summary = local_runner.run(args.data, args.home, config,
                                  warm_start_uri=warm,
                                  beam_pipeline_args=args.beam_arg or None,
@@ -206,7 +206,7 @@ def _register_lineage(sub):
 
 
 def run_lineage(args) -> int:
-  from pipelines.local import lineage  # pylint: disable=g-import-not-at-top
+  from pipelines.local import lineage
   result = lineage.lineage(args.home, args.version)
   print(json.dumps(result, indent=2) if args.json else
         lineage.format_lineage(result))

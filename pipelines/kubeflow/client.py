@@ -60,7 +60,7 @@ class _TimeoutPool:
     self._timeout = timeout
 
   def request(self, method, url, timeout=None, **kwargs):
-    import urllib3  # pylint: disable=g-import-not-at-top
+    import urllib3
     kwargs.setdefault('retries', urllib3.Retry(
         total=None, connect=0, read=0, other=0, status=0, redirect=5))
     return self._pool.request(
@@ -74,7 +74,7 @@ class _TimeoutPool:
 def _client_class():
   """kfp.Client whose requests are bounded from the constructor's own health
   check on (the check is its first request)."""
-  import kfp  # pylint: disable=g-import-not-at-top
+  import kfp
 
   class BoundedClient(kfp.Client):
     """kfp.Client with a per-request timeout."""
@@ -102,8 +102,8 @@ def _client_class():
 @contextlib.contextmanager
 def _translate_errors(host: str, timeout: float) -> Iterator[None]:
   """Turns API and transport failures into one line naming the host."""
-  import kfp_server_api  # pylint: disable=g-import-not-at-top
-  import urllib3  # pylint: disable=g-import-not-at-top
+  import kfp_server_api
+  import urllib3
   try:
     yield
   except kfp_server_api.ApiException as e:

@@ -82,7 +82,7 @@ class CompiledPipeline:
 
 
 def _find_trainer(components):
-  from components.trainer.component import EmbeddingTrainer  # pylint: disable=g-import-not-at-top
+  from components.trainer.component import EmbeddingTrainer
   found = [c for c in components if isinstance(c, EmbeddingTrainer)]
   if len(found) != 1:
     raise RuntimeError(f'expected one EmbeddingTrainer in the pipeline, '

@@ -49,8 +49,8 @@ def run(entry: Callable[[List[str]], int], argv: List[str]) -> int:
 
 def run_executor(argv: List[str]) -> int:
   """TFX's V2 executor entrypoint, as its own `python -m` runs it."""
-  from absl.flags import argparse_flags  # pylint: disable=g-import-not-at-top
-  from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor  # pylint: disable=g-import-not-at-top
+  from absl.flags import argparse_flags
+  from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
   parser = argparse_flags.ArgumentParser(prog='python -m ' + COMMAND[-1])
   parser.add_argument('--executor_class_path', required=True)
   parser.add_argument('--json_serialized_invocation_args', required=True)

@@ -79,5 +79,5 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == '__main__':
-  from pipelines.kubeflow import container  # pylint: disable=g-import-not-at-top
+  from pipelines.kubeflow import container
   sys.exit(container.run(main, sys.argv[1:]))

@@ -26,8 +26,8 @@ class Package:
 
 def read_package(path: str) -> Package:
   """Loads a compiled YAML package; a bad file is a one-line error."""
-  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
-  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
+  from google.protobuf import json_format
+  from kfp.pipeline_spec import pipeline_spec_pb2
   if not os.path.isfile(path):
     raise FileNotFoundError(
         f'pipeline package {path}: no such file; write it with '

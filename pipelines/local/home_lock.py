@@ -26,7 +26,7 @@ class HomeLock:
     self._f: Optional[TextIO] = None
 
   def __enter__(self):
-    f = open(self.path, 'a+')  # pylint: disable=consider-using-with
+    f = open(self.path, 'a+')
     try:
       fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -54,13 +54,13 @@ class Launches:
     print(f'  {node:<22} {text}', file=self._out, flush=True)
 
   def __enter__(self):
-    from tfx.orchestration.portable import launcher  # pylint: disable=g-import-not-at-top
+    from tfx.orchestration.portable import launcher
     launch, run_executor = launcher.Launcher.launch, (
-        launcher.Launcher._run_executor)  # pylint: disable=protected-access
+        launcher.Launcher._run_executor)
     launches = self
 
     def wrapped_launch(launcher_self):
-      node = launcher_self._pipeline_node.node_info.id  # pylint: disable=protected-access
+      node = launcher_self._pipeline_node.node_info.id
       launches.current = node
       launches._line(node, 'running ...')
       start = time.monotonic()
@@ -87,10 +87,10 @@ class Launches:
 
     self._originals = (launch, run_executor)
     launcher.Launcher.launch = wrapped_launch
-    launcher.Launcher._run_executor = guarded_run_executor  # pylint: disable=protected-access
+    launcher.Launcher._run_executor = guarded_run_executor
     return self
 
   def __exit__(self, *exc):
-    from tfx.orchestration.portable import launcher  # pylint: disable=g-import-not-at-top
-    launcher.Launcher.launch, launcher.Launcher._run_executor = (  # pylint: disable=protected-access
+    from tfx.orchestration.portable import launcher
+    launcher.Launcher.launch, launcher.Launcher._run_executor = (
         self._originals)

@@ -47,7 +47,7 @@ def _pusher_execution(store, run_id: str):
   if run is None:
     return None
   for execution in store.get_executions_by_context(run.id):
-    if mq._node_of(store, execution.id) == PUSHER_NODE:  # pylint: disable=protected-access
+    if mq._node_of(store, execution.id) == PUSHER_NODE:
       return execution
   return None
 

@@ -160,8 +160,8 @@ def choose_warm_start(decision: Decision, spec, from_pushed: bool
   if not from_pushed:
     return '', ('cold start: trainer.warm_start_from_pushed=false (not '
                 f'warm-starting from {decision.warm_start_uri})')
-  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.training import warm_start  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+  from tpu_embeddings.training import warm_start
   base = decision.warm_start_uri
   try:
     warm_start.check_compatible(spec, EmbeddingSpec.load(base), base)

@@ -151,7 +151,7 @@ def _run_locked(p: Dict[str, str], build, out: TextIO, verbose: bool,
   try:
     with _quiet_logs(verbose), progress, line or contextlib.nullcontext():
       LocalDagRunner().run_with_ir(compile_run(pipeline, run_id))
-  except BaseException as e:  # pylint: disable=broad-except
+  except BaseException as e:
     raise failed(e, progress) from e
   wall = time.monotonic() - start
   summary = summarize(p['home'], pipeline_lib.PIPELINE_NAME, run_id)
@@ -172,7 +172,7 @@ def _pair_store(home: str) -> Optional[str]:
   """store_guard.check; a store it cannot write is named (failure.wrap)."""
   try:
     return store_guard.check(home)
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     raise failure.wrap(e, home, None, []) from e
 
 

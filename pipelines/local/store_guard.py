@@ -60,8 +60,8 @@ def _unusable(path: str, reason: str) -> StoreError:
 def open_store(home: str, read_only: bool = False):
   """The home's ML Metadata store (created if missing, unless `read_only`);
   one-line StoreError if it is not a usable SQLite ML Metadata database."""
-  from ml_metadata import metadata_store  # pylint: disable=g-import-not-at-top
-  from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
+  from ml_metadata import metadata_store
+  from ml_metadata.proto import metadata_store_pb2
   path = home_lib.metadata_path(home)
   modes = metadata_store_pb2.SqliteMetadataSourceConfig
   config = metadata_store_pb2.ConnectionConfig()
@@ -106,13 +106,13 @@ def highest_output(pipeline_root: str) -> int:
 def _store_id(store) -> Optional[str]:
   try:
     contexts = store.get_contexts_by_type(HOME_CONTEXT_TYPE)
-  except Exception:  # pylint: disable=broad-except
+  except Exception:
     return None  # the type does not exist yet
   return contexts[0].name if contexts else None
 
 
 def _set_store_id(store, store_id: str):
-  from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
+  from ml_metadata.proto import metadata_store_pb2
   type_id = store.put_context_type(
       metadata_store_pb2.ContextType(name=HOME_CONTEXT_TYPE))
   store.put_contexts([metadata_store_pb2.Context(type_id=type_id,

@@ -13,7 +13,7 @@ def warnings(summary: Dict[str, Any]) -> List[str]:
   """A replaced store; lines cut, tokens dropped and empty ids in the input;
   the validator's warnings, and damaged pushed versions it or the warm start
   passed over."""
-  from components.validator import report as report_lib  # pylint: disable=g-import-not-at-top
+  from components.validator import report as report_lib
   out = []
   if summary.get('store_note'):
     out.append(f'warning: {summary["store_note"]}')

@@ -109,7 +109,7 @@ def test_the_environment_has_the_newest_releases(consumer):
 
 
 def test_consumer_api_of_the_installed_package(consumer, pushed):
-  import tpu_embeddings  # pylint: disable=g-import-not-at-top
+  import tpu_embeddings
   # Run outside the repository: the package comes from site-packages.
   got = json.loads(_run([consumer['python'], '-c', _CONSUMER_SCRIPT,
                          pushed['root'], pushed['token']], consumer['cwd']))

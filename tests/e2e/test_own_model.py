@@ -132,9 +132,9 @@ def test_saved_model_cli_run_answers_every_signature(pushed):
 def test_examples_signature_answers_what_infravalidator_sends(pushed):
   """Stock InfraValidator's request builder reads the eval Examples and the
   exporter's serving_model artifact, and fills `examples`'s one input."""
-  from tfx.components.infra_validator import request_builder  # pylint: disable=g-import-not-at-top
-  from tfx.proto import infra_validator_pb2  # pylint: disable=g-import-not-at-top
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from tfx.components.infra_validator import request_builder
+  from tfx.proto import infra_validator_pb2
+  from tfx.types import standard_artifacts
   pipeline = pushed['root'] / 'home' / 'pipeline'
   examples = standard_artifacts.Examples()
   examples.uri = str(sorted(pipeline.glob(
@@ -162,7 +162,7 @@ def test_examples_signature_answers_what_infravalidator_sends(pushed):
 
 
 def test_the_hub_module_answers_as_the_restored_model(pushed):
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub
   inputs = {f: v for f, v in _sample(pushed)['serving_default'].items()}
   want = pushed['serving'].served()['serving_default'](**inputs)['embedding']
   loaded = hub.load(pushed['hub_dir'])

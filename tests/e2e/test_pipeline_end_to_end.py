@@ -144,11 +144,11 @@ def test_a_contexts_table_model_is_validated_exported_and_served(tmp_path,
                                                                  capsys):
   """table.context_table=true trains two tables; the pushed model serves the
   tokens table only, and a retrain warm starts both tables."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import numpy as np
+  import tensorflow as tf
 
-  from components.validator import baseline  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+  from components.validator import baseline
+  from tpu_embeddings.artifacts import model_layout
   demo_data.generate(str(tmp_path / 'data'), spans=1, seed=5, shape=TINY)
   args = ['--data', str(tmp_path / 'data'), '--home', str(tmp_path / 'home'),
           '--set', 'context_table=true'] + FAST

@@ -56,7 +56,7 @@ def _train_split(home):
 
 
 def test_neighbours_of_common_words_agree_with_gensim(lee, run_output):
-  from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+  from gensim.models import Word2Vec
   logging.getLogger('gensim').setLevel(logging.WARNING)
   gensim = Word2Vec(_train_split(str(lee / 'home')), sg=1, workers=1,
                     seed=1).wv

@@ -76,7 +76,7 @@ def _resolved(root):
   """Artifacts the newest resolver execution handed on, by type name."""
   store = _store(root)
   executions = [e for e in store.get_executions()
-                if mq._node_of(store, e.id) == RESOLVER]  # pylint: disable=protected-access
+                if mq._node_of(store, e.id) == RESOLVER]
   newest = max(executions, key=lambda e: e.id)
   ids = [e.artifact_id for e in store.get_events_by_execution_ids([newest.id])
          if e.type not in mq.INPUT_EVENTS]

@@ -28,8 +28,8 @@ def test_unknown_field_is_named():
 
 
 def test_each_component_gets_its_section_of_the_config():
-  from pipelines import pipeline  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.core import settings  # pylint: disable=g-import-not-at-top
+  from pipelines import pipeline
+  from tpu_embeddings.core import settings
   config = PipelineConfig().replace(**{'trainer.window': 7, 'k': 4,
                                        'keep_versions': 2, 'seed': 3,
                                        'min_count': 2, 'num_oov_buckets': 3})
@@ -66,8 +66,8 @@ def test_settings_are_named_by_section_or_field():
 
 
 def test_cli_config_file_and_overrides(tmp_path):
-  from pipelines.cli import arguments  # pylint: disable=g-import-not-at-top
-  from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  from pipelines.cli import arguments
+  from pipelines.cli import main as cli
   path = tmp_path / 'config.json'
   path.write_text(json.dumps({'trainer': {'window': 4, 'epochs': 2}}))
   parser = cli.build_parser()
@@ -81,8 +81,8 @@ def test_cli_config_file_and_overrides(tmp_path):
 
 
 def test_the_item_sequences_config_changes_only_what_the_readme_names():
-  from pipelines.cli import arguments  # pylint: disable=g-import-not-at-top
-  from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  from pipelines.cli import arguments
+  from pipelines.cli import main as cli
   path = os.path.join(paths.REPO, 'examples', 'item_sequences.json')
   args = cli.build_parser().parse_args(['run', '--data', 'd', '--home', 'h',
                                         '--config', path])
@@ -93,7 +93,7 @@ def test_the_item_sequences_config_changes_only_what_the_readme_names():
 
 
 def test_trainer_resume_root_is_one_stable_folder_of_the_pipeline_root():
-  from pipelines import pipeline  # pylint: disable=g-import-not-at-top
+  from pipelines import pipeline
   built = pipeline.create_pipeline('gs://bucket/tfx/', '/data', '/pushed')
   trainer, = [c for c in built.components if c.id == 'EmbeddingTrainer']
   assert trainer.exec_properties['resume_root'] == (
@@ -104,7 +104,7 @@ def test_trainer_resume_root_is_one_stable_folder_of_the_pipeline_root():
 def test_a_missing_validator_file_fails_when_the_pipeline_is_built(
     tmp_path, field):
   """Not at the validator, after training: also for `compile`."""
-  from pipelines import pipeline  # pylint: disable=g-import-not-at-top
+  from pipelines import pipeline
   missing = str(tmp_path / 'missing.tsv')
   config = PipelineConfig().replace(**{f'validator.{field}': missing})
   with pytest.raises(FileNotFoundError,
@@ -117,7 +117,7 @@ def test_a_missing_validator_file_fails_when_the_pipeline_is_built(
 
 def test_run_with_a_missing_related_pairs_file_stops_before_any_component(
     tmp_path, capsys):
-  from pipelines.cli.main import main  # pylint: disable=g-import-not-at-top
+  from pipelines.cli.main import main
   (tmp_path / 'data' / 'span-1').mkdir(parents=True)
   (tmp_path / 'data' / 'span-1' / 'a.txt').write_text('a b\n')
   missing = tmp_path / 'pairs.tsv'
@@ -139,7 +139,7 @@ def test_run_with_a_missing_related_pairs_file_stops_before_any_component(
 ])
 def test_a_bad_config_file_is_named_on_one_line(tmp_path, capsys, content,
                                                 message):
-  from pipelines.cli.main import main  # pylint: disable=g-import-not-at-top
+  from pipelines.cli.main import main
   path = tmp_path / 'config.json'
   path.write_bytes(content)
   rc = main(['run', '--data', str(tmp_path), '--home', str(tmp_path / 'h'),

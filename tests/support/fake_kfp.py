@@ -42,7 +42,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     self.server.api.requests.append(entry)
     return entry
 
-  def do_GET(self):  # pylint: disable=invalid-name
+  def do_GET(self):
     api = self.server.api
     req = self._record()
     if req['path'] == f'{API}/healthz':
@@ -61,7 +61,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     return self._reply(404, {'error': 'not found', 'code': 5,
                              'message': f'no route {req["path"]}'})
 
-  def do_POST(self):  # pylint: disable=invalid-name
+  def do_POST(self):
     api = self.server.api
     req = self._record()
     body = req['body'] or {}

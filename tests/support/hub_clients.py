@@ -40,16 +40,16 @@ def inputs(serving_dir: str):
 def _keras():
   """The Keras that hub.KerasLayer builds on: tf-keras where installed."""
   try:
-    import tf_keras  # pylint: disable=g-import-not-at-top
+    import tf_keras
     return tf_keras
   except ImportError:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     return tf.keras
 
 
 def hub_module_answers(hub_dir: str, sentences, tokens):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  import tensorflow_hub as hub
   module = hub.load(hub_dir)
   layer = hub.KerasLayer(hub_dir, signature='default',
                          signature_outputs_as_dict=True)
@@ -65,8 +65,8 @@ def hub_module_answers(hub_dir: str, sentences, tokens):
 
 def serving_answers(serving_dir: str, sentences, fit_sentences):
   """KerasLayer on the serving export, then fine-tuned through it."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  import tensorflow_hub as hub
   keras = _keras()
   answers = {'serving_keras/default': hub.KerasLayer(serving_dir)(
       tf.constant(sentences)).numpy()}

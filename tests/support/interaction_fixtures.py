@@ -55,7 +55,7 @@ def inputs(root: str):
 
 
 def module():
-  from components import module_file  # pylint: disable=g-import-not-at-top
+  from components import module_file
   return module_file.from_exec_properties({'module_file': MODULE_FILE})
 
 
@@ -64,9 +64,9 @@ def train(root: str, name: str = 'model', module_object=None,
   """Trains the two-tower module on SMALL; its metadata. `continues`: the
   checkpoints already in the output are this training's (trainer_outputs).
   """
-  from components.trainer import executor  # pylint: disable=g-import-not-at-top
-  from tests.support import artifact_fixtures  # pylint: disable=g-import-not-at-top
-  from tests.support import trainer_outputs  # pylint: disable=g-import-not-at-top
+  from components.trainer import executor
+  from tests.support import artifact_fixtures
+  from tests.support import trainer_outputs
   if not os.path.exists(os.path.join(root, 'examples')):
     inputs(root)
   examples = [artifact_fixtures.SpanlessExamples(

@@ -46,7 +46,7 @@ def fine_tune_hub_module(hub_dir: str, inputs: Mapping[str, np.ndarray],
                          steps: int = 3):
   """Fine-tunes the {"train"} tag set as a TF1 consumer does; (values
   before and after by variable name, regularization losses, update ops)."""
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub
   with tf.Graph().as_default():
     module = hub.Module(hub_dir, trainable=True, tags={'train'})
     output = module({k: tf.constant(v.tolist()) for k, v in inputs.items()})
@@ -69,7 +69,7 @@ def fine_tune_hub_module(hub_dir: str, inputs: Mapping[str, np.ndarray],
 def fit_keras_layer(serving_dir: str, inputs: Mapping[str, np.ndarray]):
   """hub.KerasLayer(trainable=True) of the serving export in a Keras model,
   fitted one epoch; (trainable values before, after)."""
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub
   layer = hub.KerasLayer(serving_dir, trainable=True)
   features = {k: tf.keras.Input([], dtype=tf.string, name=k) for k in inputs}
   model = tf.keras.Model(features, tf.keras.layers.Dense(1)(layer(features)))

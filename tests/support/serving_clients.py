@@ -30,7 +30,7 @@ def saved_model_cli_exprs(signature: str) -> str:
 
 
 def _answer_with_saved_model(export_dir: str):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   loaded = tf.saved_model.load(export_dir)
   answers = {}
   for _ in range(2):
@@ -42,7 +42,7 @@ def _answer_with_saved_model(export_dir: str):
 
 
 def _answer_in_a_session(export_dir: str):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   answers = {}
   with tf.Graph().as_default() as graph, tf.compat.v1.Session(
       graph=graph) as session:

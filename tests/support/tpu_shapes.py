@@ -16,9 +16,9 @@ def enqueue_shapes(spec, ids) -> Tuple[Shapes, Shapes]:
   embedding = tf.tpu.experimental.embedding.TPUEmbedding(
       spec.build_feature_config(), spec.build_optimizer())
   features = tpu_adapter.tpu_features(ids)
-  inputs = embedding._get_input_shapes(  # pylint: disable=protected-access
+  inputs = embedding._get_input_shapes(
       features, per_replica=False, in_tpu_context=True)
-  outputs = embedding._get_output_shapes_from_input_shapes(inputs)  # pylint: disable=protected-access
+  outputs = embedding._get_output_shapes_from_input_shapes(inputs)
   names = sorted(features)  # nest order of the feature dict
   dims = {f.name: spec.table(f.table).dim for f in spec.features}
   return ({n: s.as_list() for n, s in zip(names, inputs)},

@@ -87,7 +87,7 @@ def write_manifests(dirs: Dict[str, str], version: int, model_uri: str):
 def publish_baseline(push_root: str, model_uri: str, staging: str) -> int:
   """Exports `model_uri` and publishes it with the pusher; returns the version.
   """
-  from tpu_embeddings.push_root import publish  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.push_root import publish
   restored = restore_for_serving(model_uri)
   dirs = {kind: os.path.join(staging, kind) for kind in push_layout.KINDS}
   exporter_fixtures.export_hub_module(

@@ -31,7 +31,7 @@ class RestoredModel:
   embedding: Any  # TPUEmbeddingForServing, built, optimizer=None
 
   def table(self, name: str) -> tf.Variable:
-    return self.embedding._variables[name]['parameters']  # pylint: disable=protected-access
+    return self.embedding._variables[name]['parameters']
 
   def table_numpy(self, name: str) -> np.ndarray:
     """The table's values without a copy (a read-only view of the variable's

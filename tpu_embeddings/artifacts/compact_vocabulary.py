@@ -29,9 +29,9 @@ _HASH_BATCH = 1 << 16
 
 
 def _fingerprints(tokens: Sequence[bytes]) -> np.ndarray:
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.artifacts import token_ids  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import token_ids
   out = np.empty([len(tokens)], np.int64)
   for start in range(0, len(tokens), _HASH_BATCH):
     batch = tokens[start:start + _HASH_BATCH]
@@ -42,9 +42,9 @@ def _fingerprints(tokens: Sequence[bytes]) -> np.ndarray:
 
 def _block_fingerprints(lines: bytes) -> np.ndarray:
   """Fingerprints of a block of newline-terminated tokens."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tpu_embeddings.artifacts import token_ids  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import token_ids
   tokens = tf.raw_ops.StringSplitV2(input=[lines], sep='\n').values[:-1]
   return token_ids.keys(tokens).numpy()
 
@@ -132,7 +132,7 @@ class CompactVocabulary(collections.abc.Sequence):
     """Whether `other` (a CompactVocabulary) holds the same tokens in the
     same order."""
     return (isinstance(other, CompactVocabulary) and
-            self._lines == other._lines)  # pylint: disable=protected-access
+            self._lines == other._lines)
 
   def rows(self, tokens: Sequence[Union[str, bytes]]) -> np.ndarray:
     """The row of each token (int64), -1 for a token not in the vocabulary.

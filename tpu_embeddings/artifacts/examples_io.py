@@ -40,7 +40,7 @@ def token_count_files(examples_uri: str, split: str) -> List[str]:
 def fold_counts(tables):
   """One Arrow table, one row per token, of the summed `counts` of `tables`
   (columns `values`: binary, `counts`: int64)."""
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa
   if len(tables) == 1:
     return tables[0]
   table = pa.concat_tables(tables).group_by('values').aggregate(
@@ -59,7 +59,7 @@ def read_counts(path: str):
 
 
 def serialize_counts(table) -> bytes:
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa
   sink = pa.BufferOutputStream()
   with pa.ipc.new_stream(sink, table.schema) as writer:
     writer.write_table(table)
@@ -67,7 +67,7 @@ def serialize_counts(table) -> bytes:
 
 
 def deserialize_counts(data: bytes):
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa
   return pa.ipc.open_stream(data).read_all()
 
 

@@ -63,7 +63,7 @@ def checkpoint_dir(model_uri: str) -> str:
 def latest_checkpoint(model_uri: str) -> str:
   """Path prefix of the newest checkpoint in a Model artifact; clear error if
   none."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   directory = checkpoint_dir(model_uri)
   path = tf.train.latest_checkpoint(directory)
   if path is None:
@@ -76,7 +76,7 @@ def latest_checkpoint(model_uri: str) -> str:
 def saved_checkpoints(model_uri: str) -> List[Tuple[int, str]]:
   """(step, path prefix) of every checkpoint in a Model, newest first: each
   `ckpt-N.index` found, whether or not its data reads back."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   directory = checkpoint_dir(model_uri)
   if not tf.io.gfile.isdir(directory):
     return []
@@ -90,13 +90,13 @@ def saved_checkpoints(model_uri: str) -> List[Tuple[int, str]]:
 
 
 def write_metadata(model_uri: str, metadata: Dict[str, Any]):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   with tf.io.gfile.GFile(join(model_uri, METADATA_FILENAME), 'w') as f:
     f.write(json.dumps(metadata, indent=2, sort_keys=True) + '\n')
 
 
 def read_metadata(model_uri: str) -> Optional[Dict[str, Any]]:
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   path = join(model_uri, METADATA_FILENAME)
   if not tf.io.gfile.exists(path):
     return None

@@ -109,7 +109,7 @@ def joined(bags: tf.RaggedTensor) -> tf.Tensor:
 
 def split_files(examples_uris: Sequence[str], split: str) -> list:
   """The split's files of every Examples artifact (TFX's layout)."""
-  from tpu_embeddings.artifacts import examples_io  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import examples_io
   return [f for uri in examples_uris
           for f in examples_io.split_files(uri, split)]
 

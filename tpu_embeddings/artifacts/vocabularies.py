@@ -56,13 +56,13 @@ def directory_of(uri: str, name: str) -> str:
 
 
 def is_named(uri: str) -> bool:
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   return tf.io.gfile.exists(_join(uri, INDEX_FILENAME))
 
 
 def read_index(uri: str) -> Dict[str, Tuple[str, ...]]:
   """{name: features} of a directory; {'': ()} for a single vocabulary."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if not is_named(uri):
     return {SINGLE: ()}
   path = _join(uri, INDEX_FILENAME)
@@ -78,7 +78,7 @@ def read_index(uri: str) -> Dict[str, Tuple[str, ...]]:
 
 def write_index(uri: str, features: Mapping[str, Sequence[str]]) -> str:
   """Writes `vocabularies.json`; call it after every named vocabulary."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   path = _join(uri, INDEX_FILENAME)
   with tf.io.gfile.GFile(path, 'w') as f:
     f.write(json.dumps({'format_version': FORMAT_VERSION, 'vocabularies': {
@@ -111,7 +111,7 @@ def single(vocabulary: TokenCounts) -> Vocabularies:
 def digest(vocabularies: Vocabularies) -> str:
   """A SHA-256 of every token and count, by name (resume keys); of a single
   vocabulary, the digest earlier releases keyed resumes by."""
-  import hashlib  # pylint: disable=g-import-not-at-top
+  import hashlib
   lines = lambda v: '\n'.join(
       f'{t}\t{c}' for t, c in zip(v.tokens, v.counts)).encode('utf-8')
   if vocabularies.names == (SINGLE,):

@@ -65,10 +65,10 @@ def write_counts(directory: str, table, min_count: int = 1,
   """`write(directory, from_counts(...))` for counts in an Arrow table
   (`values`: UTF-8 binary, `counts`: int64, one row per token), sorted and
   formatted by Arrow: no Python object per token. Returns the tokens kept."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
-  import pyarrow.compute as pc  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import numpy as np
+  import pyarrow as pa
+  import pyarrow.compute as pc
+  import tensorflow as tf
   table = table.filter(pc.greater_equal(table['counts'], min_count))
   order = pc.sort_indices(table, sort_keys=[('counts', 'descending'),
                                             ('values', 'ascending')])
@@ -101,7 +101,7 @@ _WRITE_LINES = 1 << 16
 
 
 def write(directory: str, vocab: TokenCounts) -> str:
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   tf.io.gfile.makedirs(directory)
   path = f'{directory.rstrip("/")}/{VOCABULARY_FILENAME}'
   with tf.io.gfile.GFile(path, 'w') as f:
@@ -115,7 +115,7 @@ def write(directory: str, vocab: TokenCounts) -> str:
 
 def write_tokens(path: str, vocab: TokenCounts):
   """Writes the one-token-per-line asset used by exports."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   with tf.io.gfile.GFile(path, 'w') as f:
     f.write('')
     for start in range(0, len(vocab), _WRITE_LINES):
@@ -125,7 +125,7 @@ def write_tokens(path: str, vocab: TokenCounts):
 
 def line_blocks(path: str, block_bytes: int = _BLOCK_BYTES) -> Iterator[bytes]:
   """The file's bytes in blocks of whole lines, each ending with a newline."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   rest = b''
   with tf.io.gfile.GFile(path, 'rb') as f:
     while True:
@@ -150,7 +150,7 @@ def count_lines(path: str) -> int:
 def same_files(a: str, b: str, block_bytes: int = _BLOCK_BYTES) -> bool:
   """Whether two vocabularies (artifact directories or files) hold the same
   bytes; read in blocks, never whole."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   a, b = path_of(a), path_of(b)
   if tf.io.gfile.stat(a).length != tf.io.gfile.stat(b).length:
     return False
@@ -165,7 +165,7 @@ def same_files(a: str, b: str, block_bytes: int = _BLOCK_BYTES) -> bool:
 
 def path_of(directory_or_file: str) -> str:
   """The `vocabulary.tsv` of an artifact directory, or the file given."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   path = directory_or_file
   if tf.io.gfile.isdir(path):
     path = f'{path.rstrip("/")}/{VOCABULARY_FILENAME}'
@@ -198,7 +198,7 @@ def _parse_line(path: str, n: int, raw: bytes) -> Tuple[str, int]:
 def _split_counts(block: bytes) -> Tuple[bytes, bytes]:
   """`token<TAB>count<LF>` lines (one tab per line) -> (`token<LF>` lines,
   `count<LF>` lines)."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
+  import numpy as np
   chars = np.frombuffer(block, np.uint8)
   # 1 from a line's tab up to its newline, 0 elsewhere.
   inside = np.zeros(len(chars), np.int8)
@@ -221,7 +221,7 @@ def checked_blocks(directory_or_file: str, block_bytes: int = _BLOCK_BYTES
   block of memory, not the vocabulary. VocabularyError names a bad line or
   an empty file.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   path = path_of(directory_or_file)
   count = 0
   for block in line_blocks(path, block_bytes):
@@ -258,7 +258,7 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
   Returns:
     (number of tokens, {line: token} for the requested 0-based `lines`).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   wanted = set(lines)
   found = {}
   count = 0

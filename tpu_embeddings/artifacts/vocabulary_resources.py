@@ -118,4 +118,4 @@ class TokenStrings(tf.saved_model.experimental.TrackableResource):
 def _create_now(resource: tf.saved_model.experimental.TrackableResource):
   """Creates the (empty) resource eagerly, so every signature captures it."""
   with tf.init_scope():
-    resource.resource_handle  # noqa: B018  pylint: disable=pointless-statement
+    resource.resource_handle  # noqa: B018

@@ -46,7 +46,7 @@ def join(*parts: str) -> str:
 
 
 def _gfile():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   return tf.io.gfile
 
 
@@ -84,7 +84,7 @@ def realpath(path: str) -> str:
 
 def open_file(path: str, mode: str = 'r') -> IO:
   if is_local(path):
-    return open(local_path(path), mode)  # pylint: disable=unspecified-encoding
+    return open(local_path(path), mode)
   return _gfile().GFile(path, mode)
 
 
@@ -114,7 +114,7 @@ def remove_tree(path: str, ignore_errors: bool = False):
         shutil.rmtree(local_path(path))
     elif _gfile().isdir(path):
       _gfile().rmtree(path)
-  except Exception:  # pylint: disable=broad-except
+  except Exception:
     if not ignore_errors:
       raise
 

@@ -34,7 +34,7 @@ def tokenize_bytes(line: bytes) -> List[bytes]:
 
 def tf_tokenize(sentences):
   """TensorFlow tokenizer for serving: 1-D string tensor -> RaggedTensor."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   # Default separator: runs of ASCII whitespace, empty strings dropped; this
   # matches bytes.split() above.
   return tf.strings.split(sentences)

@@ -98,7 +98,7 @@ class ModelModule:
       return fn(*args, **kwargs)
     except (ModelModuleError, UserCodeError):
       raise
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       raise UserCodeError(self.path, function,
                           user_code.raised(e) + hint) from e
 
@@ -222,11 +222,11 @@ class ModelModule:
     model = self.call('model_fn', model_fn, ctx) if model_fn else None
     if model is None:
       return None
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     if not isinstance(model, tf.Module):
       self._returned('model_fn', f'a {type(model).__name__}; it must return '
                      'a tf.keras.Model (or None)')
-    from tensorflow.python.tpu import tpu_embedding_base  # pylint: disable=g-import-not-at-top
+    from tensorflow.python.tpu import tpu_embedding_base
     if any(isinstance(o, tpu_embedding_base.TPUEmbeddingBase)
            for o in tf.train.TrackableView(model).descendants()):
       self._returned('model_fn', 'a model holding an embedding object; the '

@@ -44,7 +44,7 @@ class RestoredModule:
   status: Any = None
 
   def table(self, name: str) -> tf.Variable:
-    return self.embedding._variables[name]['parameters']  # pylint: disable=protected-access
+    return self.embedding._variables[name]['parameters']
 
   @property
   def vocabulary_names(self):

@@ -38,7 +38,7 @@ CACHED_TOKENS = 50_000_000
 def embedding_spec(ctx):
   """The trainer's `embedding_spec` setting, or `skipgram_spec()`."""
   text = getattr(ctx.settings, 'embedding_spec', '') or ''
-  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
   spec = EmbeddingSpec.from_json(text) if text.strip() else skipgram_spec()
   skipgram_tables(spec)
   return spec

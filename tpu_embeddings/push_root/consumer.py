@@ -109,8 +109,8 @@ def load_serving(push_root: str, version: Optional[Union[int, str]] = None):
   files), and when loading fails anyway (flipped bytes in a table) the
   checksums of every file name the one.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from google.protobuf import message  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  from google.protobuf import message
   number = resolve_version(push_root, version)
   # Both halves: a version whose Hub module is damaged is damaged.
   problems = integrity.version_problems(push_root, number)
@@ -130,7 +130,7 @@ def load_serving(push_root: str, version: Optional[Union[int, str]] = None):
 def embed(push_root: str, sentences: Sequence[str],
           version: Optional[Union[int, str]] = None, loaded=None):
   """(version, float32 [len(sentences), dim]) from `serving_default`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if isinstance(sentences, str):
     raise ValueError('embed: pass a list of sentences, not one string')
   if not sentences:
@@ -166,7 +166,7 @@ def neighbors(push_root: str, token: str, k: int = 10,
               version: Optional[Union[int, str]] = None,
               loaded=None) -> Tuple[int, List[Tuple[str, float]]]:
   """(version, [(token, cosine)] best first) from the `neighbors` signature."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= _MAX_K:
     raise ValueError(f'neighbors: k must be an integer >= 1 and <= {_MAX_K} '
                      f'(at most the whole vocabulary is returned), got {k!r}')

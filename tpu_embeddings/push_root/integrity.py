@@ -53,7 +53,7 @@ class DamagedVersionError(ValueError):
 def file_size(path: str) -> int:
   if file_system.is_local(path):
     return os.path.getsize(file_system.local_path(path))
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   return tf.io.gfile.stat(path).length
 
 

@@ -29,7 +29,7 @@ def held(root: str) -> Iterator[None]:
   if not file_system.is_local(root):
     yield
     return
-  import fcntl  # pylint: disable=g-import-not-at-top
+  import fcntl
   path = file_system.local_path(file_system.join(root, LOCK_FILENAME))
   fd = os.open(path, os.O_CREAT | os.O_RDONLY, 0o644)
   try:

@@ -73,7 +73,7 @@ def reserve_version(root: str) -> Iterator[int]:
 @contextlib.contextmanager
 def _hold_first_free(root: str, number: int) -> Iterator[int]:
   """Creates the first free reservation from `number` on and locks it."""
-  import fcntl  # pylint: disable=g-import-not-at-top
+  import fcntl
   while True:
     path = file_system.local_path(_reservation(root, number))
     try:
@@ -109,7 +109,7 @@ def is_live(root: str, number: int) -> bool:
   if not file_system.is_local(root):
     return file_system.exists(path) and (
         time.time() - file_system.mtime(path) < REMOTE_STALE_SECONDS)
-  import fcntl  # pylint: disable=g-import-not-at-top
+  import fcntl
   try:
     fd = os.open(file_system.local_path(path), os.O_RDONLY)
   except FileNotFoundError:

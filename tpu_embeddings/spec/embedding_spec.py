@@ -70,9 +70,9 @@ class TableSpec:
   def build_initializer(self):
     """The table's initializer (random ones cost one table of memory:
     `tpu_embeddings.spec.initializers`)."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
 
-    from tpu_embeddings.spec import initializers  # pylint: disable=g-import-not-at-top
+    from tpu_embeddings.spec import initializers
     if self.initializer == 'zeros':
       return tf.zeros_initializer()
     if self.initializer == 'truncated_normal':
@@ -175,7 +175,7 @@ class EmbeddingSpec:
   # -- tf.tpu.experimental.embedding objects ----------------------------------
   def build_feature_config(self) -> Dict[str, Any]:
     """Fresh `{feature name: FeatureConfig}` with fresh `TableConfig`s."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     self.require_vocabulary_sizes()
     emb = tf.tpu.experimental.embedding
     tables = {
@@ -254,7 +254,7 @@ class EmbeddingSpec:
 
   def save(self, directory: str) -> str:
     """Writes `embedding_spec.json` into `directory`; returns its path."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     path = f'{directory.rstrip("/")}/{SPEC_FILENAME}'
     tf.io.gfile.makedirs(directory)
     with tf.io.gfile.GFile(path, 'w') as f:
@@ -263,7 +263,7 @@ class EmbeddingSpec:
 
   @classmethod
   def load(cls, directory_or_file: str) -> 'EmbeddingSpec':
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     path = directory_or_file
     if tf.io.gfile.isdir(path):
       path = f'{path.rstrip("/")}/{SPEC_FILENAME}'

@@ -104,7 +104,7 @@ class OptimizerSpec:
     mid-level API's dynamic one, `learning_rate * learning_rate_scale` read
     at every step.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     cls = {
         'sgd': tf.tpu.experimental.embedding.SGD,
         'adagrad': tf.tpu.experimental.embedding.Adagrad,

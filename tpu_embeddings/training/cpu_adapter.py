@@ -90,7 +90,7 @@ class CpuAdapter:
   @property
   def variables(self) -> Dict[str, Dict[str, tf.Variable]]:
     """{table: {'parameters': table, <slot>: slot variable}}."""
-    return self.embedding._variables  # pylint: disable=protected-access
+    return self.embedding._variables
 
   def iterator(self, dataset: tf.data.Dataset):
     return iter(dataset)

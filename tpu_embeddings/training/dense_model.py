@@ -71,7 +71,7 @@ def build(module, ctx, spec: EmbeddingSpec, element_spec, model,
   if hasattr(optimizer, 'build') and callable(optimizer.build):
     optimizer.build(variables)
   else:  # a legacy Keras optimizer creates its slots this way
-    optimizer._create_all_weights(variables)  # pylint: disable=protected-access
+    optimizer._create_all_weights(variables)
 
 
 def warm_start(module, ctx, spec: EmbeddingSpec, element_spec):

@@ -96,7 +96,7 @@ def connect(choice: DeviceChoice):
 
   Raises RuntimeError naming the TPU when it cannot be reached.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if choice.kind != 'tpu':
     raise ValueError(f'connect() needs a TPU choice, got {choice}')
   label = repr(choice.tpu) if choice.tpu else (
@@ -106,7 +106,7 @@ def connect(choice: DeviceChoice):
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
         tpu=choice.tpu)
     master = resolver.master()
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     raise RuntimeError(
         f'TPU {label} cannot be resolved ({type(e).__name__}: '
         f'{str(e).splitlines()[0] if str(e) else ""}); fix the tpu parameter, '
@@ -117,7 +117,7 @@ def connect(choice: DeviceChoice):
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     strategy = tf.distribute.TPUStrategy(resolver)
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     raise RuntimeError(
         f'TPU {label} could not be initialized ({type(e).__name__}: '
         f'{str(e).splitlines()[0] if str(e) else ""}); fix the tpu parameter, '

@@ -59,7 +59,7 @@ def hparams(config: TrainerConfig, spec: EmbeddingSpec,
 
 def table_variable(embedding, table: str) -> tf.Variable:
   """The host copy of `table` (current on TPU right after a checkpoint save)."""
-  return embedding._variables[table]['parameters']  # pylint: disable=protected-access
+  return embedding._variables[table]['parameters']
 
 
 def read_rows(variable, ids: np.ndarray) -> np.ndarray:

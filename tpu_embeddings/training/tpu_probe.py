@@ -84,7 +84,7 @@ def device_types(get_status_response: bytes) -> List[str]:
 def probe_here(endpoint: str, timeout: float = RPC_TIMEOUT_SECONDS
               ) -> ProbeResult:
   """The GetStatus RPC in this process (the child's side of `probe`)."""
-  import grpc  # pylint: disable=g-import-not-at-top
+  import grpc
   with grpc.insecure_channel(endpoint) as channel:
     get_status = channel.unary_unary(_GET_STATUS)
     try:

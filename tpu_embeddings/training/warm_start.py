@@ -224,7 +224,7 @@ def write_initial_checkpoint(
   embedding.build()
   reader = tf.train.load_checkpoint(base_path)
   for table in spec.tables:
-    variables = embedding._variables[table.name]  # pylint: disable=protected-access
+    variables = embedding._variables[table.name]
     keys = {'parameters': model_layout.table_key(table.name)}
     keys.update({s: model_layout.slot_key(table.name, s)
                  for s in spec.optimizer.slot_names})

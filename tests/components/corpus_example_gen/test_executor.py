@@ -106,7 +106,7 @@ def test_bad_bytes_past_the_first_chunk_are_refused_while_reading(tmp_path):
 def test_the_executor_reports_a_bad_line_as_one_line(tmp_path):
   """Beam appends the failing transform's label (multi-line here) to errors
   raised while the pipeline runs; the executor gives back the one line."""
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts
   d = tmp_path / 'span-1'
   d.mkdir()
   good = b'alpha beta gamma\n' * (executor.FIRST_CHUNK_BYTES // 17 + 10)
@@ -172,12 +172,12 @@ def test_fixed_span_uses_a_static_range():
 def test_the_executor_writes_tfx_splits_with_tfx_hashing(tmp_path, monkeypatch):
   """Several ranges per file; each record in the split TFX's own partition
   function gives it; every non-blank line once."""
-  from tfx.components.example_gen import base_example_gen_executor as base  # pylint: disable=g-import-not-at-top
-  from tfx.components.util import examples_utils  # pylint: disable=g-import-not-at-top
-  from tfx.proto import example_gen_pb2  # pylint: disable=g-import-not-at-top
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from tfx.components.example_gen import base_example_gen_executor as base
+  from tfx.components.util import examples_utils
+  from tfx.proto import example_gen_pb2
+  from tfx.types import standard_artifacts
 
-  from components.corpus_example_gen import ranges  # pylint: disable=g-import-not-at-top
+  from components.corpus_example_gen import ranges
   monkeypatch.setattr(ranges, 'MIN_RANGE_BYTES', 1000)
   d = tmp_path / 'span-1'
   d.mkdir()
@@ -204,7 +204,7 @@ def test_the_executor_writes_tfx_splits_with_tfx_hashing(tmp_path, monkeypatch):
         f.split('/')[-1].startswith('data_tfrecord-') and f.endswith('.gz')
         for f in files)
     for record in tf.data.TFRecordDataset(files, 'GZIP').as_numpy_iterator():
-      assert base._PartitionFn(record, 2, [9, 10], split_config) == index  # pylint: disable=protected-access
+      assert base._PartitionFn(record, 2, [9, 10], split_config) == index
       found.append(' '.join(t.decode() for t in tf.train.Example.FromString(
           record).features.feature[examples_io.TOKENS_FEATURE].bytes_list.value))
       tokens.update(found[-1].split())

@@ -78,7 +78,7 @@ def test_sub_folders_fifos_and_compressed_files_are_refused_by_name(tmp_path):
 
 
 def test_a_pre_split_span_names_the_stock_example_gen_format(tmp_path):
-  from pipelines import demo_interactions  # pylint: disable=g-import-not-at-top
+  from pipelines import demo_interactions
   shape = demo_interactions.Shape(items=20, categories=2, sequences=4,
                                   min_length=3, max_length=5)
   demo_interactions.write_examples(str(tmp_path / 'data'), shape)

@@ -80,7 +80,7 @@ def test_a_bad_file_in_a_worker_is_the_one_line_error(tmp_path, monkeypatch,
 def _twice_or_exit_in_a_worker(element, parent=os.getpid()):  # noqa: B008
   time.sleep(0.05)  # both processes get some
   if element == 3 and os.getpid() != parent:
-    os._exit(1)  # pylint: disable=protected-access
+    os._exit(1)
   return element * 2
 
 
@@ -117,12 +117,12 @@ def test_small_corpora_stay_in_this_process():
 ])
 def test_only_beam_in_this_process_is_replaced(args, in_process):
   gen = executor.Executor()
-  gen._beam_pipeline_args = args  # pylint: disable=protected-access
-  assert gen._in_process() == in_process  # pylint: disable=protected-access
+  gen._beam_pipeline_args = args
+  assert gen._in_process() == in_process
 
 
 def test_fork_noise_is_dropped_and_the_rest_kept(capfd):
-  with parallel._forking_quietly():  # pylint: disable=protected-access
+  with parallel._forking_quietly():
     os.write(2, b'I0000 fork_posix.cc:77] Other threads are currently calling '
                 b'into gRPC, skipping fork() handlers\nkept\n')
   assert capfd.readouterr().err == 'kept\n'

@@ -18,7 +18,7 @@ def test_split_of_is_tfx_partition_fn(sizes):
   config = example_gen_pb2.SplitConfig(splits=[
       example_gen_pb2.SplitConfig.Split(name=f's{i}', hash_buckets=n)
       for i, n in enumerate(sizes)])
-  expected = [base._PartitionFn(r, len(sizes), buckets, config)  # pylint: disable=protected-access
+  expected = [base._PartitionFn(r, len(sizes), buckets, config)
               for r in records]
   assert transforms.split_of(records, buckets).tolist() == expected
   assert transforms.split_of([], buckets).tolist() == []

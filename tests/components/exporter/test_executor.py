@@ -198,7 +198,7 @@ def test_a_large_table_is_checked_after_both_exports(run, tmp_path,
       super().__init__(*args, **kwargs)
 
     def submit(self, kind, export_dir, canary):
-      alive = [p for p in started if p._proc.poll() is None]  # pylint: disable=protected-access
+      alive = [p for p in started if p._proc.poll() is None]
       submitted.append((kind, len(alive), os.path.exists(os.path.join(
           hub_stage[0], 'tfhub_module.pb'))))
       super().submit(kind, export_dir, canary)

@@ -90,7 +90,7 @@ def test_session_path_refuses_anonymous_resources(export, tmp_path,
                                                   monkeypatch):
   """An export that answers through tf.saved_model.load but not in a session
   (TF Serving's path) is refused, naming the signature and the reason."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   table, good_dir = export
   canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
   load_check.check('serving', good_dir, canary)
@@ -114,7 +114,7 @@ def test_session_path_refuses_anonymous_resources(export, tmp_path,
 
 
 def test_missing_warmup_requests_are_refused(export, tmp_path):
-  import shutil  # pylint: disable=g-import-not-at-top
+  import shutil
   table, good_dir = export
   canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
   copy = str(tmp_path / 'copy')
@@ -155,11 +155,11 @@ def test_canary_sentences_split_only_on_ascii_whitespace():
 @pytest.mark.slow
 def test_exports_of_odd_tokens_pass_the_load_check_and_match_the_rows(
     tmp_path):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  import tensorflow_hub as hub
+  from tfx.types import standard_artifacts
 
-  from components.exporter import executor  # pylint: disable=g-import-not-at-top
+  from components.exporter import executor
 
   def artifact(uri):
     a = standard_artifacts.Model()
@@ -193,7 +193,7 @@ def test_a_large_serving_export_is_loaded_one_way_after_the_other(
   """Above OVERLAP_MAX_BYTES the session's load ends (and its table is
   freed) before `tf.saved_model.load` starts; a bad export is still
   refused."""
-  import shutil  # pylint: disable=g-import-not-at-top
+  import shutil
   table, good_dir = export
   canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
   monkeypatch.setattr(load_check, 'OVERLAP_MAX_BYTES', 0)

@@ -127,7 +127,7 @@ def test_neighbors_drop_only_the_query_itself(tmp_path):
 def test_table_is_never_read_sparsely(exported):
   """ResourceGather would switch the loaded table to copy-on-read, and every
   `neighbors` call would then copy the whole table."""
-  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  from tensorflow.core.protobuf import saved_model_pb2
   _, export_dir = exported
   proto = saved_model_pb2.SavedModel()
   with open(os.path.join(export_dir, 'saved_model.pb'), 'rb') as f:
@@ -154,7 +154,7 @@ def test_refuses_non_empty_export_dir(exported, tmp_path):
 @pytest.mark.slow
 def test_tpu_and_cpu_trainer_checkpoints_export_the_same(tmp_path):
   """TPUEmbedding (CPU mode = TPU format) vs TPUEmbeddingForServing + slots."""
-  from tpu_embeddings.artifacts import model_layout  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import model_layout
   spec = skipgram_spec(dim=4, optimizer='adagrad').with_vocabulary_size(
       'tokens', len(TOKENS))
   table = np.random.default_rng(1).normal(size=[len(TOKENS), 4]).astype(

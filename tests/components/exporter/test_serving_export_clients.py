@@ -106,7 +106,7 @@ def test_every_signature_answers_through_each_client(exported, tmp_path):
 
 def test_no_anonymous_resource_in_the_saved_graph(exported):
   """Session loaders re-create anonymous resources, empty, on every run."""
-  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  from tensorflow.core.protobuf import saved_model_pb2
   _, export_dir = exported
   proto = saved_model_pb2.SavedModel()
   with open(os.path.join(export_dir, 'saved_model.pb'), 'rb') as f:
@@ -127,7 +127,7 @@ def test_no_anonymous_resource_in_the_saved_graph(exported):
 def test_fine_tunes_as_a_keras_layer(exported):
   """A TF2 reusable SavedModel: hub.KerasLayer(trainable=True) trains the
   table rows of the tokens in the batch, and only those."""
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  import tensorflow_hub as hub
   table, export_dir = exported
   loaded = tf.saved_model.load(export_dir)
   assert [v.shape for v in loaded.trainable_variables] == [table.shape]

@@ -102,7 +102,7 @@ def test_tpu_checkpoint_restores_into_cpu_trainer_and_training_continues(
       'accumulators': rng.uniform(0.5, 2.0,
                                   size=(len(vocab), 4)).astype(np.float32)}
   for name, value in tpu_values.items():
-    embedding._variables['tokens'][name].assign(value)  # pylint: disable=protected-access
+    embedding._variables['tokens'][name].assign(value)
   tpu_checkpoint = tf.train.Checkpoint(
       **{model_layout.EMBEDDING_KEY: embedding},
       step=tf.Variable(7, dtype=tf.int64))

@@ -223,8 +223,8 @@ def test_damaged_explicit_base_fails_in_one_line_before_writing(
 @pytest.mark.slow
 def test_damaged_pushed_base_is_a_cold_start_with_a_warning(small_inputs,
                                                            tmp_path):
-  from tests.support import pusher_exports  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.push_root import publish  # pylint: disable=g-import-not-at-top
+  from tests.support import pusher_exports
+  from tpu_embeddings.push_root import publish
   examples, vocabulary = small_inputs
   base = str(tmp_path / 'base')
   fx.write_tpu_format_model(base, BASE_TOKENS,

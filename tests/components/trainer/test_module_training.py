@@ -71,7 +71,7 @@ def test_embedding_model_and_optimizer_are_saved_side_by_side(trained):
 def test_a_rerun_continues_tables_dense_model_and_optimizer(trained,
                                                              tmp_path):
   root, _ = trained
-  import shutil  # pylint: disable=g-import-not-at-top
+  import shutil
   model = str(tmp_path / 'model')
   shutil.copytree(os.path.join(root, 'model'), model)
   before = _reader(model).get_tensor(KERNEL)
@@ -83,7 +83,7 @@ def test_a_rerun_continues_tables_dense_model_and_optimizer(trained,
 
 def test_a_rerun_with_another_module_file_is_refused(trained, tmp_path):
   root, _ = trained
-  import shutil  # pylint: disable=g-import-not-at-top
+  import shutil
   model = str(tmp_path / 'model')
   shutil.copytree(os.path.join(root, 'model'), model)
   with pytest.raises(ValueError, match='another module file'):

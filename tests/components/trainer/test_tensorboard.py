@@ -97,13 +97,13 @@ def test_a_writer_writes_every_point_eagerly_then_compiled(tmp_path):
   """Short writes go eagerly, then (past EAGER_WRITES) through the traced
   function, as does a long one: the dashboard reads every point either
   way, as one series."""
-  scalars = tensorboard_logs._Scalars(str(tmp_path))  # pylint: disable=protected-access
+  scalars = tensorboard_logs._Scalars(str(tmp_path))
   writes = scalars.EAGER_WRITES + 5
   for w in range(writes):
     scalars.write('loss', [10 * w + 1, 10 * w + 2], [w + 0.25, w + 0.5])
   scalars.write('loss', list(range(1000, 1040)), [0.5] * 40)
   scalars.writer.flush()
-  assert scalars._write.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
+  assert scalars._write.experimental_get_tracing_count() == 1
   multiplexer = plugin_event_multiplexer.EventMultiplexer()
   multiplexer.AddRunsFromDirectory(str(tmp_path))
   multiplexer.Reload()

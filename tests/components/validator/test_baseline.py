@@ -122,7 +122,7 @@ def test_no_readable_version_means_no_baseline(two_pushed):
 ])
 def test_held_out_losses_are_compared_only_between_tied_models(
     tmp_path, context_table, two_table_candidate, words):
-  from tpu_embeddings.training.config import TableConfig  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training.config import TableConfig
   source = ''
   if context_table is not None:
     source = str(tmp_path / 'source')

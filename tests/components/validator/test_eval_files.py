@@ -44,7 +44,7 @@ def test_fields_keep_unicode_spaces_inside_tokens(tmp_path):
 
 
 def test_read_analogy_file_reads_gensims_questions_words():
-  import gensim.test.utils  # pylint: disable=g-import-not-at-top
+  import gensim.test.utils
   questions = eval_files.read_analogy_file(
       gensim.test.utils.datapath('questions-words.txt'))
   assert len(questions) == 19544

@@ -192,7 +192,7 @@ def test_bad_parameters_and_inputs_raise_one_line_errors(tmp_path, corpus):
 
 @pytest.mark.slow
 def test_cpu_trainer_checkpoint_validates(tmp_path, corpus):
-  from components.trainer import executor as trainer  # pylint: disable=g-import-not-at-top
+  from components.trainer import executor as trainer
   examples = _artifact(standard_artifacts.Examples, corpus['examples'])
   model = str(tmp_path / 'trained')
   config = trainer.TrainerConfig(

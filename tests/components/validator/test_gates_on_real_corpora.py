@@ -33,7 +33,7 @@ GOOD_EPOCHS = 15
 @pytest.fixture(scope='module', params=real_corpora.NAMES)
 def corpus(request, tmp_path_factory):
   """Examples, vocabulary and gensim's two tables of one real corpus."""
-  from gensim.models import Word2Vec  # pylint: disable=g-import-not-at-top
+  from gensim.models import Word2Vec
   base = str(tmp_path_factory.mktemp(request.param))
   splits, counts = real_corpora.splits(request.param, base)
   examples = fx.write_examples(os.path.join(base, 'examples'), splits)

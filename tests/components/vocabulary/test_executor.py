@@ -67,9 +67,9 @@ def test_counts_written_by_the_example_gen_give_the_same_vocabulary(
     tmp_path, monkeypatch):
   """The corpus ExampleGen's token counts are summed instead of reading the
   records again; without them the records are counted: same vocabulary."""
-  from components.corpus_example_gen import component  # pylint: disable=g-import-not-at-top
-  from components.corpus_example_gen import executor as gen_executor  # pylint: disable=g-import-not-at-top
-  from components.corpus_example_gen import ranges  # pylint: disable=g-import-not-at-top
+  from components.corpus_example_gen import component
+  from components.corpus_example_gen import executor as gen_executor
+  from components.corpus_example_gen import ranges
   monkeypatch.setattr(ranges, 'MIN_RANGE_BYTES', 500)
   rng = random.Random(1)
   data = tmp_path / 'data' / 'span-1'

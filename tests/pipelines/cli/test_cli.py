@@ -21,8 +21,8 @@ REPO = paths.REPO
 
 def _subparsers():
   parser = cli.build_parser()
-  [sub] = [a for a in parser._actions  # pylint: disable=protected-access
-           if isinstance(a, argparse._SubParsersAction)]  # pylint: disable=protected-access
+  [sub] = [a for a in parser._actions
+           if isinstance(a, argparse._SubParsersAction)]
   return sub.choices
 
 
@@ -32,7 +32,7 @@ def test_every_option_and_argument_has_help():
       'demo-data', 'run', 'retrain', 'lineage', 'pushed', 'embed',
       'neighbors', 'rollback', 'compile', 'submit', 'schedule'])
   missing = [f'{name} {a.option_strings[0] if a.option_strings else a.dest}'
-             for name, p in commands.items() for a in p._actions  # pylint: disable=protected-access
+             for name, p in commands.items() for a in p._actions
              if not a.help]
   assert not missing, f'no --help text: {missing}'
 

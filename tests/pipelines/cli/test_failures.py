@@ -23,7 +23,7 @@ from tpu_embeddings.push_root import integrity
 def _raised(fn):
   try:
     fn()
-  except BaseException as e:  # pylint: disable=broad-except
+  except BaseException as e:
     return e
   raise AssertionError('nothing raised')
 
@@ -155,7 +155,7 @@ def test_a_stop_swallowed_by_a_finalizer_is_still_the_stop(monkeypatch):
   handlers = {s: signal.getsignal(s) for s in stop_signals.HANDLED}
   try:
     try:  # as a __del__ running when the signal arrived swallows it
-      stop_signals._raise_stopped(signal.SIGINT, None)  # pylint: disable=protected-access
+      stop_signals._raise_stopped(signal.SIGINT, None)
     except stop_signals.Stopped:
       pass
     assert stop_signals.signal_of(ValueError('raised later')) == signal.SIGINT

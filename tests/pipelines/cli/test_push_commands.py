@@ -244,8 +244,8 @@ def test_pushed_shows_candidate_metrics_and_the_baseline(tmp_path, pushed,
 
 def test_pushed_into_a_closed_pipe_ends_quietly(damaged_home):
   """`pushed | head -1`: the reader is gone before the listing is written."""
-  import subprocess  # pylint: disable=g-import-not-at-top
-  import sys  # pylint: disable=g-import-not-at-top
+  import subprocess
+  import sys
   home, _, _ = damaged_home
   read_end, write_end = os.pipe()
   os.close(read_end)

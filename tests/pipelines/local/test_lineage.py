@@ -62,12 +62,12 @@ def _run_pusher_pipeline(home: str, inputs: str):
 
 def _crash_after_serving_rename(home: str, inputs: str):
   """Runs the pipeline; the push process dies once serving/<n> is in place."""
-  from tpu_embeddings.push_root import publish  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.push_root import publish
   original = publish.publish
 
   def die_after_rename(point, kind):
     if (point, kind) == ('renamed', 'serving'):
-      os._exit(9)  # pylint: disable=protected-access
+      os._exit(9)
 
   publish.publish = lambda *a, **k: original(*a, hook=die_after_rename, **k)
   _run_pusher_pipeline(home, inputs)

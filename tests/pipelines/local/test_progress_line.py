@@ -13,7 +13,7 @@ from tpu_embeddings.training.config import LoopConfig
 def _log(step, loss=2.5):
   fields = training_loop.progress(step, LoopConfig(), loss, 150_000.0, 400,
                                   0.5)
-  training_loop._log_progress(fields)  # pylint: disable=protected-access
+  training_loop._log_progress(fields)
 
 
 def test_fields_give_the_epoch_and_the_time_left_of_planned_passes():

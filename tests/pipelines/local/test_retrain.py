@@ -74,7 +74,7 @@ def _decision(base):
 
 
 def test_a_base_that_fits_the_spec_warm_starts(tmp_path):
-  from tpu_embeddings.training.config import TableConfig  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training.config import TableConfig
   spec = TableConfig().embedding_spec()
   spec.save(str(tmp_path))
   assert retrain.choose_warm_start(_decision(str(tmp_path)), spec,
@@ -88,7 +88,7 @@ def test_a_base_that_fits_the_spec_warm_starts(tmp_path):
     ({'optimizer': 'sgd'}, 'optimizer'),
 ])
 def test_a_changed_spec_cold_starts_saying_why(tmp_path, changed, words):
-  from tpu_embeddings.training.config import TableConfig  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training.config import TableConfig
   TableConfig(context_table=False).embedding_spec().save(str(tmp_path))
   spec = TableConfig(**{'context_table': False, **changed}).embedding_spec()
   uri, warning = retrain.choose_warm_start(_decision(str(tmp_path)), spec,
@@ -98,7 +98,7 @@ def test_a_changed_spec_cold_starts_saying_why(tmp_path, changed, words):
 
 
 def test_warm_start_from_pushed_false_is_honoured(tmp_path):
-  from tpu_embeddings.training.config import TableConfig  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.training.config import TableConfig
   spec = TableConfig().embedding_spec()
   spec.save(str(tmp_path))
   uri, warning = retrain.choose_warm_start(_decision(str(tmp_path)), spec,
@@ -109,8 +109,8 @@ def test_warm_start_from_pushed_false_is_honoured(tmp_path):
 def test_a_copied_home_warm_starts_from_its_own_model(tmp_path):
   """Manifests name the source model relative to the home: `retrain` in a
   copy never reaches back into the original home."""
-  from tests.support import pusher_exports  # pylint: disable=g-import-not-at-top
-  from tpu_embeddings.push_root import publish  # pylint: disable=g-import-not-at-top
+  from tests.support import pusher_exports
+  from tpu_embeddings.push_root import publish
   home = tmp_path / 'home'
   model = home / 'pipeline' / 'EmbeddingTrainer' / 'model' / '4'
   model.mkdir(parents=True)

@@ -13,15 +13,15 @@ def test_beam_components_start_without_packaging_tfx():
       beam_pipeline_args=list(local_runner.BEAM_ARGS))
   executor = vocabulary_executor.Executor(context)
   assert not any(a.startswith('--extra_package')
-                 for a in executor._beam_pipeline_args)  # pylint: disable=protected-access
+                 for a in executor._beam_pipeline_args)
 
 
 def test_verbose_shows_absl_info_logs_and_quiet_hides_them():
-  import logging as py_logging  # pylint: disable=g-import-not-at-top
+  import logging as py_logging
 
-  from absl import logging  # pylint: disable=g-import-not-at-top
+  from absl import logging
 
-  from pipelines.local import runner  # pylint: disable=g-import-not-at-top
+  from pipelines.local import runner
   seen = []
   handler = py_logging.Handler(py_logging.DEBUG)
   handler.emit = lambda record: seen.append(record.getMessage())
@@ -29,9 +29,9 @@ def test_verbose_shows_absl_info_logs_and_quiet_hides_them():
   before = logging.get_verbosity()
   try:
     logging.set_verbosity(logging.WARNING)
-    with runner._quiet_logs(True):  # pylint: disable=protected-access
+    with runner._quiet_logs(True):
       logging.info('trainer step 100')
-    with runner._quiet_logs(False):  # pylint: disable=protected-access
+    with runner._quiet_logs(False):
       logging.info('hidden step')
     assert logging.get_verbosity() == logging.WARNING
   finally:

@@ -85,7 +85,7 @@ def test_a_damaged_store_is_one_line_naming_the_file(tmp_path):
 
 
 def test_commands_reading_a_damaged_store_say_which_file(tmp_path, capsys):
-  from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  from pipelines.cli import main as cli
   home = tmp_path / 'home'
   home.mkdir()
   (home / 'metadata.sqlite').write_bytes(b'SQLite format 3\x00' + b'x' * 600)
@@ -123,7 +123,7 @@ HOME_COMMANDS = (
 @pytest.mark.parametrize('command', HOME_COMMANDS, ids=' '.join)
 def test_every_command_refuses_another_homes_store_and_changes_nothing(
     tmp_path, capsys, command):
-  from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  from pipelines.cli import main as cli
   first, second = str(tmp_path / 'first'), str(tmp_path / 'second')
   store_guard.check(first)
   store_guard.check(second)
@@ -143,7 +143,7 @@ def test_every_command_refuses_another_homes_store_and_changes_nothing(
 
 @pytest.mark.parametrize('store', ['paired', 'empty file'])
 def test_lineage_only_reads_the_store(tmp_path, capsys, store):
-  from pipelines.cli import main as cli  # pylint: disable=g-import-not-at-top
+  from pipelines.cli import main as cli
   home = tmp_path / 'home'
   if store == 'paired':
     store_guard.check(str(home))

@@ -55,7 +55,7 @@ def test_lookups_of_known_and_unknown_tokens(tmp_path):
   assert not vocab.same_tokens(CompactVocabulary.from_tokens(tokens[:4]))
   assert not vocab.same_tokens(tokens)
   with pytest.raises(IndexError):
-    vocab[5]  # pylint: disable=pointless-statement
+    vocab[5]
 
 
 def test_tokens_sharing_a_fingerprint_keep_their_own_rows(monkeypatch):

@@ -30,9 +30,9 @@ def test_write_read_round_trip(tmp_path):
                                                   (1, 1), (10**9, 0)])
 def test_write_counts_writes_what_write_writes(tmp_path, min_count,
                                                 max_tokens):
-  import random  # pylint: disable=g-import-not-at-top
+  import random
 
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa
   rng = random.Random(min_count + max_tokens)
   words = ['a', 'b', 'é', '東京', 'ab', 'Z', 'a\u00e9'] + [
       f't{i}' for i in range(300)]

@@ -64,7 +64,7 @@ def test_switched_off_loads_nothing(cache, monkeypatch):
 
 
 def test_the_key_names_tensorflow_and_changes_with_the_flags(monkeypatch):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   key = library.build_key()
   assert key.startswith(f'tf{tf.version.VERSION}-')
   monkeypatch.setenv(library.EXTRA_FLAGS, '-march=native')

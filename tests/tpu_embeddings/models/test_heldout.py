@@ -108,7 +108,7 @@ def test_the_runs_sampler_lends_its_tables_and_the_pairs_are_the_same(
 
 
 def test_a_compact_vocabulary_gives_the_same_pairs(tmp_path):
-  from tpu_embeddings.artifacts import compact_vocabulary  # pylint: disable=g-import-not-at-top
+  from tpu_embeddings.artifacts import compact_vocabulary
   rng = np.random.default_rng(5)
   tokens = [f't{i}' for i in range(40)]
   counts = [int(c) for c in rng.integers(1, 500, 40)]

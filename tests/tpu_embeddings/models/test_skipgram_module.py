@@ -14,7 +14,7 @@ from tpu_embeddings.models.skipgram_config import SkipGramConfig
 
 def dataset_ops(ds: tf.data.Dataset):
   graph = tf.compat.v1.GraphDef.FromString(
-      ds._as_serialized_graph().numpy())  # pylint: disable=protected-access
+      ds._as_serialized_graph().numpy())
   return {node.op for node in graph.node}
 
 

@@ -76,7 +76,7 @@ def test_pushed_hub_module_loads_with_hub_load_and_keras_layer(pushed):
 
 
 def test_unknown_tokens_streams_the_vocabulary(tmp_path):
-  import tracemalloc  # pylint: disable=g-import-not-at-top
+  import tracemalloc
   assets = tmp_path / 'serving' / '1' / 'assets'
   assets.mkdir(parents=True)
   rows = 1_500_000  # 18 MB of tokens

@@ -120,7 +120,7 @@ def test_concurrent_reservations_get_distinct_numbers(tmp_path):
       with versions.reserve_version(root) as number:
         numbers.append(number)
         barrier.wait()
-    except BaseException as e:  # pylint: disable=broad-except
+    except BaseException as e:
       errors.append(e)
 
   threads = [threading.Thread(target=reserve) for _ in range(3)]
@@ -155,7 +155,7 @@ def test_concurrent_pushes_take_turns_for_distinct_versions(tmp_path,
       results.append((scale, publish.publish(root, exports[scale],
                                              {'source_model': str(scale)},
                                              hook=hook)))
-    except BaseException as e:  # pylint: disable=broad-except
+    except BaseException as e:
       errors.append(e)
 
   threads = [threading.Thread(target=push, args=(s,))

@@ -197,7 +197,7 @@ def test_tpu_embedding_accepts_the_spec_configs_in_cpu_mode(optimizer):
   embedding = tf.tpu.experimental.embedding.TPUEmbedding(
       spec.build_feature_config(), spec.build_optimizer())
   embedding.build()
-  assert set(embedding._variables['tokens']) == {  # pylint: disable=protected-access
+  assert set(embedding._variables['tokens']) == {
       'parameters', *spec.optimizer.slot_names}
 
 
@@ -218,7 +218,7 @@ def test_tpu_embedding_rejects_the_unexpanded_negatives():
   embedding = tf.tpu.experimental.embedding.TPUEmbedding(
       spec.build_feature_config(), spec.build_optimizer())
   with pytest.raises(ValueError, match='last dimension as 1'):
-    embedding._get_input_shapes(batch(), per_replica=False,  # pylint: disable=protected-access
+    embedding._get_input_shapes(batch(), per_replica=False,
                                 in_tpu_context=True)
 
 
@@ -236,7 +236,7 @@ def test_the_two_tower_tables_and_ragged_ids_take_the_cpu_shapes(tmp_path):
   embedding = tf.tpu.experimental.embedding.TPUEmbedding(
       spec.build_feature_config(), spec.build_optimizer())
   embedding.build()
-  assert {t: set(v) for t, v in embedding._variables.items()} == {  # pylint: disable=protected-access
+  assert {t: set(v) for t, v in embedding._variables.items()} == {
       t: {'parameters', *spec.optimizer.slot_names}
       for t in ('user', 'item', 'category')}
   ids = ctx.to_ids({f: tf.constant([r[f] for r in rows['train'][:B]])

@@ -87,8 +87,8 @@ def serving_embedding(kind, params):
   embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
       spec.build_feature_config(), spec.build_optimizer())
   embedding.build()
-  optimizer = embedding._table_config[0].optimizer  # pylint: disable=protected-access
-  return spec, embedding._variables['tokens'], optimizer  # pylint: disable=protected-access
+  optimizer = embedding._table_config[0].optimizer
+  return spec, embedding._variables['tokens'], optimizer
 
 
 @pytest.mark.parametrize('kind,params', CASES)

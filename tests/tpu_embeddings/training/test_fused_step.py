@@ -58,7 +58,7 @@ def adapter(spec, size=B, settings=None):
 
 
 def optimizer_of(a):
-  return a._rules['tokens'].optimizer  # pylint: disable=protected-access
+  return a._rules['tokens'].optimizer
 
 
 @pytest.mark.parametrize('optimizer,params', [
@@ -150,7 +150,7 @@ def test_the_cpu_adapter_trains_skipgram_with_the_fused_op(ops, settings):
   trained.build()
   trained.variables['contexts']['parameters'].assign(
       reference.variables['contexts']['parameters'])
-  assert trained._fused is not None  # pylint: disable=protected-access
+  assert trained._fused is not None
   for features in batches(settings=settings):
     want = float(reference.step((features, {})))
     assert float(trained.step((features, {}))) == pytest.approx(want,
@@ -225,7 +225,6 @@ def test_shared_negatives_equal_the_numpy_step(ops, optimizer, params,
   a = adapter(spec, size=size)
   step = fused_step.FusedSkipGramStep(ops, spec, optimizer_of(a), a.variables,
                                       size, negative_weight=weight)
-  # pylint: disable=protected-access
   variables = step._tables + step._slots
   rng = np.random.default_rng(5)
   for _ in range(2):
