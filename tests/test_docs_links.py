@@ -16,7 +16,8 @@ from typing import Dict, Iterator, List, Set
 
 from tests.support import paths
 
-SKIPPED_DIRS = {'.git', '.venv', 'demo', '__pycache__', 'node_modules'}
+# Not the repository's own files: tools' caches, environments, outputs.
+SKIPPED_DIRS = {'build', 'demo', 'dist', 'node_modules', '__pycache__'}
 CODE_SUFFIXES = ('.py', '.toml', '.in', '.cfg', '.ini', '.cc', '.h', '.sh')
 CODE_NAMES = ('Makefile', 'run')  # .ci/run
 CODE_PREFIXES = ('Dockerfile',)
@@ -135,9 +136,14 @@ def broken_names(text: str, root: str) -> List[str]:
   return broken
 
 
+def _is_source_dir(name: str) -> bool:
+  hidden = name.startswith('.') and name != '.ci'  # .git, .venv, caches
+  return not (hidden or name in SKIPPED_DIRS or name.endswith('.egg-info'))
+
+
 def _files(root: str) -> Iterator[str]:
   for top, dirs, files in os.walk(root):
-    dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+    dirs[:] = sorted(d for d in dirs if _is_source_dir(d))
     for name in sorted(files):
       yield os.path.join(top, name)
 
@@ -178,8 +184,10 @@ def test_the_readme_and_docs_are_checked():
              for p in markdown_files(paths.REPO)}
   assert 'README.md' in checked
   assert os.path.join('docs', 'design.md') in checked
-  assert os.path.join('pipelines', 'kubeflow', 'resources.py') in {
-      os.path.relpath(p, paths.REPO) for p in code_files(paths.REPO)}
+  code = {os.path.relpath(p, paths.REPO) for p in code_files(paths.REPO)}
+  assert os.path.join('pipelines', 'kubeflow', 'resources.py') in code
+  assert os.path.join('.ci', 'run') in code
+  assert 'Makefile' in code
 
 
 def _write(root, rel, text):
