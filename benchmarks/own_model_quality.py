@@ -19,7 +19,7 @@ out, ties counted against the answer.
 * item2vec: the whole local pipeline with the built-in skip-gram, on the same
   users' item sequences as text (each user's items but the held-out last one,
   `benchmarks.interaction_corpus`), `PipelineConfig()` defaults; one run per
-  `--item2vec-windows` value (5 is the default; 50 is what the README
+  `--item2vec-windows` value (5 is the default; 50 is what docs/defaults.md
   recommends for interaction sequences). Query: the mean of the unit vectors
   of the history's items; candidates: the unit item vectors (cosine, as
   `benchmarks.embedding_quality.hit_rate`). Items the table does not know

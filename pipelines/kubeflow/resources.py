@@ -29,7 +29,7 @@ each task gets 1.5 x what it must hold, plus FIXED_GB:
 `python -m benchmarks.table_scale` measured every CPU task's peak (its
 process and the processes it starts) at 1M, 2M and 10M rows of two dim-64
 Adagrad tables within 1.5 x what it holds + 1.1 GB, and prints each peak
-beside this estimate (docs/scale.md); its smoke test checks the estimate
+beside this estimate (docs/benchmarks.md); its smoke test checks the estimate
 against the peaks of a small table. The TPU trainer's host was not
 measured.
 

@@ -13,7 +13,7 @@ from tpu_embeddings.models import module_files
 from tpu_embeddings.models.model_module import ModelModuleError
 from tpu_embeddings.models.user_code import UserCodeError
 
-# What the README's "Write your own model" table and model_module.py's
+# What docs/model_contract.md's table and model_module.py's
 # docstring call required. Written out here, not read from the code under
 # test: dropping a name from the contract's checks must fail this test.
 REQUIRED = ('embedding_spec', 'loss_fn', 'signatures', 'FEATURES')

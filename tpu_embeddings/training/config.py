@@ -27,7 +27,7 @@ class LoopConfig(settings.Settings):
     train_steps: total steps, the data repeating as often as needed; when
       set, `epochs` is ignored. 0: train `epochs` passes.
     epochs: passes over the data, as gensim's `epochs` (the default, 5,
-      learns on corpora from 50k tokens up; see the README).
+      learns on corpora from 50k tokens up; see docs/defaults.md).
     checkpoint_every: steps between checkpoints (a rerun resumes from the
       latest one); 0 = none by step count.
     checkpoint_seconds: a checkpoint once this many seconds have passed since

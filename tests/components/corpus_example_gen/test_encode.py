@@ -62,7 +62,8 @@ def test_blocks_encode_like_one_line_at_a_time(seed, newline_at_end):
 
 
 def test_tokens_over_256_bytes_are_dropped_and_lines_cut_at_10000_tokens():
-  """The README's limits as literals, not the constants under test."""
+  """docs/failure_behaviour.md's limits as literals, not the constants
+  under test."""
   block = (b'x' * 256 + b' ' + b'y' * 257 + b' ' + 'é'.encode() * 129 + b'\n'
            + b' '.join(b'w%d' % i for i in range(10_001)) + b'\n')
   records, counts = encode.encode_block(block, 'f.txt')

@@ -41,8 +41,8 @@ def _run(base, split_pattern, **kwargs):
 
 
 def test_odd_lines_are_skipped_and_counted(tmp_path):
-  """The README's limits, as literals: lines cut at 10,000 tokens, tokens
-  over 256 bytes dropped."""
+  """docs/failure_behaviour.md's limits, as literals: lines cut at 10,000
+  tokens, tokens over 256 bytes dropped."""
   d = tmp_path / 'span-1'
   d.mkdir()
   long_line = ' '.join(f'w{i}' for i in range(10_005))

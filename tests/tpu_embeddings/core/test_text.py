@@ -14,7 +14,7 @@ def test_python_and_tensorflow_tokenizers_agree():
 
 def test_tokens_per_line_are_capped():
   line = ' '.join(['w'] * 10_003)
-  assert len(text.tokenize(line)) == 10_000  # the README's limit
+  assert len(text.tokenize(line)) == 10_000  # docs/failure_behaviour.md
   assert len(text.tokenize_bytes(line.encode())) == 10_000
 
 
