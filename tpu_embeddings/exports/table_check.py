@@ -93,7 +93,7 @@ def _check_serving_saved_model(export_dir: str, canary: Canary) -> np.ndarray:
   call = lambda name, **inputs: {
       k: v.numpy() for k, v in loaded.signatures[name](**{
           n: tf.constant(x) for n, x in inputs.items()}).items()}
-  return _check_serving_answers('serving', call, canary)
+  return _check_serving_answers(export_kinds.SERVING.name, call, canary)
 
 
 def _check_serving_in_a_session(export_dir: str, canary: Canary,
