@@ -25,14 +25,18 @@ and serves them (tpu_embeddings/push_root). A row is
 
 Adding a kind, e.g. an int8 copy of a table:
 
-1. a format module in tpu_embeddings/exports that writes it and checks a
-   written one against the model's canary;
-2. a row here;
-3. its wiring: the writer and the load check in tpu_embeddings/exports
-   (`writers.WRITERS`, `load_check.CHECKS`, keyed by the row's name), and an
-   output channel of EmbeddingExporter and an input and output channel of
-   EmbeddingPusher (components/keys.py). The push root, its integrity checks,
-   retention and consumers follow the registry with no change.
+1. a format module in tpu_embeddings/exports that writes it, e.g.
+   `table_int8.py`;
+2. a row here (name 'int8', its marker, publish order before the served
+   kind, required False while consumers do not need it);
+3. its wiring, each keyed by the row's name: the writer in the sources'
+   `writers` (tpu_embeddings/exports/table_source.py, module_source.py) and
+   the check in the canaries' `CHECKS` (table_check.py, module_canary.py);
+   the exporter's output channel (components/exporter/executor.py
+   `OUTPUTS`, component.py) and the pusher's input and pushed channels
+   (components/pusher/executor.py `CHANNELS`, component.py), named in
+   components/keys.py. The push root (layout, publish, integrity, status,
+   retention, served) and the consumers follow the registry unchanged.
 
 Plain data and lazy imports: importing this module imports no TensorFlow.
 """

@@ -23,6 +23,8 @@ from tpu_embeddings.exports import export
 from tpu_embeddings.exports import fresh_process
 from tpu_embeddings.exports import limits
 from tpu_embeddings.exports import load_check
+from tpu_embeddings.exports import module_canary
+from tpu_embeddings.exports import table_check
 from tpu_embeddings.exports import table_hub
 from tpu_embeddings.models import module_files
 from tpu_embeddings.models.skipgram_features import skipgram_spec
@@ -253,3 +255,15 @@ def test_a_bad_exported_table_declaration_names_the_module(tmp_path):
                      match='my_model.py: exported_table: returned'):
     export.source_of(model_uri, Declares(), str(tmp_path),
                      export.ExportOptions())
+
+
+def test_every_registered_kind_has_a_writer_and_a_check(run, tmp_path):
+  _, model_uri, _, _, _ = run
+  source = export.source_of(model_uri, module_files.builtin(), str(tmp_path),
+                            export.ExportOptions())
+  assert isinstance(source, export.TableSource)
+  assert list(source.writers) == list(export_kinds.NAMES)
+  for checks in (table_check.CHECKS, module_canary.CHECKS):
+    assert set(checks) == set(export_kinds.NAMES)
+  assert set(load_check.FORMATS) == {source.canary.FORMAT,
+                                     module_canary.ModelCanary.FORMAT}
