@@ -33,9 +33,10 @@ Adding a kind, e.g. an int8 copy of a table:
    `writers` (tpu_embeddings/exports/table_source.py, module_source.py) and
    the check in the canaries' `CHECKS` (table_check.py, module_canary.py);
    the exporter's output channel (components/exporter/executor.py
-   `OUTPUTS`, component.py) and the pusher's input and pushed channels
-   (components/pusher/executor.py `CHANNELS`, component.py), named in
-   components/keys.py. The push root (layout, publish, integrity, status,
+   `OUTPUTS`) and the pusher's input and pushed channels
+   (components/pusher/executor.py `CHANNELS`, and an argument of
+   EmbeddingPusher), named in components/keys.py; both component specs
+   follow these maps. The push root (layout, publish, integrity, status,
    retention, served) and the consumers follow the registry unchanged.
 
 Plain data and lazy imports: importing this module imports no TensorFlow.
