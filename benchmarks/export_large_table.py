@@ -15,7 +15,7 @@ then exports it, each in its own fresh process:
   `module_fn` with a zeros-initialised [V, dim] `get_variable`, a vocabulary
   table and a sqrtn `default` signature; `hub.Module(spec)` in a graph, the
   table fed through a placeholder into `assign`, then `module.export`;
-* ours: `components.exporter.executor.export_model` (restore, serving
+* ours: `tpu_embeddings.exports.export.export_model` (restore, serving
   SavedModel, Hub module, fresh-process load checks, move into place).
 
 Neither peer checks its export (they are what a user writes); ours includes
@@ -76,7 +76,9 @@ def _export(model_uri: str, out: str):
 
   from absl import logging as absl_logging
 
-  from components.exporter import executor
+  from tpu_embeddings.artifacts import export_kinds
+  from tpu_embeddings.exports import export
+  from tpu_embeddings.models import module_files
   phases = []
 
   class _Phases(logging.Handler):
@@ -90,8 +92,9 @@ def _export(model_uri: str, out: str):
   absl_logging.get_absl_logger().addHandler(_Phases())
   base_rss = _rss()  # resident memory after the imports
   start = time.perf_counter()
-  executor.export_model(model_uri, os.path.join(out, 'serving'),
-                        os.path.join(out, 'hub'))
+  export.export_model(
+      model_uri, {kind: os.path.join(out, kind) for kind in export_kinds.NAMES},
+      module_files.builtin())
   _report(start, base_rss, phases=phases)
 
 

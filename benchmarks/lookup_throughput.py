@@ -42,8 +42,8 @@ import tensorflow as tf
 from gensim.models import KeyedVectors
 
 from benchmarks import synthetic_model
-from components.exporter import serving_export
 from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.exports import table_serving
 
 _TARGET = 1.5
 
@@ -116,7 +116,7 @@ def main():
     table = restored.table_numpy('tokens')
     vocabulary = restored.vocabulary.tokens
     export_dir = os.path.join(work, 'serving')
-    serving_export.export_serving_model(restored, export_dir)
+    table_serving.export_serving_model(restored, export_dir)
     del restored
     lookup = tf.saved_model.load(export_dir).signatures['lookup']
     session_lookup = _session_lookup(export_dir)

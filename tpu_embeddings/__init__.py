@@ -3,7 +3,9 @@
 Layers, each importing only those below it: `core` (settings, files, text),
 `spec` (the embedding spec), `artifacts` (one reader/writer per artifact),
 `models` (the models trained on the tables) and `push_root` (published
-versions and the consumer API). TensorFlow only: no TFX.
+versions and the consumer API), then `training` and `exports` (a Model
+written as each export kind of `artifacts.export_kinds`, load-checked).
+TensorFlow only: no TFX.
 
 The consumer API, for services and notebooks that use what was pushed:
 

@@ -1,2 +1,2 @@
-"""EmbeddingExporter: a serving SavedModel and a TF1 Hub module from one
-checkpoint."""
+"""EmbeddingExporter: the TFX component over `tpu_embeddings.exports`, one
+output artifact per export kind."""

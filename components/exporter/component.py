@@ -25,11 +25,9 @@ class EmbeddingExporterSpec(types.ComponentSpec):
       keys.MODEL_BLESSING: ChannelParameter(
           type=standard_artifacts.ModelBlessing, optional=True),
   }
-  OUTPUTS = {
-      keys.SERVING_MODEL: ChannelParameter(
-          type=standard_artifacts.Model),
-      keys.HUB_MODULE: ChannelParameter(type=standard_artifacts.Model),
-  }
+  # One output channel per export kind (executor.OUTPUTS).
+  OUTPUTS = {key: ChannelParameter(type=standard_artifacts.Model)
+             for key in executor.OUTPUTS.values()}
 
 
 class EmbeddingExporter(base_component.BaseComponent):
@@ -67,5 +65,5 @@ class EmbeddingExporter(base_component.BaseComponent):
         model=model,
         model_blessing=model_blessing,
         config=config.to_json(),
-        serving_model=types.Channel(type=standard_artifacts.Model),
-        hub_module=types.Channel(type=standard_artifacts.Model)))
+        **{key: types.Channel(type=standard_artifacts.Model)
+           for key in executor.OUTPUTS.values()}))

@@ -22,18 +22,16 @@ class EmbeddingPusherSpec(types.ComponentSpec):
       keys.PUSH_ROOT: ExecutionParameter(type=str),
       settings.CONFIG_KEY: ExecutionParameter(type=str),
   }
+  # One input and one pushed channel per export kind (executor.CHANNELS).
   INPUTS = {
-      keys.SERVING_MODEL: ChannelParameter(
-          type=standard_artifacts.Model),
-      keys.HUB_MODULE: ChannelParameter(type=standard_artifacts.Model),
+      **{exported: ChannelParameter(type=standard_artifacts.Model)
+         for exported, _ in executor.CHANNELS.values()},
       keys.MODEL_BLESSING: ChannelParameter(
           type=standard_artifacts.ModelBlessing),
   }
   OUTPUTS = {
-      keys.PUSHED_SERVING: ChannelParameter(
-          type=standard_artifacts.PushedModel),
-      keys.PUSHED_HUB: ChannelParameter(
-          type=standard_artifacts.PushedModel),
+      pushed: ChannelParameter(type=standard_artifacts.PushedModel)
+      for _, pushed in executor.CHANNELS.values()
   }
 
 
@@ -68,5 +66,5 @@ class EmbeddingPusher(base_component.BaseComponent):
         model_blessing=model_blessing,
         push_root=push_root,
         config=config.to_json(),
-        pushed_serving=types.Channel(type=standard_artifacts.PushedModel),
-        pushed_hub=types.Channel(type=standard_artifacts.PushedModel)))
+        **{pushed: types.Channel(type=standard_artifacts.PushedModel)
+           for _, pushed in executor.CHANNELS.values()}))

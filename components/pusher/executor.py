@@ -1,4 +1,7 @@
-"""EmbeddingPusher executor: publishes both exports as one version if blessed.
+"""EmbeddingPusher executor: publishes the exports as one version if blessed.
+
+One input and one output channel per export kind
+(tpu_embeddings/artifacts/export_kinds.py), named in `CHANNELS`.
 
 Only while the push root serves the version the blessing was validated
 against (its report's `validated_against`): the check and the publish hold
@@ -16,12 +19,18 @@ from tfx.types import artifact_utils
 
 from components import keys
 from components.pusher.config import PusherConfig
+from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.core import file_system
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import publish
+
+# {export kind: (its exporter's output channel, the pushed one)}.
+CHANNELS = {
+    export_kinds.SERVING.name: (keys.SERVING_MODEL, keys.PUSHED_SERVING),
+    export_kinds.HUB.name: (keys.HUB_MODULE, keys.PUSHED_HUB),
+}
 
 
 def _source_model(artifact: types.Artifact) -> str:
@@ -30,17 +39,19 @@ def _source_model(artifact: types.Artifact) -> str:
   return ''
 
 
-def manifest_fields(serving: types.Artifact, hub: types.Artifact,
+def manifest_fields(exports: Dict[str, types.Artifact],
                     blessing: types.Artifact,
                     pipeline_run_id: str) -> Dict[str, Any]:
-  """Manifest fields common to both kinds, read from the input artifacts."""
-  source = _source_model(serving)
-  hub_source = _source_model(hub)
-  if source and hub_source and source != hub_source:
-    raise ValueError(
-        f'EmbeddingPusher: serving_model comes from {source} but hub_module '
-        f'from {hub_source}; push exports of the same trainer model')
-  source = source or hub_source
+  """Manifest fields common to every kind, read from the input artifacts
+  ({kind: export artifact})."""
+  sources = {kind: _source_model(a) for kind, a in exports.items()
+             if _source_model(a)}
+  if len(set(sources.values())) > 1:
+    shown = ' but '.join(f'{CHANNELS[kind][0]} comes from {source}'
+                         for kind, source in sorted(sources.items()))
+    raise ValueError(f'EmbeddingPusher: {shown}; push exports of the same '
+                     'trainer model')
+  source = next(iter(sources.values()), '')
   spans: List[int] = []
   if source:
     metadata = model_layout.read_metadata(source) or {}
@@ -76,21 +87,18 @@ def validated_against(blessing_uri: str) -> Optional[Dict[str, Any]]:
 
 
 class Executor(base_executor.BaseExecutor):
-  """Copies the serving model and Hub module under the push root."""
+  """Copies every export under the push root as one version."""
 
   def Do(self, input_dict: Dict[str, List[types.Artifact]],
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
-    serving = artifact_utils.get_single_instance(input_dict[keys.SERVING_MODEL])
-    hub = artifact_utils.get_single_instance(input_dict[keys.HUB_MODULE])
+    exports = {kind: artifact_utils.get_single_instance(input_dict[key])
+               for kind, (key, _) in CHANNELS.items()}
     blessing = artifact_utils.get_single_instance(
         input_dict[keys.MODEL_BLESSING])
-    outputs = {
-        'serving': artifact_utils.get_single_instance(
-            output_dict[keys.PUSHED_SERVING]),
-        'hub': artifact_utils.get_single_instance(output_dict[keys.PUSHED_HUB]),
-    }
+    outputs = {kind: artifact_utils.get_single_instance(output_dict[key])
+               for kind, (_, key) in CHANNELS.items()}
     root = push_layout.check_root(exec_properties.get(keys.PUSH_ROOT) or '')
     keep = PusherConfig.from_exec_properties(
         exec_properties, wiring=[keys.PUSH_ROOT]).keep_versions
@@ -103,9 +111,9 @@ class Executor(base_executor.BaseExecutor):
       return
 
     run_id = self._context.pipeline_run_id if self._context else ''
-    fields = manifest_fields(serving, hub, blessing, run_id or '')
-    sources = {'serving': serving_contract.serving_model_path(serving.uri),
-               'hub': hub.uri}
+    fields = manifest_fields(exports, blessing, run_id or '')
+    sources = {kind: export_kinds.get(kind).artifact_path(artifact.uri)
+               for kind, artifact in exports.items()}
     result = publish.publish(root, sources, fields, keep_versions=keep,
                              validated_against=validated_against(blessing.uri))
     for kind, artifact in outputs.items():

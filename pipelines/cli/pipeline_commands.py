@@ -123,7 +123,7 @@ def print_signatures(push_root: str, version: int):
   import tensorflow as tf
 
   from tpu_embeddings.push_root import layout as push_layout
-  path = push_layout.version_dir(push_root, 'serving', version)
+  path = push_layout.version_dir(push_root, push_layout.SERVED, version)
   print(f'serving signatures (pushed version {version}, {path}):')
   for name, fn in sorted(tf.saved_model.load(path).signatures.items()):
     inputs = ', '.join(sorted(fn.structured_input_signature[1]))
@@ -139,7 +139,7 @@ def print_neighbors(push_root: str, n: int, k: int = 5, version=None):
   from tpu_embeddings.push_root import layout as push_layout
   version, model = consumer.load_serving(push_root, version)
   tokens = baseline.read_tokens(
-      push_layout.version_dir(push_root, 'serving', version))
+      push_layout.version_dir(push_root, push_layout.SERVED, version))
   print(f'nearest neighbours (pushed version {version}):')
   for token in tokens[::max(1, len(tokens) // n)][:n]:
     # The `neighbors` signature leaves out the query token itself.

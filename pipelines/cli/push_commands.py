@@ -8,6 +8,8 @@ import sys
 
 from pipelines.cli import arguments
 from pipelines.cli import failures
+from tpu_embeddings.artifacts.export_kinds import HUB
+from tpu_embeddings.artifacts.export_kinds import SERVING
 from tpu_embeddings.core import text
 from tpu_embeddings.push_root import consumer
 from tpu_embeddings.push_root import home_paths
@@ -106,12 +108,12 @@ def run_pushed(args) -> int:
         'version': v.version, 'state': v.state, 'served': v.served,
         # Not version_dir: a symlinked folder is listed, as damaged.
         'serving_dir': push_layout.join(
-            push_layout.kind_dir(root, 'serving'), str(v.version)),
-        'hub_dir': push_layout.join(push_layout.kind_dir(root, 'hub'),
+            push_layout.kind_dir(root, SERVING.name), str(v.version)),
+        'hub_dir': push_layout.join(push_layout.kind_dir(root, HUB.name),
                                     str(v.version)),
         'damaged': v.problems if v.state == push_status.DAMAGED else [],
-        'manifest': v.manifests.get('serving'),
-        'hub_manifest': v.manifests.get('hub'),
+        'manifest': v.manifests.get(SERVING.name),
+        'hub_manifest': v.manifests.get(HUB.name),
     } for v in versions], indent=2, sort_keys=True))
     return code
   if not versions:
@@ -207,6 +209,6 @@ def _register_rollback(sub):
 def run_rollback(args) -> int:
   root = arguments.root_from_args(args)
   result = consumer.rollback(root, args.to, keep_versions=args.keep_versions)
-  print(f'version {result.manifests["serving"]["rollback_of"]} re-published '
+  print(f'version {result.manifests[SERVING.name]["rollback_of"]} re-published '
         f'as version {result.version} (now served) under {root}')
   return 0

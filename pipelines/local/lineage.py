@@ -36,7 +36,7 @@ def _recorded(store) -> Dict[int, list]:
 def _on_disk(root: str) -> List[int]:
   if not file_system.isdir(root):
     return []
-  return push_layout.list_versions(root, 'serving')
+  return push_layout.list_versions(root, push_layout.SERVED)
 
 
 def _pusher_execution(store, run_id: str):
@@ -83,7 +83,7 @@ def _damage(root: str, version: int) -> List[str]:
 def _numbered(root: str) -> List[int]:
   if not file_system.isdir(root):
     return []
-  return push_layout.numbered(root, 'serving')
+  return push_layout.numbered(root, push_layout.SERVED)
 
 
 def _describe(store, artifact) -> Dict[str, Any]:
@@ -122,7 +122,7 @@ def lineage(home: str, version: Optional[int] = None) -> Dict[str, Any]:
         f'pushed version {version} is neither recorded in ML Metadata nor '
         f'complete in the push root {root}; recorded versions: '
         f'{sorted(recorded)}, in the push root: {on_disk}')
-  manifest = push_layout.read_manifest(root, 'serving', version)
+  manifest = push_layout.read_manifest(root, push_layout.SERVED, version)
   source = home_paths.resolve(manifest.get('source_model') or '', root)
   models = [a for a in store.get_artifacts_by_uri(source) if a.uri]
   result = _walk(store, models)

@@ -124,12 +124,12 @@ def decide(data_root: str, push_root: str, pattern: str) -> Decision:
   data_span = latest_data_span(data_root, pattern)
   if data_span is None:
     return Decision(False, f'no span folders with files in {data_root}')
-  version = (push_layout.latest_version(push_root, 'serving')
+  version = (push_layout.latest_version(push_root, push_layout.SERVED)
              if os.path.isdir(push_root) else None)
   if version is None:
     return Decision(True, f'nothing pushed yet; training on span {data_span}',
                     data_span=data_span)
-  manifest = push_layout.read_manifest(push_root, 'serving', version)
+  manifest = push_layout.read_manifest(push_root, push_layout.SERVED, version)
   pushed_span = max(manifest.get('spans') or [0])
   # Relative to this home: a copied home warm-starts from its own copy.
   source = home_paths.resolve(manifest.get('source_model', ''), push_root)

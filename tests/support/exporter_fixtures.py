@@ -12,12 +12,12 @@ from typing import Sequence, Tuple, Union
 
 import tensorflow as tf
 
-from components.exporter import fresh_process
-from components.exporter import hub_export
-from components.exporter import load_check
-from components.exporter.canaries import Canary
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.exports import fresh_process
+from tpu_embeddings.exports import load_check
+from tpu_embeddings.exports import table_hub
+from tpu_embeddings.exports.table_canary import Canary
 
 
 def run_in_fresh_process(exports: Sequence[Tuple[str, str]], canary: Canary,
@@ -45,16 +45,16 @@ def from_variable(variable: tf.Variable) -> VariableRows:
   return VariableRows(variable)
 
 
-def export_hub_module(rows: Union[VariableRows, hub_export.TableRows],
+def export_hub_module(rows: Union[VariableRows, table_hub.TableRows],
                       vocabulary: vocabulary_file.TokenCounts,
                       export_dir: str, **kwargs):
-  """`hub_export.export_hub_module` with the table and tokens in memory."""
+  """`table_hub.export_hub_module` with the table and tokens in memory."""
   with tempfile.TemporaryDirectory(prefix='hub-export-') as tmp:
     if isinstance(rows, VariableRows):
       prefix = tf.train.Checkpoint(embeddings=rows.variable).write(
           os.path.join(tmp, 'table'))
-      rows = hub_export.TableRows.from_checkpoint(
+      rows = table_hub.TableRows.from_checkpoint(
           prefix, 'embeddings/.ATTRIBUTES/VARIABLE_VALUE')
     tokens_path = os.path.join(tmp, serving_contract.TOKENS_ASSET_FILENAME)
     vocabulary_file.write_tokens(tokens_path, vocabulary)
-    hub_export.export_hub_module(rows, tokens_path, export_dir, **kwargs)
+    table_hub.export_hub_module(rows, tokens_path, export_dir, **kwargs)

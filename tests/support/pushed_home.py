@@ -8,11 +8,11 @@ import os
 
 import numpy as np
 
-from components.exporter import serving_export
 from pipelines.local import home as home_lib
 from tests.support import exporter_fixtures
 from tests.support.artifact_fixtures import write_tpu_format_model
 from tpu_embeddings.artifacts.checkpoint_restore import restore_for_serving
+from tpu_embeddings.exports import table_serving
 from tpu_embeddings.push_root import consumer
 from tpu_embeddings.push_root import publish
 
@@ -28,7 +28,7 @@ def export(base: str, seed: int):
   restored = restore_for_serving(model_uri)
   dirs = {'serving': os.path.join(base, f'serving_{seed}'),
           'hub': os.path.join(base, f'hub_{seed}')}
-  serving_export.export_serving_model(restored, dirs['serving'])
+  table_serving.export_serving_model(restored, dirs['serving'])
   exporter_fixtures.export_hub_module(
       exporter_fixtures.from_variable(restored.table('tokens')),
       restored.vocabulary, dirs['hub'])

@@ -10,12 +10,12 @@ from typing import Dict
 
 import numpy as np
 
-from components.exporter import serving_export
 from pipelines import demo_data
 from tests.support import artifact_fixtures
 from tests.support import exporter_fixtures
 from tpu_embeddings.artifacts.checkpoint_restore import restore_for_serving
 from tpu_embeddings.core import file_system
+from tpu_embeddings.exports import table_serving
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
@@ -64,7 +64,7 @@ def push_baseline(push_root: str, model_uri: str, version: int = 1) -> str:
   exporter_fixtures.export_hub_module(
       exporter_fixtures.from_variable(restored.table('tokens')),
       restored.vocabulary, dirs['hub'])
-  serving_export.export_serving_model(restored, dirs['serving'])
+  table_serving.export_serving_model(restored, dirs['serving'])
   write_manifests(dirs, version, model_uri)
   return dirs['serving']
 
@@ -93,7 +93,7 @@ def publish_baseline(push_root: str, model_uri: str, staging: str) -> int:
   exporter_fixtures.export_hub_module(
       exporter_fixtures.from_variable(restored.table('tokens')),
       restored.vocabulary, dirs['hub'])
-  serving_export.export_serving_model(restored, dirs['serving'])
+  table_serving.export_serving_model(restored, dirs['serving'])
   return publish.publish(push_root, dirs,
                          {'source_model': model_uri}).version
 

@@ -106,21 +106,34 @@ def restore_for_serving(
   embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
       spec.build_feature_config(), optimizer=None,
       experimental_sparsecore_restore_info=sparsecore_restore_info)
+  restore_objects(path, embedding, check_matched=True)
+  if vocab is not None:
+    check_vocabulary_size(model_uri, spec, len(vocab))
+  return RestoredModel(spec, vocab, path, embedding)
+
+
+def restore_objects(path: str, embedding, model=None,
+                    check_matched: bool = False):
+  """Restores `embedding` (built here) and `model` as the trainer saved them
+  (`tf.train.Checkpoint(embedding=, model=)`); returns the restore status,
+  optimizer slots left unread. `check_matched`: every object built so far
+  must have been restored. CheckpointError on any failure."""
+  objects = {model_layout.EMBEDDING_KEY: embedding}
+  if model is not None:
+    objects[model_layout.MODEL_KEY] = model
   try:
     # Restore before build(): SparseCore layouts are only read this way.
-    status = tf.train.Checkpoint(
-        **{model_layout.EMBEDDING_KEY: embedding}).restore(path)
+    status = tf.train.Checkpoint(**objects).restore(path)
     embedding.build()
-    status.assert_existing_objects_matched()
+    if check_matched:
+      status.assert_existing_objects_matched()
   # A truncated file raises IndexError ("Read less bytes than requested").
   except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
     raise CheckpointError(
         f'checkpoint {path}: restore failed ({type(e).__name__}: '
         f'{str(e).splitlines()[0]})') from e
-  status.expect_partial()
-  if vocab is not None:
-    check_vocabulary_size(model_uri, spec, len(vocab))
-  return RestoredModel(spec, vocab, path, embedding)
+  status.expect_partial()  # optimizer slots are never read
+  return status
 
 
 def check_vocabulary_size(model_uri: str, spec: EmbeddingSpec, tokens: int):

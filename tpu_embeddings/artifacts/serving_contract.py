@@ -1,16 +1,16 @@
 """Names the exports are served under: signatures, their keys, their files.
 
-`components.exporter` writes the serving SavedModel and the TF1 Hub module
+`tpu_embeddings.exports` writes the serving SavedModel and the TF1 Hub module
 under these names; the load check, the validator's baseline and
 `tpu_embeddings.push_root.consumer` call them by these names. Plain strings:
 importing this module imports no TensorFlow.
 
-Serving SavedModel (`components.exporter.serving_export`):
+Serving SavedModel of a table (`tpu_embeddings.exports.table_serving`):
   SERVING_DEFAULT  SENTENCES -> EMBEDDINGS
   LOOKUP           TOKENS -> EMBEDDINGS
   NEIGHBORS        TOKENS, K -> TOKENS, SCORES
 
-TF1 Hub module (`components.exporter.hub_export`):
+TF1 Hub module of a table (`tpu_embeddings.exports.table_hub`):
   HUB_DEFAULT      SENTENCES -> HUB_OUTPUT
   HUB_TOKENS       TOKENS -> HUB_OUTPUT
 """
@@ -55,6 +55,6 @@ def serving_model_path(model_uri: str) -> str:
 ASSETS_DIR = 'assets'
 TOKENS_ASSET_FILENAME = vocabulary_file.TOKENS_ASSET_FILENAME
 HUB_MODULE_FILENAME = 'tfhub_module.pb'
-# TF Serving's warm-up requests (`components.exporter.warmup`).
+# TF Serving's warm-up requests (`tpu_embeddings.exports.warmup`).
 WARMUP_DIR = 'assets.extra'
 WARMUP_FILENAME = 'tf_serving_warmup_requests'

@@ -106,18 +106,7 @@ def restore(model_uri: str, module, ctx: Optional[ModelContext] = None,
   embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
       spec.build_feature_config(), optimizer=None)
   model = module.build_model(ctx)
-  objects = {model_layout.EMBEDDING_KEY: embedding}
-  if model is not None:
-    objects[model_layout.MODEL_KEY] = model
-  try:
-    # Restore before build(): SparseCore layouts are only read this way.
-    status = tf.train.Checkpoint(**objects).restore(path)
-    status.expect_partial()  # optimizer slots are never read
-    embedding.build()
-  except (tf.errors.OpError, ValueError, IndexError) as e:
-    raise checkpoint_restore.CheckpointError(
-        f'checkpoint {path}: restore failed ({type(e).__name__}: '
-        f'{str(e).splitlines()[0]})') from e
+  status = checkpoint_restore.restore_objects(path, embedding, model)
   return RestoredModule(module, ctx, spec, model, embedding, path, status)
 
 

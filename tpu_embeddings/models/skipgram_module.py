@@ -142,3 +142,16 @@ def check_input(ctx):
 def examples_per_epoch(ctx) -> float:
   """Expected (target, context) pairs of one pass over the train split."""
   return _batches(ctx).pairs_per_epoch(ctx.examples_uris, TRAIN_SPLIT)
+
+
+def exported_table(spec):
+  """(table, vocabulary) the exports serve as text embeddings: the input
+  table (read by `target`; row i = token i of the single vocabulary).
+
+  An optional capability of the model contract that any module may declare
+  (tpu_embeddings/exports/table_source.py): the table is exported streamed,
+  held once, with sentence tokenization and `lookup` and `neighbors`
+  signatures.
+  """
+  from tpu_embeddings.artifacts.vocabularies import SINGLE
+  return skipgram_tables(spec)[0], SINGLE

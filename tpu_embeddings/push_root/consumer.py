@@ -19,6 +19,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.artifacts.export_kinds import HUB
+from tpu_embeddings.artifacts.export_kinds import SERVING
 from tpu_embeddings.core import file_system
 from tpu_embeddings.core import text
 from tpu_embeddings.push_root import integrity
@@ -57,9 +59,10 @@ def list_pushed(push_root: str) -> List[PushedVersion]:
     if v.state in (push_status.INTACT, push_status.DAMAGED) and all(
         v.manifests.get(kind) for kind in push_layout.KINDS):
       out.append(PushedVersion(
-          v.version, push_layout.version_dir(push_root, 'serving', v.version),
-          push_layout.version_dir(push_root, 'hub', v.version),
-          v.manifests['serving'], v.manifests['hub'], v.problems))
+          v.version,
+          push_layout.version_dir(push_root, SERVING.name, v.version),
+          push_layout.version_dir(push_root, HUB.name, v.version),
+          v.manifests[SERVING.name], v.manifests[HUB.name], v.problems))
   return out
 
 
@@ -70,8 +73,8 @@ def latest_version(push_root: str) -> Optional[int]:
 
 def version_dirs(push_root: str, version: Optional[Union[int, str]] = None
                  ) -> Dict[str, str]:
-  """{'serving': dir, 'hub': dir} of the served or given version, once both
-  pass the load check (else DamagedVersionError)."""
+  """{kind: dir} of the served or given version, once each of its kinds
+  passes the load check (else DamagedVersionError)."""
   number = resolve_version(push_root, version)
   problems = integrity.version_problems(push_root, number)
   if problems:
@@ -91,7 +94,7 @@ def resolve_version(push_root: str,
           'version; run the pipeline until the pusher pushes one')
     return number
   number = push_layout.parse_version(version)
-  numbered = (push_layout.numbered(push_root, 'serving')
+  numbered = (push_layout.numbered(push_root, push_layout.SERVED)
               if file_system.isdir(push_root) else [])
   if number not in numbered:
     raise FileNotFoundError(
@@ -116,7 +119,7 @@ def load_serving(push_root: str, version: Optional[Union[int, str]] = None):
   problems = integrity.version_problems(push_root, number)
   if problems:
     raise integrity.damaged_error(push_root, number, problems)
-  directory = push_layout.version_dir(push_root, 'serving', number)
+  directory = push_layout.version_dir(push_root, SERVING.name, number)
   try:
     return number, tf.saved_model.load(directory)
   except (IndexError, OSError, ValueError, tf.errors.OpError,
@@ -150,7 +153,7 @@ def unknown_tokens(push_root: str, sentences: Sequence[str],
   case ("Paris" for "paris") silently weakens it."""
   number = resolve_version(push_root, version)
   path = push_layout.join(
-      push_layout.version_dir(push_root, 'serving', number),
+      push_layout.version_dir(push_root, SERVING.name, number),
       f'{serving_contract.ASSETS_DIR}/{serving_contract.TOKENS_ASSET_FILENAME}')
   tokens = [text.tokenize(s) for s in sentences]
   wanted = {t.encode('utf-8') for found in tokens for t in found}

@@ -23,7 +23,8 @@ pusher did not name reads as its number (`serving/0099` is version 99 to TF
 Serving), when a manifest cannot be read (not JSON, a file named outside the
 version), records another version or kind, or disagrees with its twin on the
 push they share (source model, spans, run, time, home). Every reader checks
-both kinds (serving and Hub) before it uses either.
+every registered kind (tpu_embeddings/artifacts/export_kinds.py: serving and
+Hub) before it uses any.
 Versions pushed before sizes were recorded have only their small files'
 checksums and missing files checked.
 """
@@ -32,6 +33,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.core import file_system
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
@@ -159,7 +161,8 @@ def _kind_problems(root: str, kind: str, number: int, verify: bool
   problems = [_misnamed(kind, n, number) for n in names if n != str(number)]
   prefix = f'{kind}/{number}'
   if str(number) not in names:
-    return None, problems or [f'{prefix} is missing']
+    required = kind in export_kinds.required()
+    return None, problems or ([f'{prefix} is missing'] if required else [])
   directory = file_system.join(push_layout.kind_dir(root, kind), str(number))
   if push_layout.is_symlink(directory):
     target = os.readlink(file_system.local_path(directory))
@@ -198,14 +201,22 @@ def inspect_version(root: str, version: Union[int, str],
   for kind in kinds:
     manifests[kind], found = _kind_problems(root, kind, number, verify)
     problems += found
-  if all(manifests.get(k) for k in push_layout.KINDS):
-    for field in SHARED_FIELDS:
-      values = [manifests[k].get(field) for k in push_layout.KINDS]
+  problems += _twin_problems(manifests, number)
+  return manifests, problems
+
+
+def _twin_problems(manifests: Manifests, number: int) -> List[str]:
+  """Where the manifests of one push disagree on a field they share."""
+  present = [k for k in push_layout.KINDS if manifests.get(k)]
+  problems = []
+  for field in SHARED_FIELDS:
+    for first, other in zip(present, present[1:]):
+      values = [manifests[k].get(field) for k in (first, other)]
       if values[0] != values[1]:
-        problems.append(f'serving/{number} and hub/{number} manifests '
+        problems.append(f'{first}/{number} and {other}/{number} manifests '
                         f'disagree on {field} ({values[0]!r} and '
                         f'{values[1]!r})')
-  return manifests, problems
+  return problems
 
 
 def version_problems(root: str, version: Union[int, str],
@@ -218,7 +229,8 @@ def version_problems(root: str, version: Union[int, str],
 
 def newest_intact(root: str, exclude=()) -> Optional[int]:
   """The newest complete version passing the load check, or None."""
-  for version in reversed(push_layout.list_versions(root, 'serving')):
+  for version in reversed(push_layout.list_versions(root,
+                                                    push_layout.SERVED)):
     if version not in exclude and not version_problems(root, version):
       return version
   return None

@@ -9,13 +9,16 @@ serves the highest one). TF Serving reads *every* all-digit folder name as a
 version number (`0099` is version 99, `0` version 0), so `numbered_folders`
 lists them all; a folder the pusher did not name (`0099`, `0`) or a version
 folder that is a symlink is never complete, and readers judge it damaged
-(tpu_embeddings/push_root/integrity.py). Both kinds of one push share the
-version number. A version is *complete* when both
-`serving/<v>` and `hub/<v>` exist and each holds its `manifest.json` and its
-marker file (`saved_model.pb` / `tfhub_module.pb`). The pusher writes every
-version under a name starting with "." beside its final place and renames it
-into place (hub first, serving last), so readers never see a partial one;
-names starting with "." are never versions.
+(tpu_embeddings/push_root/integrity.py). The kinds, their folders and
+marker files come from the export-kind registry
+(tpu_embeddings/artifacts/export_kinds.py); every kind of one push shares the
+version number. A version is *complete* when the folder `<kind>/<v>` of
+every required kind exists and holds its `manifest.json` and its marker
+file (`saved_model.pb` / `tfhub_module.pb`). The pusher writes every version
+under a name starting with "." beside its final place and renames it into
+place in the registry's publish order (the served kind, `serving`, last), so
+readers never see a partial one; names starting with "." are never
+versions.
 
 Readers use `list_versions`, `latest_version`, `version_dir` and
 `read_manifest`; only complete versions are listed. Paths may be local or any
@@ -27,13 +30,16 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Union
 
+from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.core import file_system
 from tpu_embeddings.push_root import manifest as manifest_lib
 
-KINDS = ('serving', 'hub')
+KINDS = export_kinds.NAMES
+# The kind TF Serving reads; versions are listed by its folders.
+SERVED = export_kinds.served()
 MANIFEST_FILENAME = 'manifest.json'
 # The file each kind's loaders open first; copied last into a version.
-MARKER_FILES = {'serving': 'saved_model.pb', 'hub': 'tfhub_module.pb'}
+MARKER_FILES = {kind.name: kind.marker for kind in export_kinds.KINDS}
 RESERVED_DIR = '.reserved'
 
 _VERSION = re.compile(r'^[1-9][0-9]{0,17}$')
@@ -154,13 +160,14 @@ def is_symlink(path: str) -> bool:
 
 
 def is_complete(root: str, version: Union[int, str]) -> bool:
-  """Both kinds of `version` are in place with their manifest and marker, in
-  folders the pusher wrote (named as it names them, not symlinks)."""
+  """Every required kind of `version` is in place with its manifest and
+  marker, in folders the pusher wrote (named as it names them, not
+  symlinks)."""
   if isinstance(version, int) and not isinstance(version, bool) and (
       version < 1):
     return False
   number = parse_version(version)
-  for kind in KINDS:
+  for kind in export_kinds.required():
     path = join(kind_dir(root, kind), str(number))
     if (is_symlink(path) or not file_system.isdir(path) or
         not has_files(path, kind)):

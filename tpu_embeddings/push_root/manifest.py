@@ -3,7 +3,7 @@
     {
       "format_version": 1,
       "version": 7,                      pushed version number
-      "kind": "serving" | "hub",
+      "kind": <kind>,                    tpu_embeddings/artifacts/export_kinds
       "source_model": "<trainer Model URI>",
       "spans": [3, 4],                   data spans the model was trained on
       "metrics": {...},                  the blessing's report.json "metrics"

@@ -1,12 +1,14 @@
 """Atomic, versioned publishing of the serving model and Hub module.
 
 One push:
-1. reserves the next version number for both kinds
-   (tpu_embeddings/push_root/versions.py);
+1. reserves the next version number for every kind
+   (tpu_embeddings/push_root/versions.py; the kinds are the export-kind
+   registry's, tpu_embeddings/artifacts/export_kinds.py);
 2. copies each source into `<root>/<kind>/.tmp-<n>-<token>`: every other file
    first, then `manifest.json`, then `saved_model.pb` / `tfhub_module.pb`;
-3. moves `hub/.tmp-...` to `hub/<n>`, then `serving/.tmp-...` to
-   `serving/<n>` (so TF Serving only sees `<n>` once the Hub module is there):
+3. moves each `<kind>/.tmp-...` to `<kind>/<n>` in the registry's publish
+   order: `hub/<n>`, then `serving/<n>` (so TF Serving only sees `<n>` once
+   the Hub module is there):
    one atomic rename each on local disk, a copy in the same order (marker
    file last) on object stores (tpu_embeddings/core/file_system.py);
 4. applies retention (tpu_embeddings/push_root/retention.py).
@@ -29,6 +31,7 @@ import dataclasses
 import uuid
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
+from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.core import file_system
 from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
@@ -39,8 +42,8 @@ from tpu_embeddings.push_root import root_lock
 from tpu_embeddings.push_root import served
 from tpu_embeddings.push_root import versions
 
-# Order in which kinds are moved into place: serving last.
-RENAME_ORDER = ('hub', 'serving')
+# Order in which kinds are moved into place: the served kind last.
+RENAME_ORDER = export_kinds.publish_order()
 
 # hook(point, kind) is called at 'reserved', 'copying' (after the first file of
 # a kind), 'before_rename' and 'renamed'; tests use it to kill a push there.
@@ -140,18 +143,16 @@ def prepare_root(root: str) -> str:
 
 
 def check_sources(sources: Mapping[str, str]):
-  if set(sources) != set(push_layout.KINDS):
+  """One source directory per required kind, each holding its kind's export
+  (`ExportKind.checker`); optional kinds may be left out."""
+  unknown = set(sources) - set(push_layout.KINDS)
+  if unknown or not set(export_kinds.required()) <= set(sources):
     raise ValueError(f'publish needs one source per kind {push_layout.KINDS}, '
                      f'got {sorted(sources)}')
-  for kind, src in sources.items():
-    marker = push_layout.MARKER_FILES[kind]
-    if not src or not file_system.isdir(src):
-      raise FileNotFoundError(f'{kind} source {src!r} is not a directory')
-    if not file_system.exists(file_system.join(src, marker)):
-      raise FileNotFoundError(
-          f'{kind} source {src} has no {marker}; expected a '
-          f'{"TF2 SavedModel" if kind == "serving" else "TF1 Hub module"} '
-          'directory')
+  for name, src in sources.items():
+    problems = export_kinds.get(name).checker(src, 'source')
+    if problems:
+      raise FileNotFoundError(problems[0])
 
 
 def _home_fields(root: str, fields: Mapping[str, Any]) -> Dict[str, Any]:
@@ -172,7 +173,7 @@ def publish(root: str,
             validated_against: Any = NOT_CHECKED,
             files: Optional[Mapping[str, Mapping[str, str]]] = None
             ) -> Published:
-  """Publishes `sources` ({'serving': dir, 'hub': dir}) as one new version.
+  """Publishes `sources` ({kind: dir}) as one new version.
 
   `fields` go into both manifests (source_model, spans, metrics,
   pipeline_run_id, ...). `validated_against`: the served identity the
@@ -204,31 +205,31 @@ def _publish_locked(root: str, sources: Mapping[str, str],
   """Reserves, copies and moves one version into place (the root's lock
   held)."""
   token = uuid.uuid4().hex[:12]
+  order = [kind for kind in RENAME_ORDER if kind in sources]
   with versions.reserve_version(root) as number:
     hook('reserved', '')
     retention.clean_stale(root)
     temps = {k: file_system.join(push_layout.kind_dir(root, k),
                                  versions.temp_name(number, token))
-             for k in push_layout.KINDS}
-    finals = {k: push_layout.version_dir(root, k, number)
-              for k in push_layout.KINDS}
+             for k in order}
+    finals = {k: push_layout.version_dir(root, k, number) for k in order}
     manifests, renamed = {}, []
     try:
-      for kind in RENAME_ORDER:
+      for kind in order:
         manifests[kind] = _copy_version(sources[kind], temps[kind], kind,
                                         number, fields, hook, files.get(kind))
-      for kind in RENAME_ORDER:
+      for kind in order:
         hook('before_rename', kind)
-        if kind == RENAME_ORDER[-1] and validated_against is not NOT_CHECKED:
+        if kind == order[-1] and validated_against is not NOT_CHECKED:
           # Object stores have no lock: look again before serving it.
           served.check_unchanged(root, validated_against)
         _move_into_place(temps[kind], finals[kind], kind)
         renamed.append(kind)
         hook('renamed', kind)
     except BaseException:
-      for kind in push_layout.KINDS:
+      for kind in order:
         file_system.remove_tree(temps[kind], ignore_errors=True)
-      for kind in renamed:  # A hub version without its serving twin.
+      for kind in renamed:  # Kinds without their served twin.
         retention.retire(finals[kind])
       raise
   return Published(number, finals, manifests)
@@ -250,7 +251,7 @@ def rollback(root: str, to_version: int,
     raise FileNotFoundError(
         f'push root {root}: cannot roll back to version {number}: there is no '
         f'such pushed version; complete versions: '
-        f'{push_layout.list_versions(root, "serving") or "none"}')
+        f'{push_layout.list_versions(root, push_layout.SERVED) or "none"}')
   manifests, problems = integrity.inspect_version(root, number, verify=True)
   if problems or not push_layout.is_complete(root, number):
     problems = problems or ['it is not complete']
@@ -258,9 +259,9 @@ def rollback(root: str, to_version: int,
         f'push root {root}: cannot roll back to version {number}: it does not '
         f'match its manifest ({"; ".join(problems[:3])}); pick another '
         'version')
-  sources = {k: push_layout.version_dir(root, k, number)
-             for k in push_layout.KINDS}
-  old = manifests['serving']
+  present = [k for k in push_layout.KINDS if manifests.get(k)]
+  sources = {k: push_layout.version_dir(root, k, number) for k in present}
+  old = manifests[push_layout.SERVED]
   fields = {
       'source_model': old.get('source_model', ''),
       'spans': old.get('spans', []),
@@ -269,6 +270,6 @@ def rollback(root: str, to_version: int,
       'rollback_of': number,
   }
   # Exactly the files its manifests name, with the bytes they record.
-  files = {k: manifests[k].get('files', {}) for k in push_layout.KINDS}
+  files = {k: manifests[k].get('files', {}) for k in present}
   return publish(root, sources, fields, keep_versions=keep_versions, hook=hook,
                  files=files)

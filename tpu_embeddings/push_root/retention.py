@@ -9,6 +9,7 @@ once its reservation is no longer live (tpu_embeddings/push_root/versions.py).
 import uuid
 from typing import List
 
+from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.core import file_system
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import versions
@@ -74,10 +75,11 @@ def apply_retention(root: str, keep_versions: int) -> List[int]:
     raise ValueError(f'keep_versions must be >= 0, got {keep_versions}')
   if keep_versions == 0:
     return []
-  complete = push_layout.list_versions(root, 'serving')
+  complete = push_layout.list_versions(root, push_layout.SERVED)
   drop = complete[:-keep_versions]
   for number in drop:
-    for kind in ('serving', 'hub'):  # Serving first: TF Serving stops first.
+    # Against the publish order: TF Serving stops serving it first.
+    for kind in reversed(export_kinds.publish_order()):
       retire(push_layout.version_dir(root, kind, number))
   kept = complete[-keep_versions:]
   if kept:

@@ -35,7 +35,7 @@ class ServedVersionChanged(RuntimeError):
 
 
 def _manifest_bytes(root: str, name: str) -> bytes:
-  path = file_system.join(push_layout.kind_dir(root, 'serving'), name,
+  path = file_system.join(push_layout.kind_dir(root, push_layout.SERVED), name,
                           push_layout.MANIFEST_FILENAME)
   try:
     with file_system.open_file(path, 'rb') as f:
@@ -52,7 +52,8 @@ def identity(root: str) -> Identity:
   number = push_status.served_version(root)
   if number is None:
     return None
-  folders = push_layout.numbered_folders(root, 'serving').get(number, [])
+  folders = push_layout.numbered_folders(root, push_layout.SERVED).get(
+      number, [])
   digest = hashlib.sha256()
   shown: Dict[str, Any] = {}
   for name in folders:

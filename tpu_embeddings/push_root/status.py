@@ -1,6 +1,7 @@
 """Every numbered folder of a push root, as TF Serving sees it, with its state.
 
-TF Serving lists `<root>/serving/`, takes every integer-named folder as a
+TF Serving lists `<root>/serving/` (the registry's served kind,
+tpu_embeddings/artifacts/export_kinds.py), takes every integer-named folder as a
 version (`0099` is version 99) and serves the highest one, complete or not.
 So the *served* version here is the highest numbered serving folder, unless
 a push is still writing it (on an object store a version appears file by
@@ -42,8 +43,11 @@ class VersionStatus:
 
   @property
   def manifest(self) -> Dict[str, Any]:
-    """The serving manifest, else the Hub one, else {}."""
-    return self.manifests.get('serving') or self.manifests.get('hub') or {}
+    """The served kind's manifest, else the first other kind's, else {}."""
+    for kind in (push_layout.SERVED,) + push_layout.KINDS:
+      if self.manifests.get(kind):
+        return self.manifests[kind]
+    return {}
 
 
 def _numbered(root: str) -> Dict[str, List[int]]:
@@ -60,29 +64,32 @@ def _being_pushed(root: str, number: int) -> bool:
 def served_version(root: str) -> Optional[int]:
   """The version TF Serving serves: the highest numbered serving folder not
   being pushed; None when there is none."""
-  for number in reversed(_numbered(root)['serving']):
+  for number in reversed(_numbered(root)[push_layout.SERVED]):
     if not _being_pushed(root, number):
       return number
   return None
 
 
-def _misnamed_hub(root: str, number: int) -> bool:
-  """A Hub folder reading as `number` that no push named (`hub/0099`): the
-  next push does not remove it, so it is not a leftover."""
-  return any(not push_layout.is_pushed_name(name) for name in
-             push_layout.numbered_folders(root, 'hub').get(number, []))
+def _misnamed_twin(root: str, number: int) -> bool:
+  """A folder of another kind than the served one reading as `number` that
+  no push named (`hub/0099`): the next push does not remove it, so it is not
+  a leftover."""
+  return any(not push_layout.is_pushed_name(name)
+             for kind in push_layout.KINDS if kind != push_layout.SERVED
+             for name in push_layout.numbered_folders(root, kind).get(
+                 number, []))
 
 
 def scan(root: str, verify: bool = False) -> List[VersionStatus]:
   """Every numbered folder of either kind, oldest first, with its state."""
   numbered = _numbered(root)
-  serving = set(numbered['serving'])
+  serving = set(numbered[push_layout.SERVED])
   out = []
-  for number in sorted(serving | set(numbered['hub'])):
+  for number in sorted(set().union(*numbered.values())):
     manifests, problems = integrity.inspect_version(root, number, verify)
     if problems and _being_pushed(root, number):
       state = PUSHING
-    elif number not in serving and not _misnamed_hub(root, number):
+    elif number not in serving and not _misnamed_twin(root, number):
       state = LEFTOVER
     else:
       state = DAMAGED if problems else INTACT

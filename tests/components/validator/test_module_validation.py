@@ -7,14 +7,13 @@ import pytest
 import tensorflow as tf
 
 from components import module_file
-from components.exporter import model_export
 from components.validator import module_validation
 from components.validator.config import ValidatorConfig
 from tests.support import artifact_fixtures as fx
 from tests.support import interaction_fixtures as ix
 from tests.support import validator_fixtures
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.exports import export
 from tpu_embeddings.models import model_restore
 from tpu_embeddings.push_root import layout as push_layout
 
@@ -103,13 +102,9 @@ def test_the_pushed_baseline_is_scored_through_what_it_serves(trained):
   push_root = os.path.join(trained, 'pushed')
   uri = os.path.join(trained, 'model')
   exported = os.path.join(trained, 'exported')
-  model_export.export_model_module(
-      uri, os.path.join(exported, 'serving'), os.path.join(exported, 'hub'),
+  sources = export.export_model(
+      uri, {kind: os.path.join(exported, kind) for kind in ('serving', 'hub')},
       module_file.from_model(uri))
-  sources = {
-      'serving': serving_contract.serving_model_path(
-          os.path.join(exported, 'serving')),
-      'hub': os.path.join(exported, 'hub')}
   dirs = {}
   for kind, source in sources.items():
     dirs[kind] = push_layout.version_dir(push_root, kind, 1)

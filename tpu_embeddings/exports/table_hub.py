@@ -206,7 +206,7 @@ def export_hub_module(rows: TableRows,
 
   Args:
     rows: `TableRows.from_checkpoint(prefix, key)`, e.g. the serving export's
-      `variables/variables` and `serving_export.table_checkpoint_key()`, or a
+      `variables/variables` and `table_serving.table_checkpoint_key()`, or a
       trainer checkpoint and `model_layout.table_key(name)`.
     tokens_path: a one-token-per-line file in row order
       (`vocabulary_file.write_tokens` / `write_tokens_asset` format), shipped

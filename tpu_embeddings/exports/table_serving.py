@@ -35,7 +35,7 @@ with respect to the table; `obj.variables` holds the table and its row norms,
 Fine-tuning does not update the row norms that `neighbors` divides by.
 
 `assets.extra/tf_serving_warmup_requests` holds one warm-up request per
-signature (`components.exporter.warmup`).
+signature (`tpu_embeddings.exports.warmup`).
 """
 
 import gc
@@ -46,13 +46,13 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from components.exporter import warmup
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.artifacts import vocabulary_resources
 from tpu_embeddings.artifacts.checkpoint_restore import RestoredModel
 from tpu_embeddings.core import text
+from tpu_embeddings.exports import warmup
 
 # Name of the table variable inside the SavedModel (its checkpoint key is
 # `<TABLE_ATTRIBUTE>/.ATTRIBUTES/VARIABLE_VALUE` in variables/).

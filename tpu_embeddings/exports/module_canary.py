@@ -1,14 +1,14 @@
-"""The load check of a module file's exports: they answer as the restored
-model does.
+"""The load check of a module's exports: they answer as the restored model
+does.
 
 A `ModelCanary` holds, for every signature of the serving model, sample
 inputs and the outputs the restored model gave them in the exporting
-process, and the same for the Hub call. A fresh process
-(`fresh_process`, kinds `model_serving` and `model_hub`) loads each export
-from disk and compares: the serving SavedModel through
-`tf.saved_model.load` and through a TF1 session loader (TF Serving's and
-`saved_model_cli run`'s path) with its warm-up requests replayed, the Hub
-module through `hub.load(...).signatures['default']`.
+process, and the same for the Hub call. A fresh process (`fresh_process`)
+loads each export from disk with its kind's loader (`export_kinds`) and
+compares: the serving SavedModel through `tf.saved_model.load` and through a
+TF1 session loader (TF Serving's and `saved_model_cli run`'s path) with its
+warm-up requests replayed, the Hub module through
+`hub.load(...).signatures['default']`.
 """
 
 import dataclasses
@@ -17,10 +17,13 @@ from typing import Dict
 
 import numpy as np
 
-from components.exporter.load_check import LoadCheckError
+from tpu_embeddings.artifacts import export_kinds
+from tpu_embeddings.exports import warmup
+from tpu_embeddings.exports.load_errors import LoadCheckError
 
-KINDS = ('model_serving', 'model_hub')
 RTOL, ATOL = 1e-5, 1e-5
+# Key of the Hub call's group in a saved canary.
+_HUB_CALL = 'hub_call'
 
 Arrays = Dict[str, np.ndarray]
 
@@ -28,12 +31,14 @@ Arrays = Dict[str, np.ndarray]
 @dataclasses.dataclass
 class ModelCanary:
   """{signature: (inputs, outputs)}, and the Hub call's (inputs, outputs)."""
+  FORMAT = 'module'
+
   signatures: Dict[str, Dict[str, Arrays]]
   hub: Dict[str, Arrays]
 
   def save(self, path: str):
-    arrays, index = {}, {'signatures': {}, 'hub': {}}
-    def put(prefix, group):
+    arrays, index = {}, {'signatures': {}, _HUB_CALL: {}}
+    def put(group):
       names = {}
       for part, values in group.items():
         names[part] = {}
@@ -50,8 +55,8 @@ class ModelCanary:
             names[part][key] = [slot, 'array']
       return names
     for name, group in self.signatures.items():
-      index['signatures'][name] = put(name, group)
-    index['hub'] = put('hub', self.hub)
+      index['signatures'][name] = put(group)
+    index[_HUB_CALL] = put(self.hub)
     np.savez(path, index=np.array(json.dumps(index)), **arrays)
 
   @classmethod
@@ -64,7 +69,7 @@ class ModelCanary:
                        for key, (slot, how) in keys.items()}
                 for part, keys in names.items()}
       return cls({n: get(g) for n, g in index['signatures'].items()},
-                 get(index['hub']))
+                 get(index[_HUB_CALL]))
 
 
 def compare(what: str, got: Arrays, want: Arrays):
@@ -92,9 +97,7 @@ def check_serving(export_dir: str, canary: ModelCanary):
   """Every signature through `tf.saved_model.load` and a session loader;
   the warm-up requests in the session too."""
   import tensorflow as tf
-
-  from components.exporter import warmup
-  loaded = tf.saved_model.load(export_dir)
+  loaded = export_kinds.SERVING.loader(export_dir)
   for name, group in canary.signatures.items():
     if name not in loaded.signatures:
       raise LoadCheckError(f'serving export lacks signature {name!r}')
@@ -120,8 +123,12 @@ def check_serving(export_dir: str, canary: ModelCanary):
 
 def check_hub(export_dir: str, canary: ModelCanary):
   """The Hub module's `default` signature, loaded with `hub.load`."""
-  import tensorflow_hub as hub
-  loaded = hub.load(export_dir)
+  loaded = export_kinds.HUB.loader(export_dir)
   out = loaded.signatures['default'](**_tensors(canary.hub['inputs']))
   compare('hub default', {k: v.numpy() for k, v in out.items()},
           canary.hub['outputs'])
+
+
+# {export kind: its check}: every registered kind has one.
+CHECKS = {export_kinds.SERVING.name: check_serving,
+          export_kinds.HUB.name: check_hub}

@@ -1,4 +1,4 @@
-"""Tests for components/exporter/warmup.py: TF Serving warm-up records."""
+"""Tests for tpu_embeddings/exports/warmup.py: TF Serving warm-up records."""
 
 import os
 
@@ -7,11 +7,11 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
-from components.exporter import serving_export
-from components.exporter import warmup
 from tests.support import artifact_fixtures
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.exports import table_serving
+from tpu_embeddings.exports import warmup
 
 TOKENS = ['the', 'cat', 'sat', 'on', 'mat', 'é']
 
@@ -21,7 +21,7 @@ def export_dir(tmp_path_factory):
   root = tmp_path_factory.mktemp('warmup')
   artifact_fixtures.write_tpu_format_model(str(root / 'model'), TOKENS,
                                            seed=7)
-  serving_export.export_serving_model(
+  table_serving.export_serving_model(
       checkpoint_restore.restore_for_serving(str(root / 'model')),
       str(root / 'serving'))
   return str(root / 'serving')

@@ -1,7 +1,8 @@
-"""Tests for components/exporter/load_check.py.
+"""Tests for tpu_embeddings/exports/load_check.py and table_check.py.
 
-The passing path (both kinds in one fresh process) runs in
-tests/test_exporter_executor.py, where every export is load-checked.
+The passing path (every kind in one fresh process) runs in
+tests/tpu_embeddings/exports/test_export.py, where every export is
+load-checked.
 """
 
 import os
@@ -9,15 +10,19 @@ import os
 import numpy as np
 import pytest
 
-from components import keys
-from components.exporter import canaries
-from components.exporter import load_check
-from components.exporter import serving_export
 from tests.support import artifact_fixtures
 from tests.support import exporter_fixtures
 from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts import vocabulary_resources
+from tpu_embeddings.exports import export as export_lib
+from tpu_embeddings.exports import limits
+from tpu_embeddings.exports import load_check
+from tpu_embeddings.exports import table_canary
+from tpu_embeddings.exports import table_check
+from tpu_embeddings.exports import table_serving
+from tpu_embeddings.models import module_files
 
 TOKENS = ['x', 'y', 'z', 'w']
 
@@ -29,13 +34,13 @@ def export(tmp_path_factory):
   artifact_fixtures.write_tpu_format_model(str(root / 'model'), TOKENS,
                                            table=table)
   restored = checkpoint_restore.restore_for_serving(str(root / 'model'))
-  serving_export.export_serving_model(restored, str(root / 'serving'))
+  table_serving.export_serving_model(restored, str(root / 'serving'))
   return table, str(root / 'serving')
 
 
 def test_canary_expected_values():
   table = np.arange(4 * 8, dtype=np.float32).reshape(4, 8)
-  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  canary = table_canary.make_canary(TOKENS, lambda a, b: table[a:b])
   ids = {t: i for i, t in enumerate(TOKENS)}
   for token, got in zip(canary.tokens, canary.token_embeddings):
     want = table[ids[token]] if token in ids else np.zeros(8)
@@ -49,9 +54,9 @@ def test_canary_expected_values():
 
 def test_canary_round_trips_through_npz(tmp_path):
   table = np.ones([3, 2], np.float32)
-  canary = canaries.make_canary(['a', 'é', 'c'], lambda a, b: table[a:b])
+  canary = table_canary.make_canary(['a', 'é', 'c'], lambda a, b: table[a:b])
   canary.save(str(tmp_path / 'c.npz'))
-  back = canaries.Canary.load(str(tmp_path / 'c.npz'))
+  back = table_canary.Canary.load(str(tmp_path / 'c.npz'))
   assert back.tokens == canary.tokens and back.sentences == canary.sentences
   np.testing.assert_array_equal(back.sentence_embeddings,
                                 canary.sentence_embeddings)
@@ -60,7 +65,7 @@ def test_canary_round_trips_through_npz(tmp_path):
 @pytest.mark.slow
 def test_fresh_process_rejects_values_that_differ(export):
   table, export_dir = export
-  wrong = canaries.make_canary(TOKENS, lambda a, b: table[a:b] + 0.5)
+  wrong = table_canary.make_canary(TOKENS, lambda a, b: table[a:b] + 0.5)
   with pytest.raises(load_check.LoadCheckError,
                      match=f'load check failed: serving export {export_dir}: '
                      'LoadCheckError: serving lookup: differs'):
@@ -69,7 +74,7 @@ def test_fresh_process_rejects_values_that_differ(export):
 
 def test_fresh_process_rejects_a_serving_model_as_hub_module(export):
   table, export_dir = export
-  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  canary = table_canary.make_canary(TOKENS, lambda a, b: table[a:b])
   with pytest.raises(load_check.LoadCheckError, match='no tfhub_module.pb'):
     exporter_fixtures.run_in_fresh_process([('hub', export_dir)], canary)
   assert os.path.exists(os.path.join(export_dir, 'saved_model.pb'))
@@ -77,7 +82,7 @@ def test_fresh_process_rejects_a_serving_model_as_hub_module(export):
 
 def test_timeout_and_unknown_kind_are_clear_errors(export):
   table, export_dir = export
-  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  canary = table_canary.make_canary(TOKENS, lambda a, b: table[a:b])
   with pytest.raises(load_check.LoadCheckError, match='timed out after'):
     exporter_fixtures.run_in_fresh_process([('serving', export_dir)], canary,
                                     timeout_seconds=0.01)
@@ -92,7 +97,7 @@ def test_session_path_refuses_anonymous_resources(export, tmp_path,
   (TF Serving's path) is refused, naming the signature and the reason."""
   import tensorflow as tf
   table, good_dir = export
-  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  canary = table_canary.make_canary(TOKENS, lambda a, b: table[a:b])
   load_check.check('serving', good_dir, canary)
 
   monkeypatch.setattr(
@@ -101,7 +106,7 @@ def test_session_path_refuses_anonymous_resources(export, tmp_path,
                                                  value_dtype=tf.int64))
   model_uri = os.path.join(os.path.dirname(good_dir), 'model')
   bad_dir = str(tmp_path / 'anonymous')
-  serving_export.export_serving_model(
+  table_serving.export_serving_model(
       checkpoint_restore.restore_for_serving(model_uri), bad_dir)
   loaded = tf.saved_model.load(bad_dir)
   np.testing.assert_allclose(
@@ -116,7 +121,7 @@ def test_session_path_refuses_anonymous_resources(export, tmp_path,
 def test_missing_warmup_requests_are_refused(export, tmp_path):
   import shutil
   table, good_dir = export
-  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
+  canary = table_canary.make_canary(TOKENS, lambda a, b: table[a:b])
   copy = str(tmp_path / 'copy')
   shutil.copytree(good_dir, copy)
   shutil.rmtree(os.path.join(copy, 'assets.extra'))
@@ -133,16 +138,16 @@ ODD_TOKENS = ['nul\x00', '\x00lead', 'x\x1cy', 'p\x85q', 'n\xa0b',
 
 def test_canary_keeps_odd_tokens_through_npz(tmp_path):
   table = np.ones([len(ODD_TOKENS), 2], np.float32)
-  canary = canaries.make_canary(ODD_TOKENS, lambda a, b: table[a:b])
+  canary = table_canary.make_canary(ODD_TOKENS, lambda a, b: table[a:b])
   canary.save(str(tmp_path / 'c.npz'))
-  back = canaries.Canary.load(str(tmp_path / 'c.npz'))
+  back = table_canary.Canary.load(str(tmp_path / 'c.npz'))
   assert back.tokens == canary.tokens and back.sentences == canary.sentences
   assert ODD_TOKENS[0] in back.tokens
 
 
 def test_canary_sentences_split_only_on_ascii_whitespace():
   table = np.arange(len(ODD_TOKENS) * 2, dtype=np.float32).reshape(-1, 2) + 1
-  canary = canaries.make_canary(ODD_TOKENS, lambda a, b: table[a:b])
+  canary = table_canary.make_canary(ODD_TOKENS, lambda a, b: table[a:b])
   # "first first": the token twice, as the export's tokenizer sees it.
   np.testing.assert_allclose(canary.sentence_embeddings[0],
                              2 * table[0] / np.sqrt(2), rtol=1e-6)
@@ -157,32 +162,20 @@ def test_exports_of_odd_tokens_pass_the_load_check_and_match_the_rows(
     tmp_path):
   import tensorflow as tf
   import tensorflow_hub as hub
-  from tfx.types import standard_artifacts
-
-  from components.exporter import executor
-
-  def artifact(uri):
-    a = standard_artifacts.Model()
-    a.uri = str(uri)
-    os.makedirs(a.uri, exist_ok=True)
-    return a
 
   table = (np.arange(len(ODD_TOKENS) * 8, dtype=np.float32).reshape(-1, 8)
            / 64.0 + 0.1)
   artifact_fixtures.write_tpu_format_model(str(tmp_path / 'model'),
                                            ODD_TOKENS, table=table)
-  serving, hub_module = (artifact(tmp_path / 'serving'),
-                         artifact(tmp_path / 'hub'))
-  # Load-checks both exports in a fresh process, as a pipeline run does.
-  executor.Executor().Do(
-      {keys.MODEL: [artifact(tmp_path / 'model')]},
-      {keys.SERVING_MODEL: [serving],
-       keys.HUB_MODULE: [hub_module]}, {})
-  served = tf.saved_model.load(serving_contract.serving_model_path(
-      serving.uri)).signatures['lookup'](
+  # Load-checks every export in a fresh process, as a pipeline run does.
+  dirs = export_lib.export_model(
+      str(tmp_path / 'model'),
+      {kind: str(tmp_path / kind) for kind in export_kinds.NAMES},
+      module_files.builtin())
+  served = tf.saved_model.load(dirs['serving']).signatures['lookup'](
       tokens=tf.constant(ODD_TOKENS))['embeddings'].numpy()
   np.testing.assert_allclose(served, table, atol=1e-6)
-  hub_rows = hub.load(hub_module.uri).signatures['tokens'](
+  hub_rows = hub.load(dirs['hub']).signatures['tokens'](
       tokens=tf.constant(ODD_TOKENS))['default'].numpy()
   np.testing.assert_allclose(hub_rows, table, atol=1e-6)
 
@@ -195,11 +188,11 @@ def test_a_large_serving_export_is_loaded_one_way_after_the_other(
   refused."""
   import shutil
   table, good_dir = export
-  canary = canaries.make_canary(TOKENS, lambda a, b: table[a:b])
-  monkeypatch.setattr(load_check, 'OVERLAP_MAX_BYTES', 0)
+  canary = table_canary.make_canary(TOKENS, lambda a, b: table[a:b])
+  monkeypatch.setattr(limits, 'OVERLAP_MAX_BYTES', 0)
   events = []
   for name in ('_check_serving_in_a_session', '_check_serving_saved_model'):
-    original = getattr(load_check, name)
+    original = getattr(table_check, name)
 
     def traced(*args, name=name, original=original):
       events.append(('start', name))
@@ -208,7 +201,7 @@ def test_a_large_serving_export_is_loaded_one_way_after_the_other(
       finally:
         events.append(('end', name))
 
-    monkeypatch.setattr(load_check, name, traced)
+    monkeypatch.setattr(table_check, name, traced)
   load_check.check('serving', good_dir, canary)
   assert events == [('start', '_check_serving_in_a_session'),
                     ('end', '_check_serving_in_a_session'),

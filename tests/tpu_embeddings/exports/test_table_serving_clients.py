@@ -1,4 +1,4 @@
-"""components/exporter/serving_export.py through its clients.
+"""tpu_embeddings/exports/table_serving.py through its clients.
 
 Fresh processes load the export as TF Serving's session loader,
 `saved_model_cli run` and tf.saved_model.load do; hub.KerasLayer fine-tunes it.

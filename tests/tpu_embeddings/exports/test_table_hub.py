@@ -1,4 +1,4 @@
-"""Tests for components/exporter/hub_export.py (TF1 Hub module)."""
+"""Tests for tpu_embeddings/exports/table_hub.py (TF1 Hub module)."""
 
 import os
 
@@ -8,12 +8,12 @@ import tensorflow as tf
 import tensorflow_hub as hub
 from tensorflow.core.protobuf import saved_model_pb2
 
-from components.exporter import hub_export
 from tests.support import artifact_fixtures
 from tests.support import exporter_fixtures
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.exports import table_hub
 
 TOKENS = ['red', 'green', 'blue', 'cyan', 'magenta', 'yellow', 'black']
 DIM = 4
@@ -168,7 +168,7 @@ def test_export_straight_from_a_trainer_checkpoint(module, tmp_path):
   restored, _ = module
   export_dir = str(tmp_path / 'hub')
   exporter_fixtures.export_hub_module(
-      hub_export.TableRows.from_checkpoint(restored.checkpoint_path,
+      table_hub.TableRows.from_checkpoint(restored.checkpoint_path,
                                            model_layout.table_key('tokens')),
       restored.vocabulary, export_dir)
   got, _ = _run_module(export_dir, ['red green'], ['red'])
@@ -179,7 +179,7 @@ def test_export_straight_from_a_trainer_checkpoint(module, tmp_path):
 
 def test_bad_arguments(module, tmp_path):
   restored, export_dir = module
-  rows = hub_export.TableRows.from_checkpoint(
+  rows = table_hub.TableRows.from_checkpoint(
       restored.checkpoint_path, model_layout.table_key('tokens'))
   vocab = restored.vocabulary
   with pytest.raises(FileExistsError, match='already exists'):
@@ -192,7 +192,7 @@ def test_bad_arguments(module, tmp_path):
                                  l2_regularization=-1.0)
   with pytest.raises(ValueError, match="no 2-D tensor 'nope'"):
     exporter_fixtures.export_hub_module(
-        hub_export.TableRows.from_checkpoint(restored.checkpoint_path,
+        table_hub.TableRows.from_checkpoint(restored.checkpoint_path,
                                              'nope'),
         vocab, str(tmp_path / 'c'))
   short = vocabulary_file.TokenCounts(tuple(TOKENS[:3]), (1, 1, 1))

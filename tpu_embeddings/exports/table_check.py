@@ -1,50 +1,29 @@
-"""The load check of one export, in the calling process.
+"""The load check of a table's exports (`table_source`), in this process.
 
-An export passes when it loads and answers a `canaries.Canary` with the values
-computed from the restored table. `kind` is `serving` (its three signatures
-through `tf.saved_model.load` and through a TF1 session loader, as TF Serving
-loads it, and its warm-up requests) or `hub` (`hub.load(...).signatures`, the
-TF2 way to call a TF1 Hub module). `components.exporter.fresh_process` runs
-these checks in a new Python process that sees only the files on disk.
+An export passes when it loads and answers a `table_canary.Canary` with the
+values computed from the restored table: the serving SavedModel its three
+signatures through `tf.saved_model.load` and through a TF1 session loader,
+as TF Serving loads it, and its warm-up requests; the Hub module
+`hub.load(...).signatures`, the TF2 way to call a TF1 Hub module. Each
+export is loaded with its kind's loader (`export_kinds`).
+`tpu_embeddings.exports.fresh_process` runs these checks in a new Python
+process that sees only the files on disk.
 """
 
 import concurrent.futures
-import os
 
 import numpy as np
 
-from components.exporter.canaries import Canary
+from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.core import tf_allocator
+from tpu_embeddings.exports import limits
+from tpu_embeddings.exports import warmup
+from tpu_embeddings.exports.load_errors import LoadCheckError
+from tpu_embeddings.exports.load_errors import reason
+from tpu_embeddings.exports.table_canary import Canary
 
-# Skip-gram's exports, and a module file's (components.exporter.model_canary).
-KINDS = ('serving', 'hub', 'model_serving', 'model_hub')
 RTOL, ATOL = 1e-5, 1e-6
-# Exports whose variables hold at most this many bytes may be held more than
-# once at a time in the exporter's pod, for speed: the checks overlap the
-# export, and the serving export's two loads run side by side. A larger
-# table is held once at a time (the checks follow the export, one load after
-# the other), so the pod needs one table's memory and a fixed working set.
-OVERLAP_MAX_BYTES = 1 << 26
-
-
-def variables_bytes(export_dir: str) -> int:
-  """Bytes of an export's `variables/` files (its table, mostly)."""
-  directory = os.path.join(export_dir, 'variables')
-  if not os.path.isdir(directory):
-    return 0
-  return sum(os.path.getsize(os.path.join(directory, name))
-             for name in os.listdir(directory))
-
-
-class LoadCheckError(RuntimeError):
-  """An export failed to load or to answer its canary inputs."""
-
-
-def check_kind(kind: str):
-  """Raises LoadCheckError unless `kind` is one of KINDS."""
-  if kind not in KINDS:
-    raise LoadCheckError(f'unknown export kind {kind!r}; one of {KINDS}')
 
 
 def _compare(what: str, got, want):
@@ -62,8 +41,7 @@ def check_serving(export_dir: str, canary: Canary):
   session loader (TF Serving, `saved_model_cli run`), which runs the init op
   once and then each request, warm-up requests included. The two loads must
   return the same neighbours; they run on two threads, or one after the
-  other for a table over OVERLAP_MAX_BYTES."""
-  from components.exporter import warmup
+  other for a table over `limits.OVERLAP_MAX_BYTES`."""
   try:
     requests = warmup.read(export_dir)
   except Exception as e:
@@ -72,7 +50,7 @@ def check_serving(export_dir: str, canary: Canary):
   if not requests:
     raise LoadCheckError(
         f'serving export: {warmup.warmup_path(export_dir)} is empty')
-  if variables_bytes(export_dir) > OVERLAP_MAX_BYTES:
+  if limits.variables_bytes(export_dir) > limits.OVERLAP_MAX_BYTES:
     # The session's load first: closing the session frees its table (and
     # vocabulary tables) before the second load; a `tf.saved_model.load`
     # keeps its resources until the process ends.
@@ -107,7 +85,7 @@ def _check_serving_saved_model(export_dir: str, canary: Canary) -> np.ndarray:
   """The canary through `tf.saved_model.load`; returns the neighbour tokens
   of the first canary token."""
   import tensorflow as tf
-  loaded = tf.saved_model.load(export_dir)
+  loaded = export_kinds.SERVING.loader(export_dir)
   missing = set(serving_contract.SIGNATURES) - set(loaded.signatures)
   if missing:
     raise LoadCheckError(
@@ -115,7 +93,7 @@ def _check_serving_saved_model(export_dir: str, canary: Canary) -> np.ndarray:
   call = lambda name, **inputs: {
       k: v.numpy() for k, v in loaded.signatures[name](**{
           n: tf.constant(x) for n, x in inputs.items()}).items()}
-  return _check_serving_answers('serving', call, canary)
+  return _check_serving_answers(export_kinds.SERVING.name, call, canary)
 
 
 def _check_serving_in_a_session(export_dir: str, canary: Canary,
@@ -153,19 +131,6 @@ def _check_serving_in_a_session(export_dir: str, canary: Canary,
     return neighbors
 
 
-_TRACE_PREFIXES = ('Graph execution error', 'Detected at node', 'File "',
-                   'Node:', '[[', 'Original stack trace')
-
-
-def reason(e: Exception) -> str:
-  """The line of an error that says what went wrong (TF's graph errors start
-  with a header and the Python stack of the failing op)."""
-  lines = [l.strip() for l in str(e).splitlines() if l.strip()]
-  reasons = [l for l in lines
-             if not l.startswith(_TRACE_PREFIXES) and not l.endswith(':')]
-  return (reasons or lines or [''])[0]
-
-
 def _check_serving_answers(what: str, call, canary: Canary):
   """`call(signature, **inputs)` -> {output: ndarray} answers the canary;
   returns the neighbour tokens of its first token."""
@@ -189,12 +154,8 @@ def _check_serving_answers(what: str, call, canary: Canary):
 
 def check_hub(export_dir: str, canary: Canary):
   """The canary through `hub.load(export_dir).signatures`."""
-  module_file = serving_contract.HUB_MODULE_FILENAME
-  if not os.path.exists(os.path.join(export_dir, module_file)):
-    raise LoadCheckError(f'hub export {export_dir} has no {module_file}')
   import tensorflow as tf
-  import tensorflow_hub as hub
-  loaded = hub.load(export_dir)
+  loaded = export_kinds.HUB.loader(export_dir)
   for name, key, inputs, want in (
       (serving_contract.HUB_DEFAULT, serving_contract.SENTENCES,
        canary.sentences, canary.sentence_embeddings),
@@ -204,22 +165,6 @@ def check_hub(export_dir: str, canary: Canary):
     _compare(f'hub signature {name}', out[serving_contract.HUB_OUTPUT], want)
 
 
-def load_canary(kind: str, path: str):
-  """The canary of an export of `kind`, saved at `path`."""
-  check_kind(kind)
-  if kind.startswith('model_'):
-    from components.exporter import model_canary
-    return model_canary.ModelCanary.load(path)
-  return Canary.load(path)
-
-
-def check(kind: str, export_dir: str, canary):
-  """Load-checks one export of `kind` in this process."""
-  check_kind(kind)
-  if kind.startswith('model_'):
-    from components.exporter import model_canary
-    check_export = (model_canary.check_serving if kind == 'model_serving'
-                    else model_canary.check_hub)
-  else:
-    check_export = check_serving if kind == 'serving' else check_hub
-  check_export(export_dir, canary)
+# {export kind: its check}: every registered kind has one.
+CHECKS = {export_kinds.SERVING.name: check_serving,
+          export_kinds.HUB.name: check_hub}

@@ -1,4 +1,4 @@
-"""Tests for components/exporter/serving_export.py: layout, signatures, the
+"""Tests for tpu_embeddings/exports/table_serving.py: layout, signatures, the
 token asset.
 
 How the export answers its clients (session loaders, `saved_model_cli`,
@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.exporter import serving_export
 from tests.support import artifact_fixtures
 from tests.support import serving_export_fixtures
 from tests.support.serving_export_fixtures import TOKENS
@@ -21,6 +20,7 @@ from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.exports import table_serving
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 
@@ -39,7 +39,7 @@ def test_layout_has_vocabulary_asset_and_no_slots(exported):
   keys = dict(tf.train.list_variables(
       os.path.join(export_dir, 'variables', 'variables')))
   keys.pop('_CHECKPOINTABLE_OBJECT_GRAPH')
-  assert keys[serving_export.table_checkpoint_key()] == list(table.shape)
+  assert keys[table_serving.table_checkpoint_key()] == list(table.shape)
   for key in keys:
     for slot in ('momenta', 'velocities', 'accumulators', 'linears'):
       assert slot not in key
@@ -114,7 +114,7 @@ def test_neighbors_drop_only_the_query_itself(tmp_path):
   artifact_fixtures.write_tpu_format_model(
       model_uri, TOKENS, spec=skipgram_spec(dim=4), table=table)
   export_dir = str(tmp_path / 'serving')
-  serving_export.export_serving_model(
+  table_serving.export_serving_model(
       checkpoint_restore.restore_for_serving(model_uri), export_dir)
   neighbors = tf.saved_model.load(export_dir).signatures['neighbors']
   for query, twin in (('cat', 'on'), ('on', 'cat')):
@@ -146,7 +146,7 @@ def test_table_is_never_read_sparsely(exported):
 def test_refuses_non_empty_export_dir(exported, tmp_path):
   _, export_dir = exported
   with pytest.raises(FileExistsError, match='not empty'):
-    serving_export.export_serving_model(
+    table_serving.export_serving_model(
         checkpoint_restore.restore_for_serving(
             os.path.join(os.path.dirname(export_dir), 'model')), export_dir)
 
@@ -182,14 +182,14 @@ def test_tpu_and_cpu_trainer_checkpoints_export_the_same(tmp_path):
     assert model_layout.slot_key('tokens', 'accumulators') in dict(
         tf.train.list_variables(ckpt))
     export_dir = str(tmp_path / f'{name}-serving')
-    serving_export.export_serving_model(
+    table_serving.export_serving_model(
         checkpoint_restore.restore_for_serving(uri), export_dir)
     variables = os.path.join(export_dir, 'variables', 'variables')
     assert sorted(k for k, _ in tf.train.list_variables(variables)) == sorted(
-        ['_CHECKPOINTABLE_OBJECT_GRAPH', serving_export.table_checkpoint_key(),
+        ['_CHECKPOINTABLE_OBJECT_GRAPH', table_serving.table_checkpoint_key(),
          'row_norms/.ATTRIBUTES/VARIABLE_VALUE'])
     exported[name] = tf.train.load_checkpoint(variables).get_tensor(
-        serving_export.table_checkpoint_key())
+        table_serving.table_checkpoint_key())
   np.testing.assert_array_equal(exported['tpu'], table)
   np.testing.assert_array_equal(exported['cpu'], table)
 
@@ -201,7 +201,7 @@ def test_string_keyed_token_table_answers_the_same(exported, tmp_path):
   restored = checkpoint_restore.restore_for_serving(
       os.path.join(os.path.dirname(export_dir), 'model'))
   string_dir = str(tmp_path / 'string-keyed')
-  serving_export.export_serving_model(restored, string_dir,
+  table_serving.export_serving_model(restored, string_dir,
                                       keyed_by_string=True)
   queries = tf.constant(TOKENS + ['nope', '', 'the'])
   got = {}
@@ -237,7 +237,7 @@ def test_export_from_a_streamed_token_file(exported, tmp_path):
                                                     read_vocabulary=False)
   assert restored.vocabulary is None
   streamed_dir = str(tmp_path / 'streamed')
-  serving_export.export_serving_model(restored, streamed_dir,
+  table_serving.export_serving_model(restored, streamed_dir,
                                       tokens_path=tokens_path)
   got = tf.saved_model.load(streamed_dir).signatures['lookup'](
       tokens=tf.constant(list(vocab.tokens)))['embeddings']

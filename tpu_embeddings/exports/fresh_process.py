@@ -1,10 +1,10 @@
 """A new Python process that load-checks exports: what InfraValidator does.
 
-The process (`python -m components.exporter.fresh_process`) sees only the
-files on disk. It reads one JSON request per stdin line, `{"kind", "path",
-"canary"}` (`canary` is an .npz written by `Canary.save`), runs
-`load_check.check` and answers one JSON line on stdout, `{}` or
-`{"error": "<kind> export <path>: <reason>"}`.
+The process (`python -m tpu_embeddings.exports.fresh_process`) sees only
+the files on disk. It reads one JSON request per stdin line, `{"kind",
+"path", "canary", "format"}` (`canary` is an .npz written by the canary's
+`save`, `format` its class's FORMAT), runs `load_check.check` and answers one
+JSON line on stdout, `{}` or `{"error": "<kind> export <path>: <reason>"}`.
 """
 
 import json
@@ -16,10 +16,10 @@ import tempfile
 import time
 from typing import List, Optional
 
-from components.exporter import load_check
-from components.exporter.canaries import Canary
 from tpu_embeddings.core import huge_pages
 from tpu_embeddings.core import tf_allocator
+from tpu_embeddings.exports import load_check
+from tpu_embeddings.exports import load_errors
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -55,12 +55,12 @@ class FreshProcess:
     self._stderr = open(os.path.join(self._tmp.name, 'stderr'), 'w+b')
     try:
       self._proc = subprocess.Popen(
-          [PYTHON, '-m', 'components.exporter.fresh_process'],
+          [PYTHON, '-m', 'tpu_embeddings.exports.fresh_process'],
           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
           env=env, bufsize=0)
     except OSError as e:
       self.close()
-      raise load_check.LoadCheckError(
+      raise load_errors.LoadCheckError(
           f'cannot start {PYTHON} for the load check ({e})') from e
 
   def __enter__(self) -> 'FreshProcess':
@@ -69,8 +69,9 @@ class FreshProcess:
   def __exit__(self, *unused):
     self.close()
 
-  def submit(self, kind: str, export_dir: str, canary: Canary):
-    """Queues the check of one export (returns at once)."""
+  def submit(self, kind: str, export_dir: str, canary):
+    """Queues the check of one export against `canary` (either format of
+    `load_check.FORMATS`); returns at once."""
     load_check.check_kind(kind)
     canary_path = os.path.join(self._tmp.name,
                                f'canary{len(self._pending)}.npz')
@@ -78,7 +79,8 @@ class FreshProcess:
     name = f'{kind} export {export_dir}'
     try:
       self._proc.stdin.write(json.dumps(
-          {'canary': canary_path, 'kind': kind, 'path': export_dir}).encode(
+          {'canary': canary_path, 'format': canary.FORMAT, 'kind': kind,
+           'path': export_dir}).encode(
               'utf-8') + b'\n')
     except OSError:
       pass  # the process died; wait() reports why
@@ -91,7 +93,7 @@ class FreshProcess:
       line = self._read_line(time.monotonic() + self.timeout)
       if line is None:
         self.close()
-        raise load_check.LoadCheckError(
+        raise load_errors.LoadCheckError(
             f'{name}: fresh-process load check timed out after '
             f'{self.timeout} s')
       if not line:
@@ -101,13 +103,13 @@ class FreshProcess:
             'utf-8', 'replace').splitlines() if l.strip()]
         reason = lines[-1] if lines else f'exit code {self._proc.returncode}'
         self.close()
-        raise load_check.LoadCheckError(
+        raise load_errors.LoadCheckError(
             f'fresh-process load check failed: {reason}')
       answer = json.loads(line)
       self._pending.pop(0)
       if answer.get('error'):
         self.close()
-        raise load_check.LoadCheckError(
+        raise load_errors.LoadCheckError(
             f'fresh-process load check failed: {answer["error"]}')
 
   def _read_line(self, deadline: float) -> Optional[bytes]:
@@ -148,13 +150,13 @@ def _serve() -> int:
     request = json.loads(line)
     kind, path = request['kind'], request['path']
     try:
-      load_check.check(kind, path,
-                       load_check.load_canary(kind, request['canary']))
+      load_check.check(kind, path, load_check.load_canary(
+          request['format'], request['canary']))
       tf_allocator.release()  # one export released before the next loads
       answer = {}
     except Exception as e:
       answer = {'error': f'{kind} export {path}: {type(e).__name__}: '
-                         f'{load_check.reason(e)}'}
+                         f'{load_errors.reason(e)}'}
     print(json.dumps(answer), file=answers, flush=True)
   return 0
 

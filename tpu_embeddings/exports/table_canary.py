@@ -1,4 +1,5 @@
-"""Canary inputs of the load check and the outputs an export must give them.
+"""A table's canary: inputs of the load check and the outputs its exports
+must give them (checked by `table_check`).
 
 A canary is a few vocabulary tokens (the table's first, middle and last rows),
 an OOV token and "", and sentences built from them that exercise the sqrtn
@@ -17,6 +18,9 @@ from tpu_embeddings.core import text
 
 @dataclasses.dataclass
 class Canary:
+  """Tokens and sentences, and their embeddings computed from table rows."""
+  FORMAT = 'table'
+
   tokens: List[str]
   token_embeddings: np.ndarray     # [len(tokens), dim]
   sentences: List[str]

@@ -1,0 +1,167 @@
+"""Every export kind of a Model, load-checked, then moved into its output.
+
+One path for every model:
+
+1. a fresh Python process starts first, so its TensorFlow import overlaps
+   the export (`fresh_process`);
+2. the Model is restored as its module declares (`source_of`): one table
+   of text embeddings (`table_source`, for a module with `exported_table`)
+   or the module's own signatures (`module_source`);
+3. each kind of `tpu_embeddings.artifacts.export_kinds` is written in
+   registry order into a temporary directory beside its output (a name
+   starting with "."); freed memory is returned after each;
+4. each is loaded in a fresh process and checked against the model's
+   canary. Exports of at most `limits.OVERLAP_MAX_BYTES` are checked while
+   the next kind is written; larger ones after every kind is written, each
+   in a process of its own started after the previous one ended, so the pod
+   holds one copy of the table at a time;
+5. only then each moves into its output: `ExportKind.artifact_path` of the
+   output URI (the SavedModel to `<uri>/Format-Serving/`, where TFX's
+   `path_utils.serving_model_path` and the stock Pusher, Evaluator and
+   InfraValidator look for it; the Hub module to the URI itself), so an
+   output holds a complete export or nothing.
+"""
+
+import dataclasses
+import os
+import shutil
+from typing import Dict, List, Mapping
+
+from tpu_embeddings.artifacts import export_kinds
+from tpu_embeddings.core import file_system
+from tpu_embeddings.core import tf_allocator
+from tpu_embeddings.exports import fresh_process
+from tpu_embeddings.exports import limits
+from tpu_embeddings.exports import staging
+from tpu_embeddings.exports import table_hub
+from tpu_embeddings.exports.module_source import ModuleSource
+from tpu_embeddings.exports.table_source import TableSource
+from tpu_embeddings.models.model_module import ModelModuleError
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+
+# The optional capability a module declares to be exported as one table
+# (tpu_embeddings/exports/__init__.py).
+EXPORTED_TABLE = 'exported_table'
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportOptions:
+  """How the exports are built and checked.
+
+  Attributes:
+    num_oov_buckets: zero rows for OOV tokens in a table's Hub module.
+    l2_regularization: the L2 loss of a table's Hub module's {"train"} tags.
+    load_check_timeout_seconds: per fresh-process check.
+    separate_checks: exports of at most OVERLAP_MAX_BYTES are each checked
+      in a fresh process of their own, side by side, instead of one after
+      the other in one process.
+  """
+  num_oov_buckets: int = table_hub.DEFAULT_NUM_OOV_BUCKETS
+  l2_regularization: float = table_hub.DEFAULT_L2_REGULARIZATION
+  load_check_timeout_seconds: float = fresh_process.DEFAULT_TIMEOUT_SECONDS
+  separate_checks: bool = False
+
+
+def _exported_table(module, spec: EmbeddingSpec):
+  """(table, vocabulary) the module declares, checked; None without."""
+  declared = module.hook(EXPORTED_TABLE)
+  if declared is None:
+    return None
+  found = declared(spec)
+  names = {t.name for t in spec.tables}
+  if not (isinstance(found, tuple) and len(found) == 2 and
+          found[0] in names and isinstance(found[1], str)):
+    raise ModelModuleError(
+        f'module file {module.path}: {EXPORTED_TABLE}: returned {found!r}; '
+        f'it must return (table name, vocabulary name), the table one of '
+        f'{sorted(names)}')
+  return found
+
+
+def source_of(model_uri: str, module, scratch_dir: str,
+              options: ExportOptions):
+  """The Model restored as its module declares: a `TableSource` for a
+  module with `exported_table`, else a `ModuleSource`."""
+  spec = EmbeddingSpec.load(model_uri)
+  table = _exported_table(module, spec)
+  if table is None:
+    return ModuleSource(model_uri, module, scratch_dir)
+  return TableSource(model_uri, spec, *table, scratch_dir,
+                     options.num_oov_buckets, options.l2_regularization)
+
+
+def _write_and_check(source, dirs: Mapping[str, str],
+                     checkers: List[fresh_process.FreshProcess],
+                     options: ExportOptions):
+  """Writes every kind and hands each to a load check (`checkers[0]` runs
+  already); returns once every check is submitted."""
+  overlap = source.table_bytes <= limits.OVERLAP_MAX_BYTES
+  for i, kind in enumerate(export_kinds.NAMES):
+    if overlap and i and options.separate_checks:
+      # Started now, so that it imports TensorFlow while `kind` is written.
+      checkers.append(fresh_process.FreshProcess(checkers[0].timeout))
+    with staging.phase(f'{kind} export'):
+      source.writers[kind](dirs[kind])
+    tf_allocator.release()
+    if overlap:
+      checkers[-1].submit(kind, dirs[kind], source.canary)
+  if overlap:
+    return
+  # One export loaded at a time, each in a process of its own: a loaded
+  # SavedModel's vocabulary tables stay until its process ends.
+  for i, kind in enumerate(export_kinds.NAMES):
+    if i:
+      checkers[-1].wait()
+      checkers[-1].close()
+      checkers.append(fresh_process.FreshProcess(checkers[0].timeout))
+    checkers[-1].submit(kind, dirs[kind], source.canary)
+
+
+def check_outputs(outputs: Mapping[str, str]):
+  """ValueError unless `outputs` names one URI per registered kind."""
+  if set(outputs) != set(export_kinds.NAMES) or not all(outputs.values()):
+    raise ValueError(f'export: give one output URI per export kind '
+                     f'{export_kinds.NAMES}, got {dict(outputs)}')
+
+
+def export_model(model_uri: str, outputs: Mapping[str, str], module,
+                 options: ExportOptions = ExportOptions()) -> Dict[str, str]:
+  """Writes every export kind of the Model at `model_uri`, load-checked.
+
+  Args:
+    model_uri: the trainer's Model.
+    outputs: {export kind: output URI}; each may exist, empty.
+    module: the Model's `ModelModule`.
+    options: `ExportOptions`.
+
+  Returns:
+    {export kind: the export's directory} (inside its output URI).
+  """
+  check_outputs(outputs)
+  stages: Dict[str, str] = {}
+  checkers: List[fresh_process.FreshProcess] = []
+  try:
+    for kind in export_kinds.NAMES:
+      stages[kind] = file_system.staging_dir(outputs[kind], 'exporting')
+    dirs = {kind: os.path.join(stage, 'export')
+            for kind, stage in stages.items()}
+    # Imports TensorFlow while this process restores and exports.
+    checkers.append(
+        fresh_process.FreshProcess(options.load_check_timeout_seconds))
+    source = source_of(model_uri, module, stages[export_kinds.NAMES[0]],
+                       options)
+    _write_and_check(source, dirs, checkers, options)
+    del source
+    with staging.phase('load check (rest)'):
+      for checker in checkers:
+        checker.wait()
+    for kind in export_kinds.NAMES:
+      staging.move_into_output(dirs[kind], outputs[kind],
+                               export_kinds.get(kind).artifact_dir)
+    return {kind: export_kinds.get(kind).artifact_path(outputs[kind])
+            for kind in export_kinds.NAMES}
+  finally:
+    for checker in checkers:
+      checker.close()
+    for path in stages.values():
+      shutil.rmtree(path, ignore_errors=True)

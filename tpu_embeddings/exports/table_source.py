@@ -1,0 +1,120 @@
+"""The exports of a model that serves one table as text embeddings.
+
+A module declares the capability with `exported_table(spec) -> (table,
+vocabulary)` (the built-in skip-gram does): row i of `table` is token i of
+the Model's `vocabulary` (`tpu_embeddings.artifacts.vocabularies`; '' is
+the single vocabulary). Then
+
+1. the table alone is restored with `TPUEmbeddingForServing(...,
+   optimizer=None)` (tpu_embeddings.artifacts.checkpoint_restore), so no
+   slot is ever read; meanwhile, on a second thread, the vocabulary is
+   streamed into the token asset (no Python string per token) and its
+   fingerprints are checked;
+2. the serving SavedModel is written from the restored table (no copy of
+   it; `table_serving`), which is then released;
+3. the Hub module's table is read back from the serving export's variables
+   (`table_hub`): the process holds one copy of a multi-GB table at a time,
+   never two.
+
+Its canary (`table_canary`) holds the first, middle and last rows.
+"""
+
+import concurrent.futures
+import gc
+import os
+from typing import Optional
+
+from absl import logging
+
+from tpu_embeddings.artifacts import checkpoint_restore
+from tpu_embeddings.artifacts import export_kinds
+from tpu_embeddings.artifacts import token_ids
+from tpu_embeddings.artifacts import vocabularies
+from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.exports import staging
+from tpu_embeddings.exports import table_canary
+from tpu_embeddings.exports import table_hub
+from tpu_embeddings.exports import table_serving
+from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+
+
+def _write_token_file(vocabulary_dir: str, tokens_path: str, rows: int):
+  """vocabulary.tsv -> the token asset; `(count, known lines, collide)`.
+
+  Streamed: never a Python string per token (at 10M tokens those would cost
+  about half the table's memory); the fingerprint check holds 8 bytes per
+  token.
+  """
+  with staging.phase('vocabulary asset'):
+    count, known = vocabulary_file.write_tokens_asset(
+        vocabulary_dir, tokens_path, lines=(0, rows // 2, rows - 1))
+  if count != rows:
+    return count, known, False
+  with staging.phase('fingerprint check'):
+    return count, known, token_ids.fingerprints_collide(tokens_path)
+
+
+class TableSource:
+  """One table of a Model, restored, and written as each export kind.
+
+  Attributes:
+    canary: the load check's `table_canary.Canary`.
+    table_bytes: bytes of the table, which every export holds.
+    writers: {export kind: write(export_dir)}, called in the registry's
+      order: the serving SavedModel first (it releases the restored table),
+      then the Hub module read back from it.
+  """
+
+  def __init__(self, model_uri: str, spec: EmbeddingSpec, table: str,
+               vocabulary: str, scratch_dir: str, num_oov_buckets: int,
+               l2_regularization: float):
+    """Restores `table` while a second thread writes and checks the token
+    asset into `scratch_dir` (TensorFlow and file I/O release the GIL)."""
+    rows = spec.table(table).vocabulary_size
+    self.table_bytes = rows * spec.table(table).dim * 4
+    self._table = table
+    self._hub_options = {'num_oov_buckets': num_oov_buckets,
+                         'l2_regularization': l2_regularization}
+    self._tokens_path = os.path.join(scratch_dir,
+                                     vocabulary_file.TOKENS_ASSET_FILENAME)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+      token_file = pool.submit(
+          _write_token_file, vocabularies.directory_of(model_uri, vocabulary),
+          self._tokens_path, rows)
+      with staging.phase('restore'):
+        restored = checkpoint_restore.restore_for_serving(
+            model_uri, read_vocabulary=False, tables=[table])
+      count, known, self._keyed_by_string = token_file.result()
+    if count != rows:
+      raise checkpoint_restore.CheckpointError(
+          f'model {model_uri}: vocabulary {vocabulary or "(single)"!r} has '
+          f'{count} tokens but table {table!r} has {rows} rows')
+    variable = restored.table(table)
+    self.canary = table_canary.make_canary(
+        table_canary.TokenFile(self._tokens_path, count, known),
+        lambda start, stop: variable[start:stop].numpy())
+    logging.info('Exporting table %r %s from %s', table, variable.shape,
+                 restored.checkpoint_path)
+    self._restored: Optional[checkpoint_restore.RestoredModel] = restored
+    self._serving_dir = ''
+    self.writers = {export_kinds.SERVING.name: self._write_serving,
+                    export_kinds.HUB.name: self._write_hub}
+
+  def _write_serving(self, export_dir: str):
+    table_serving.export_serving_model(
+        self._restored, export_dir, self._table,
+        tokens_path=self._tokens_path, keyed_by_string=self._keyed_by_string)
+    self._restored = None
+    gc.collect()
+    self._serving_dir = export_dir
+
+  def _write_hub(self, export_dir: str):
+    if not self._serving_dir:
+      raise ValueError('hub export: the serving export, whose variables '
+                       'hold the table, must be written first')
+    table_hub.export_hub_module(
+        table_hub.TableRows.from_checkpoint(
+            os.path.join(self._serving_dir, 'variables', 'variables'),
+            table_serving.table_checkpoint_key()),
+        self._tokens_path, export_dir, keyed_by_string=self._keyed_by_string,
+        **self._hub_options)
