@@ -1,0 +1,87 @@
+"""`selftest`: does the TPU trainer agree with the CPU trainer here?
+
+    python -m pipelines selftest [--tpu auto|NAME] [--steps 50]
+        [--module-file F] [--set FIELD=VALUE ...] [--perturb row]
+
+Trains the same synthetic batches from the same start with the TPU adapter
+and the CPU adapter (without a reachable TPU: the CPU adapter's two
+implementations), compares the checkpoints and losses and prints a table
+(tpu_embeddings/training/selftest). Exit 0 when they agree, 1 when they
+differ (the line names the first variable or step), 2 for a bad argument
+or a named TPU that cannot be reached.
+"""
+
+import argparse
+import tempfile
+
+from pipelines.cli import arguments
+from tpu_embeddings.training.selftest import options
+
+EXIT_DIFFER = 1
+
+
+def _positive(text: str) -> int:
+  try:
+    value = int(text)
+  except ValueError:
+    value = 0
+  if value < 1:
+    raise argparse.ArgumentTypeError(f'expected an integer >= 1, got {text!r}')
+  return value
+
+
+def register(sub):
+  p = sub.add_parser(
+      'selftest', help='train a few steps on the TPU and on the CPU from the '
+      'same start and compare checkpoints and losses (no TPU: the CPU '
+      'trainer\'s two implementations); exit 0 agree, 1 differ')
+  p.add_argument('--tpu', default='auto',
+                 help='"auto" (default: a TPU when the environment names '
+                 'one), a TPU name, or "" to compare the CPU implementations')
+  p.add_argument('--steps', type=_positive, default=options.DEFAULT_STEPS,
+                 help='steps each trainer takes (default '
+                 f'{options.DEFAULT_STEPS})')
+  p.add_argument('--vocabulary-size', type=_positive,
+                 default=options.DEFAULT_VOCABULARY_SIZE, metavar='N',
+                 help='tokens of each synthetic vocabulary (default '
+                 f'{options.DEFAULT_VOCABULARY_SIZE})')
+  p.add_argument('--module-file', default='',
+                 help='the model\'s module file (default: skip-gram)')
+  p.add_argument('--config',
+                 help='JSON file of settings, e.g. {"trainer": {"dim": 64}}')
+  p.add_argument('--set', action='append', default=[], metavar='NAME=VALUE',
+                 help='override one setting (JSON value), e.g. '
+                 '--set trainer.batch_size=1024')
+  p.add_argument('--perturb', choices=options.PERTURBATIONS,
+                 help='alter the reference on purpose (row 0 of the first '
+                 'table or of its first slot, or one step\'s learning rate) '
+                 'to see what a failing self-test reports')
+  p.add_argument('--workdir',
+                 help='where the checkpoints go (default: a temporary '
+                 'directory, removed at the end)')
+  p.set_defaults(func=run_selftest)
+
+
+def _load(args):
+  """(module, TrainerConfig) of the arguments, checked."""
+  config = arguments.config_from_args(argparse.Namespace(
+      module_file=args.module_file, config=args.config, set=args.set,
+      tpu=None))
+  from pipelines import model_settings
+  from tpu_embeddings.models import module_files
+  if args.module_file:
+    config = model_settings.for_module(config, args.module_file)
+    return model_settings.load(args.module_file), config.trainer
+  return module_files.builtin(), config.trainer_config()
+
+
+def run_selftest(args) -> int:
+  module, settings = _load(args)
+  from tpu_embeddings.training.selftest import runner
+  with tempfile.TemporaryDirectory(prefix='tpu-embeddings-selftest-') as tmp:
+    result = runner.run(module, settings, tpu=args.tpu, steps=args.steps,
+                        workdir=args.workdir or tmp,
+                        vocabulary_size=args.vocabulary_size,
+                        perturb=args.perturb or '')
+  print('\n'.join(result.lines), flush=True)
+  return 0 if result.agrees else EXIT_DIFFER
