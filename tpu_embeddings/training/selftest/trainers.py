@@ -103,7 +103,7 @@ def off_at(decay, step: int):
 def perturb_initial(adapter, perturbation: str) -> str:
   """Changes row 0 of the first table (ROW) or of its first slot (SLOT) of
   a built CPU adapter; what was changed."""
-  table = sorted(adapter.variables)[0]
+  table = adapter.spec.tables[0].name
   variables = adapter.variables[table]
   slots = sorted(n for n in variables if n != 'parameters')
   if perturbation == options.SLOT and not slots:

@@ -1,0 +1,111 @@
+"""The self-test without a TPU: the CPU adapter's two implementations agree
+for skip-gram and the two-tower example, and every perturbation of one side
+is reported as a difference naming what differs."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from tests.support import interaction_fixtures
+from tpu_embeddings.models import module_files
+from tpu_embeddings.models.model_module import ModelModule
+from tpu_embeddings.training.config import TableConfig
+from tpu_embeddings.training.config import TrainerConfig
+from tpu_embeddings.training.selftest import runner
+
+# Each run traces and trains two adapters (seconds).
+pytestmark = pytest.mark.slow
+
+STEPS, VOCABULARY = 8, 300
+
+
+def skipgram_settings(optimizer='adagrad', **table):
+  spec = TableConfig(dim=16, optimizer=optimizer, **table).embedding_spec()
+  return TrainerConfig(batch_size=256, embedding_spec=spec.to_json())
+
+
+def two_tower():
+  path = interaction_fixtures.MODULE_FILE
+  loaded = importlib.util.spec_from_file_location('two_tower_model', path)
+  module = importlib.util.module_from_spec(loaded)
+  loaded.loader.exec_module(module)
+  return ModelModule(module, path)
+
+
+def selftest(tmp_path, module, settings, perturb=''):
+  return runner.run(module, settings, tpu='', steps=STEPS,
+                    workdir=str(tmp_path), vocabulary_size=VOCABULARY,
+                    perturb=perturb)
+
+
+def failing(result):
+  return {d.name for d in result.verdict.variables if not d.agrees}
+
+
+def test_skipgram_steps_agree_and_the_tables_moved(tmp_path):
+  result = selftest(tmp_path, module_files.builtin(), skipgram_settings())
+  assert result.agrees, '\n'.join(result.lines)
+  names = [d.name for d in result.verdict.variables]
+  assert names == ['tokens/parameters', 'contexts/parameters',
+                   'tokens/accumulators', 'contexts/accumulators']
+  assert len(result.verdict.losses) == STEPS
+  assert result.lines[0].startswith('selftest: no TPU reachable')
+  assert result.lines[-1].startswith('AGREE')
+  # Training changed the slots: agreement is not of untouched values.
+  assert all(d.scale > 1e-3 for d in result.verdict.variables)
+
+
+def test_two_tower_tape_and_activation_gradients_agree(tmp_path):
+  settings = TrainerConfig(batch_size=64, learning_rate_decay=False)
+  result = selftest(tmp_path, two_tower(), settings)
+  assert result.agrees, '\n'.join(result.lines)
+  names = {d.name for d in result.verdict.variables}
+  assert {'user/parameters', 'item/accumulators',
+          'category/parameters'} <= names
+  assert any(n.startswith('model/query_tower/') for n in names)
+  assert any(n.startswith('dense_optimizer/') for n in names)
+
+
+@pytest.mark.parametrize('perturb,named', [
+    ('row', 'tokens/parameters'), ('slot', 'tokens/accumulators')])
+def test_a_perturbed_initial_value_is_a_named_difference(tmp_path, perturb,
+                                                         named):
+  result = selftest(tmp_path, module_files.builtin(), skipgram_settings(),
+                    perturb)
+  assert not result.agrees
+  assert named in failing(result)
+  assert result.lines[-1].startswith('DIFFER: first ')
+  assert f'perturbed: B\'s initial {named} row 0' in result.lines
+
+
+def test_one_steps_learning_rate_is_a_difference_after_that_step(tmp_path):
+  result = selftest(tmp_path, module_files.builtin(), skipgram_settings(),
+                    'learning-rate')
+  losses = [d.agrees for d in result.verdict.losses]
+  step = STEPS // 2  # the perturbed step: its own loss is computed before
+  assert losses[:step + 1] == [True] * (step + 1)
+  assert not result.agrees
+  assert {'tokens/parameters', 'contexts/parameters'} <= failing(result)
+
+
+def test_two_tower_wrong_learning_rate_differs(tmp_path):
+  settings = TrainerConfig(batch_size=64, learning_rate_decay=False)
+  result = selftest(tmp_path, two_tower(), settings, 'learning-rate')
+  assert not result.agrees
+  assert {'user/parameters', 'item/parameters'} <= failing(result)
+
+
+def test_sgd_has_no_slot_to_perturb(tmp_path):
+  with pytest.raises(ValueError, match='has no optimizer slot'):
+    selftest(tmp_path, module_files.builtin(),
+             skipgram_settings('sgd', learning_rate=0.5), 'slot')
+
+
+def test_the_same_seed_gives_the_same_report(tmp_path):
+  settings = skipgram_settings()
+  first = selftest(tmp_path / 'a', module_files.builtin(), settings)
+  second = selftest(tmp_path / 'b', module_files.builtin(), settings)
+  np.testing.assert_array_equal(
+      [d.max_abs for d in first.verdict.losses],
+      [d.max_abs for d in second.verdict.losses])
