@@ -8,6 +8,7 @@ from pipelines.kubeflow import credentials
 from pipelines.kubeflow import cron
 from pipelines.kubeflow import flags as kubeflow_flags
 from pipelines.kubeflow import resources as kubeflow_resources
+from pipelines.kubeflow import tpu_hosts
 
 
 def register(sub):
@@ -70,6 +71,7 @@ def _register_compile(sub):
 def run_compile(args) -> int:
   tpu = kubeflow_flags.TpuRequest.parse(
       args.tpu_accelerator, args.tpu_topology, args.tpu_count)
+  tpu_hosts.check_single_host(tpu)
   config = arguments.config_from_args(args)
   credentials.check_compiled(args.beam_arg, config)
   if config.trainer.tpu:
