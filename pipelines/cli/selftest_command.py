@@ -85,3 +85,44 @@ def run_selftest(args) -> int:
                         perturb=args.perturb or '')
   print('\n'.join(result.lines), flush=True)
   return 0 if result.agrees else EXIT_DIFFER
+
+
+# -- compile --selftest: the self-test as a one-task Kubeflow pipeline.
+
+SELFTEST_OUTPUT = 'kubeflow/selftest.yaml'
+
+
+def add_compile_arguments(p):
+  """`compile`'s options for the self-test pipeline."""
+  p.add_argument('--selftest', action='store_true',
+                 help='compile a one-task pipeline that runs `selftest` on '
+                 'the trainer\'s TPU node pool instead of the pipeline '
+                 '(--set settings, --module-file and --selftest-steps go to '
+                 'it)')
+  p.add_argument('--selftest-steps', type=_positive,
+                 default=options.DEFAULT_STEPS, metavar='N',
+                 help='steps of the compiled self-test (default '
+                 f'{options.DEFAULT_STEPS})')
+
+
+def run_compile_selftest(args, tpu, task_resources,
+                         pipeline_output: str) -> int:
+  """Writes the self-test package; its task is sized as the trainer's. An
+  --output left at the pipeline's default (`pipeline_output`) becomes
+  SELFTEST_OUTPUT: the self-test never overwrites the pipeline package."""
+  if args.config:
+    raise ValueError('--config with --selftest: give the settings as --set '
+                     'NAME=VALUE (they are passed to the self-test)')
+  from pipelines.kubeflow import resources as kubeflow_resources
+  from pipelines.kubeflow import selftest_pipeline
+  resources = task_resources[kubeflow_resources.TRAINER]
+  output = SELFTEST_OUTPUT if args.output == pipeline_output else args.output
+  path = selftest_pipeline.compile_selftest(
+      output, image=args.image, pipeline_root=args.pipeline_root, tpu=tpu,
+      resources=resources, steps=args.selftest_steps, settings=args.set,
+      module_file=args.module_file)
+  where = (f'{tpu.count} google.com/tpu chip(s) ({tpu.accelerator}, '
+           f'{tpu.topology})' if tpu else 'CPU')
+  print(f'wrote {path}: one task, `selftest --steps {args.selftest_steps}` '
+        f'on {where}, {resources}; image {args.image}')
+  return 0
