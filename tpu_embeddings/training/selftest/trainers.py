@@ -5,8 +5,8 @@ against the CPU adapter as `run` trains on CPU. Without one, the CPU
 adapter's two implementations against each other:
 
     skip-gram     the generic step (a tape through the lookups) against the
-                  hand-derived step (the fused op where it loads, else its
-                  TensorFlow ops);
+                  hand-derived step (the fused op where it loads and serves
+                  the optimizer, else its TensorFlow ops; the name says);
     module file   the generic step against the activation-gradient step
                   (activation_step.py: gradients spread as on a TPU).
 
@@ -19,9 +19,11 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
+from tpu_embeddings.kernels import library
 from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training import cpu_adapter
+from tpu_embeddings.training import fused_step
 from tpu_embeddings.training import tpu_adapter
 from tpu_embeddings.training.selftest import activation_step
 from tpu_embeddings.training.selftest import options
@@ -82,13 +84,21 @@ def pair(module: ModelModule, spec: EmbeddingSpec, ctx,
           spec, module, ctx, decay, fast_path=False))
   if module.activation_gradients is not None:
     return Pair(Trainer(
-        'CPU adapter, hand-derived step (fused op where it loads)',
+        f'CPU adapter, hand-derived step ({_fused_or_not(spec)})',
         lambda decay: cpu_adapter.CpuAdapter(spec, module, ctx, decay)),
                 reference)
   return Pair(Trainer(
       'CPU adapter, activation-gradient step (as on a TPU)',
       lambda decay: activation_step.ActivationGradientAdapter(
           spec, module, ctx, decay)), reference)
+
+
+def _fused_or_not(spec: EmbeddingSpec) -> str:
+  """Which implementation the CPU adapter's fast step takes for `spec`."""
+  reason = fused_step.unsupported(spec, spec.build_optimizer())
+  if reason is None and library.load() is None:
+    reason = 'the op library did not load'
+  return f'TensorFlow ops: {reason}' if reason else 'the fused op'
 
 
 def off_at(decay, step: int):
