@@ -9,7 +9,6 @@ takes the optimizer slots and the dense variables from the checkpoint under
 their keys.
 """
 
-import os
 from typing import Dict
 
 import numpy as np
@@ -30,10 +29,9 @@ def _objects(adapter) -> Dict[str, object]:
                              adapter.dense_optimizer)
 
 
-def write_initial(adapter, directory: str) -> str:
-  """The built adapter's variables, for the other trainer to start from."""
-  return tf.train.Checkpoint(**_objects(adapter)).write(
-      os.path.join(directory, 'initial'))
+def write_initial(adapter, prefix: str) -> str:
+  """The built adapter's variables, for another trainer to start from."""
+  return tf.train.Checkpoint(**_objects(adapter)).write(prefix)
 
 
 def start_from(adapter, path: str):

@@ -15,12 +15,15 @@
 4. Each trains `steps` steps on the same batches, with the same
    learning-rate schedule, and writes its checkpoint as `run` does.
 5. Both checkpoints are read back on CPU as the validator reads them and
-   compared, with every step's loss (compare.py).
+   compared, with every step's loss (compare.py). When they differ, the
+   reference against itself from a start nudged by one rounding step tells
+   a difference of the trainers from settings that amplify rounding
+   (noise_floor.py).
 """
 
 import dataclasses
 import os
-from typing import List
+from typing import Any, List, Optional
 
 import tensorflow as tf
 
@@ -30,6 +33,7 @@ from tpu_embeddings.training import learning_rate
 from tpu_embeddings.training.learning_rate import LinearDecay
 from tpu_embeddings.training.selftest import checkpoint_values
 from tpu_embeddings.training.selftest import compare
+from tpu_embeddings.training.selftest import noise_floor
 from tpu_embeddings.training.selftest import options
 from tpu_embeddings.training.selftest import synthetic
 from tpu_embeddings.training.selftest import trainers
@@ -78,11 +82,6 @@ def _check(steps: int, perturb: str):
                      f'{", ".join(options.PERTURBATIONS)}')
 
 
-def _train(adapter, dataset: tf.data.Dataset, steps: int) -> List[float]:
-  losses = adapter.train(adapter.iterator(dataset), steps)
-  return [float(x) for x in losses]
-
-
 def _describe(module: ModelModule, spec, settings, steps: int,
               dataset) -> List[str]:
   model = 'built-in skip-gram' if module.builtin else (
@@ -94,35 +93,61 @@ def _describe(module: ModelModule, spec, settings, steps: int,
           'batch ids: ' + ', '.join(synthetic.shapes(dataset))]
 
 
-def _verdict_line(verdict: compare.Verdict) -> str:
+def _verdict_line(verdict: compare.Verdict,
+                  floor: Optional[compare.Verdict]) -> str:
+  """AGREE; DIFFER naming the first and the worst difference; or, when B
+  against a nudged B differs too (`floor`), INCONCLUSIVE."""
   rule = (f'|A-B| <= {compare.RELATIVE:g} * max|B| + {compare.ABSOLUTE:g}')
   if verdict.agrees:
     return (f'AGREE: every table, slot, dense variable and step loss within '
             f'{rule}')
+  if floor is not None and not floor.agrees:
+    moved = floor.worst()
+    return (f'INCONCLUSIVE: B alone, its tables moved by one float32 '
+            f'rounding step ({noise_floor.NUDGE:.1e}), moves {moved.name} by '
+            f'{moved.max_abs:.3e} (> {moved.tolerance:.3e}): these settings '
+            'amplify rounding, so no two float32 trainers agree to the '
+            'tolerance; rerun with trainer.learning_rate_decay=true (its '
+            'warm-up) or a lower learning rate')
   first, worst = verdict.first_differing(), verdict.worst()
   return (f'DIFFER: first {first.name} (max |A-B| {first.max_abs:.3e} > '
           f'{first.tolerance:.3e}{", " + first.note if first.note else ""}); '
           f'worst {worst.name}; tolerance {rule}')
 
 
+@dataclasses.dataclass
+class _Start:
+  """Both trainers built from one state; the reference's own start and
+  schedule (a perturbed one's), for the noise floor."""
+  reference: Any
+  candidate: Any
+  reference_decay: Any
+  reference_start: str
+  perturbed: str
+
+
 def _start(pair: trainers.Pair, element_spec, decay, steps: int,
-           perturb: str, workdir: str):
-  """(reference, candidate, what was perturbed): both built, the candidate
-  restored from the reference's initial state."""
+           perturb: str, workdir: str) -> _Start:
+  """Both trainers built, the candidate restored from the reference's
+  initial state, then the reference perturbed as asked."""
   perturbed = ''
+  reference_decay = decay
   if perturb == options.LEARNING_RATE:
     perturbed = (f'B\'s learning rate at step {steps // 2} '
                  f'x{trainers.LEARNING_RATE_FACTOR}')
-  reference = pair.reference.make(
-      trainers.off_at(decay, steps // 2) if perturbed else decay)
+    reference_decay = trainers.off_at(decay, steps // 2)
+  reference = pair.reference.make(reference_decay)
   reference.build(element_spec)
   candidate = pair.candidate.make(decay)
   candidate.build(element_spec)
-  checkpoint_values.start_from(
-      candidate, checkpoint_values.write_initial(reference, workdir))
+  checkpoint_values.start_from(candidate, checkpoint_values.write_initial(
+      reference, os.path.join(workdir, 'initial')))
   if perturb and not perturbed:
     perturbed = 'B\'s initial ' + trainers.perturb_initial(reference, perturb)
-  return reference, candidate, perturbed
+  return _Start(reference, candidate, reference_decay,
+                checkpoint_values.write_initial(
+                    reference, os.path.join(workdir, 'reference-start')),
+                perturbed)
 
 
 def _checkpoints(spec, steps: int, workdir: str, **adapters):
@@ -153,20 +178,25 @@ def run(module: ModelModule, settings, tpu: str = device.AUTO,
            f'B (reference): {pair.reference.name}']
   lines += _describe(module, spec, settings, steps, dataset)
   tf.random.set_seed(settings.seed)  # the tables' initial values
-  reference, candidate, perturbed = _start(
-      pair, dataset.element_spec, LinearDecay(planned_steps(settings, steps)),
-      steps, perturb, workdir)
-  if perturbed:
-    lines.append(f'perturbed: {perturbed}')
-  reference_losses = _train(reference, dataset, steps)
-  candidate_losses = _train(candidate, dataset, steps)
-  values = _checkpoints(spec, steps, workdir, candidate=candidate,
-                        reference=reference)
+  start = _start(pair, dataset.element_spec,
+                 LinearDecay(planned_steps(settings, steps)), steps, perturb,
+                 workdir)
+  if start.perturbed:
+    lines.append(f'perturbed: {start.perturbed}')
+  reference_losses = trainers.train(start.reference, dataset, steps)
+  candidate_losses = trainers.train(start.candidate, dataset, steps)
+  values = _checkpoints(spec, steps, workdir, candidate=start.candidate,
+                        reference=start.reference)
   verdict = compare.Verdict(
       _variables(values['candidate'], values['reference']),
       compare.step_losses(candidate_losses, reference_losses))
   lines += compare.table(verdict, candidate_losses, reference_losses)
-  lines.append(_verdict_line(verdict))
+  floor = None
+  if not verdict.agrees:
+    floor = noise_floor.verdict(
+        pair.reference.make, start.reference_decay, start.reference_start,
+        dataset, spec, steps, workdir, values['reference'], reference_losses)
+  lines.append(_verdict_line(verdict, floor))
   return Result(verdict.agrees, verdict, lines)
 
 
