@@ -177,6 +177,8 @@ def run(module: ModelModule, settings, tpu: str = device.AUTO,
   lines = [f'selftest: {device_line}', f'A (candidate): {pair.candidate.name}',
            f'B (reference): {pair.reference.name}']
   lines += _describe(module, spec, settings, steps, dataset)
+  if pair.note:
+    lines.append(f'note: {pair.note}')
   tf.random.set_seed(settings.seed)  # the tables' initial values
   start = _start(pair, dataset.element_spec,
                  LinearDecay(planned_steps(settings, steps)), steps, perturb,

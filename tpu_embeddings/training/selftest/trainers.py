@@ -43,9 +43,11 @@ class Trainer:
 
 @dataclasses.dataclass(frozen=True)
 class Pair:
-  """The candidate (A) and the reference (B)."""
+  """The candidate (A) and the reference (B); `note`: what differs between
+  them by design."""
   candidate: Trainer
   reference: Trainer
+  note: str = ''
 
 
 class _WithoutDropout(ModelModule):
@@ -72,13 +74,20 @@ def pair(module: ModelModule, spec: EmbeddingSpec, ctx,
   if strategy is not None:
     replicas = strategy.num_replicas_in_sync
     tpu_ctx = dataclasses.replace(ctx, num_replicas=replicas)
+    note = ''
+    if replicas > 1 and not module.builtin:
+      note = (f'the TPU computes loss_fn on each of its {replicas} replicas\' '
+              'shares of a batch, the CPU on the whole batch: a loss over a '
+              'batch\'s examples (in-batch negatives, batch normalization) '
+              'differs by design; a 1-chip slice (v5e 1x1) compares the '
+              'trainers alone')
     return Pair(
         Trainer(f'TPU adapter, TPUEmbedding on {replicas} replica(s)',
                 lambda decay: tpu_adapter.TpuAdapter(
                     spec, module, tpu_ctx, strategy, decay)),
         Trainer('CPU adapter (as `run` trains on CPU)',
                 lambda decay: cpu_adapter.CpuAdapter(
-                    spec, module, ctx, decay)))
+                    spec, module, ctx, decay)), note)
   reference = Trainer(
       'CPU adapter, generic step', lambda decay: cpu_adapter.CpuAdapter(
           spec, module, ctx, decay, fast_path=False))
