@@ -35,19 +35,29 @@ def test_shape_nan_and_missing_steps_are_differences_with_a_reason():
   assert not steps.agrees and '2 steps vs 3' in steps.note
 
 
-def test_verdict_names_the_first_and_the_worst_difference():
-  variables = [compare.difference('a/parameters', np.ones(2), np.ones(2)),
+def test_verdict_names_the_earliest_and_the_worst_difference():
+  variables = [compare.difference('a/parameters', np.ones(2), np.ones(2), 0),
                compare.difference('b/parameters', np.array([1.01]),
-                                  np.array([1.0])),
+                                  np.array([1.0]), 3),
                compare.difference('b/accumulators', np.array([2.0]),
-                                  np.array([1.0]))]
+                                  np.array([1.0]), 1)]
   losses = compare.step_losses([4.0, 3.0, 2.5], [4.0, 3.0, 2.0])
   verdict = compare.Verdict(variables, losses)
   assert not verdict.agrees
-  assert verdict.first_differing().name == 'b/parameters'
+  first = verdict.first_differing()
+  assert (first.name, first.step) == ('b/accumulators', 1)
   assert verdict.worst().name == 'b/accumulators'
-  assert [d.agrees for d in losses] == [True, True, False]
+  assert [(d.name, d.step, d.agrees) for d in losses] == [
+      ('loss', 0, True), ('loss', 1, True), ('loss', 2, False)]
   lines = compare.table(verdict, [4.0, 3.0, 2.5], [4.0, 3.0, 2.0])
   assert sum('DIFFERS' in line for line in lines) == 3
   agreeing = compare.Verdict(variables[:1], losses[:2])
   assert agreeing.agrees and agreeing.first_differing() is None
+
+
+def test_a_variable_on_one_side_only_is_a_difference():
+  found = compare.variables({'t/parameters': np.ones(2), 'model/w': 1.0},
+                            {'t/parameters': np.ones(2), 't/slot': 0.0}, 4)
+  assert [(d.name, d.agrees, d.note, d.step) for d in found] == [
+      ('t/parameters', True, '', 4), ('t/slot', False, 'missing from A', 4),
+      ('model/w', False, 'missing from B', 4)]

@@ -47,13 +47,16 @@ def test_skipgram_steps_agree_and_the_tables_moved(tmp_path):
   result = selftest(tmp_path, module_files.builtin(), skipgram_settings())
   assert result.agrees, '\n'.join(result.lines)
   names = [d.name for d in result.verdict.variables]
-  assert names == ['tokens/parameters', 'contexts/parameters',
-                   'tokens/accumulators', 'contexts/accumulators']
+  assert names == ['tokens/parameters', 'tokens/accumulators',
+                   'contexts/parameters', 'contexts/accumulators']
   assert len(result.verdict.losses) == STEPS
   assert result.lines[0].startswith('selftest: no TPU reachable')
   assert result.lines[-1].startswith('AGREE')
-  # Training changed the slots: agreement is not of untouched values.
-  assert all(d.scale > 1e-3 for d in result.verdict.variables)
+  # word2vec's contexts table starts at zero: training moved it, so the
+  # agreement is not of untouched values.
+  contexts = next(d for d in result.verdict.variables
+                  if d.name == 'contexts/parameters')
+  assert contexts.scale > 0
 
 
 def test_two_tower_tape_and_activation_gradients_agree(tmp_path):
@@ -75,18 +78,33 @@ def test_a_perturbed_initial_value_is_a_named_difference(tmp_path, perturb,
                     perturb)
   assert not result.agrees
   assert named in failing(result)
+  assert result.verdict.first_differing().step == 0
   assert result.lines[-1].startswith('DIFFER: first ')
   assert f'perturbed: B\'s initial {named} row 0' in result.lines
 
 
-def test_one_steps_learning_rate_is_a_difference_after_that_step(tmp_path):
+def test_one_steps_learning_rate_is_named_with_its_step(tmp_path):
   result = selftest(tmp_path, module_files.builtin(), skipgram_settings(),
                     'learning-rate')
-  losses = [d.agrees for d in result.verdict.losses]
-  step = STEPS // 2  # the perturbed step: its own loss is computed before
-  assert losses[:step + 1] == [True] * (step + 1)
+  step = STEPS // 2
   assert not result.agrees
   assert {'tokens/parameters', 'contexts/parameters'} <= failing(result)
+  # Each step starts from one state: only the perturbed step differs, and
+  # its own loss is computed before its update.
+  assert {d.step for d in result.verdict.variables if not d.agrees} == {step}
+  assert all(d.agrees for d in result.verdict.losses)
+  assert result.lines[-1].startswith(
+      f'DIFFER: first tokens/parameters at step {step} ')
+
+
+def test_a_constant_high_learning_rate_still_agrees_step_by_step(tmp_path):
+  """At word2vec's rate with no warm-up, one rounding step grows past the
+  tolerance within a few free-running steps; compared from one state at
+  every step, the trainers agree."""
+  settings = skipgram_settings().replace(learning_rate_decay=False)
+  result = runner.run(module_files.builtin(), settings, tpu='', steps=20,
+                      workdir=str(tmp_path), vocabulary_size=VOCABULARY)
+  assert result.agrees, '\n'.join(result.lines)
 
 
 def test_two_tower_wrong_learning_rate_differs(tmp_path):
@@ -109,15 +127,3 @@ def test_the_same_seed_gives_the_same_report(tmp_path):
   np.testing.assert_array_equal(
       [d.max_abs for d in first.verdict.losses],
       [d.max_abs for d in second.verdict.losses])
-
-
-def test_settings_that_amplify_rounding_are_inconclusive_not_a_difference(
-    tmp_path):
-  """At word2vec's rate with no warm-up the first Adagrad updates throw
-  rows far out: B against B nudged by one rounding step differs as much."""
-  settings = skipgram_settings().replace(learning_rate_decay=False)
-  result = runner.run(module_files.builtin(), settings, tpu='', steps=30,
-                      workdir=str(tmp_path), vocabulary_size=VOCABULARY)
-  assert not result.agrees
-  assert result.lines[-1].startswith('INCONCLUSIVE: B alone, its tables '
-                                     'moved by one float32 rounding step')

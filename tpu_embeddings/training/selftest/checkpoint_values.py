@@ -51,20 +51,31 @@ def save(adapter, spec: EmbeddingSpec, model_uri: str, steps: int) -> str:
   return state.manager.save(checkpoint_number=steps)
 
 
-def read(spec: EmbeddingSpec, model_uri: str,
-         path: str) -> Dict[str, np.ndarray]:
-  """{table/parameters, table/slot, dense key: values} of a checkpoint."""
-  checkpoints.check_embedding_keys(spec, path)
-  restored = checkpoint_restore.restore_for_serving(
-      model_uri, path, read_vocabulary=False)
-  values = {f'{t.name}/parameters': np.array(restored.table_numpy(t.name))
-            for t in spec.tables}
+def read_raw(spec: EmbeddingSpec, path: str) -> Dict[str, np.ndarray]:
+  """{table/parameters, table/slot, dense key: values} of a checkpoint,
+  read under their keys."""
   reader = tf.train.load_checkpoint(path)
+  values = {}
   for t in spec.tables:
+    values[f'{t.name}/parameters'] = reader.get_tensor(
+        model_layout.table_key(t.name))
     for slot in spec.optimizer.slot_names:
       values[f'{t.name}/{slot}'] = reader.get_tensor(
           model_layout.slot_key(t.name, slot))
   for key in sorted(reader.get_variable_to_shape_map()):
     if key.startswith(_DENSE) and key.endswith(_SUFFIX):
       values[key[:-len(_SUFFIX)]] = reader.get_tensor(key)
+  return values
+
+
+def read(spec: EmbeddingSpec, model_uri: str,
+         path: str) -> Dict[str, np.ndarray]:
+  """`read_raw`, the tables restored with `TPUEmbeddingForServing` as the
+  validator restores them (its checks included)."""
+  checkpoints.check_embedding_keys(spec, path)
+  restored = checkpoint_restore.restore_for_serving(
+      model_uri, path, read_vocabulary=False)
+  values = read_raw(spec, path)
+  for t in spec.tables:
+    values[f'{t.name}/parameters'] = np.array(restored.table_numpy(t.name))
   return values

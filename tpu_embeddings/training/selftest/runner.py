@@ -12,18 +12,17 @@
 3. The reference is built and its initial state written; the candidate is
    built and restored from it: the same tables, optimizer slots, dense
    weights and optimizer state on both sides.
-4. Each trains `steps` steps on the same batches, with the same
-   learning-rate schedule, and writes its checkpoint as `run` does.
-5. Both checkpoints are read back on CPU as the validator reads them and
-   compared, with every step's loss (compare.py). When they differ, the
-   reference against itself from a start nudged by one rounding step tells
-   a difference of the trainers from settings that amplify rounding
-   (noise_floor.py).
+4. They train `steps` steps in lockstep on the same batches, with the same
+   learning-rate schedule, each step from the reference's state; after
+   each, every table, slot and dense variable and the loss are compared
+   (lockstep.py, compare.py). The last step's checkpoints are written as
+   `run` writes them and read back as the validator reads them.
 """
 
+import contextlib
 import dataclasses
 import os
-from typing import Any, List, Optional
+from typing import List
 
 import tensorflow as tf
 
@@ -33,7 +32,7 @@ from tpu_embeddings.training import learning_rate
 from tpu_embeddings.training.learning_rate import LinearDecay
 from tpu_embeddings.training.selftest import checkpoint_values
 from tpu_embeddings.training.selftest import compare
-from tpu_embeddings.training.selftest import noise_floor
+from tpu_embeddings.training.selftest import lockstep
 from tpu_embeddings.training.selftest import options
 from tpu_embeddings.training.selftest import synthetic
 from tpu_embeddings.training.selftest import trainers
@@ -93,50 +92,30 @@ def _describe(module: ModelModule, spec, settings, steps: int,
           'batch ids: ' + ', '.join(synthetic.shapes(dataset))]
 
 
-def _verdict_line(verdict: compare.Verdict,
-                  floor: Optional[compare.Verdict]) -> str:
-  """AGREE; DIFFER naming the first and the worst difference; or, when B
-  against a nudged B differs too (`floor`), INCONCLUSIVE."""
+def _verdict_line(verdict: compare.Verdict) -> str:
+  """AGREE, or DIFFER naming the first and the worst difference."""
   rule = (f'|A-B| <= {compare.RELATIVE:g} * max|B| + {compare.ABSOLUTE:g}')
   if verdict.agrees:
-    return (f'AGREE: every table, slot, dense variable and step loss within '
-            f'{rule}')
-  if floor is not None and not floor.agrees:
-    moved = floor.worst()
-    return (f'INCONCLUSIVE: B alone, its tables moved by one float32 '
-            f'rounding step ({noise_floor.NUDGE:.1e}), moves {moved.name} by '
-            f'{moved.max_abs:.3e} (> {moved.tolerance:.3e}): these settings '
-            'amplify rounding, so no two float32 trainers agree to the '
-            'tolerance; rerun with trainer.learning_rate_decay=true (its '
-            'warm-up) or a lower learning rate')
+    return (f'AGREE: every table, slot, dense variable and loss, at every '
+            f'step, within {rule}')
   first, worst = verdict.first_differing(), verdict.worst()
-  return (f'DIFFER: first {first.name} (max |A-B| {first.max_abs:.3e} > '
-          f'{first.tolerance:.3e}{", " + first.note if first.note else ""}); '
-          f'worst {worst.name}; tolerance {rule}')
-
-
-@dataclasses.dataclass
-class _Start:
-  """Both trainers built from one state; the reference's own start and
-  schedule (a perturbed one's), for the noise floor."""
-  reference: Any
-  candidate: Any
-  reference_decay: Any
-  reference_start: str
-  perturbed: str
+  return (f'DIFFER: first {first.name} at step {first.step} (max |A-B| '
+          f'{first.max_abs:.3e} > {first.tolerance:.3e}'
+          f'{", " + first.note if first.note else ""}); worst {worst.name} '
+          f'at step {worst.step}; tolerance {rule}')
 
 
 def _start(pair: trainers.Pair, element_spec, decay, steps: int,
-           perturb: str, workdir: str) -> _Start:
-  """Both trainers built, the candidate restored from the reference's
-  initial state, then the reference perturbed as asked."""
+           perturb: str, workdir: str):
+  """(reference, candidate, what was perturbed): both built, the candidate
+  restored from the reference's initial state, then the reference perturbed
+  as asked."""
   perturbed = ''
-  reference_decay = decay
   if perturb == options.LEARNING_RATE:
     perturbed = (f'B\'s learning rate at step {steps // 2} '
                  f'x{trainers.LEARNING_RATE_FACTOR}')
-    reference_decay = trainers.off_at(decay, steps // 2)
-  reference = pair.reference.make(reference_decay)
+  reference = pair.reference.make(
+      trainers.off_at(decay, steps // 2) if perturbed else decay)
   reference.build(element_spec)
   candidate = pair.candidate.make(decay)
   candidate.build(element_spec)
@@ -144,20 +123,7 @@ def _start(pair: trainers.Pair, element_spec, decay, steps: int,
       reference, os.path.join(workdir, 'initial')))
   if perturb and not perturbed:
     perturbed = 'B\'s initial ' + trainers.perturb_initial(reference, perturb)
-  return _Start(reference, candidate, reference_decay,
-                checkpoint_values.write_initial(
-                    reference, os.path.join(workdir, 'reference-start')),
-                perturbed)
-
-
-def _checkpoints(spec, steps: int, workdir: str, **adapters):
-  """{name: checkpoint values} of each adapter, saved and read back."""
-  values = {}
-  for name, adapter in adapters.items():
-    uri = os.path.join(workdir, name)
-    path = checkpoint_values.save(adapter, spec, uri, steps)
-    values[name] = checkpoint_values.read(spec, uri, path)
-  return values
+  return reference, candidate, perturbed
 
 
 def run(module: ModelModule, settings, tpu: str = device.AUTO,
@@ -169,6 +135,34 @@ def run(module: ModelModule, settings, tpu: str = device.AUTO,
   options.PERTURBATIONS) alters the reference to show a failing check."""
   _check(steps, perturb)
   strategy, device_line = connect(tpu)
+  with _float32_matmuls(strategy is not None):
+    return _compare(module, settings, strategy, device_line, steps, workdir,
+                    vocabulary_size, perturb)
+
+
+@contextlib.contextmanager
+def _float32_matmuls(on_tpu: bool):
+  """On a TPU, float32 matmuls at full precision while the self-test runs.
+
+  XLA compiles a TPU's float32 matmuls and convolutions at DEFAULT
+  precision (bfloat16 passes, about 3 decimal digits) unless TensorFloat-32
+  execution is off (then HIGHEST): at DEFAULT a dense model's TPU values
+  would part from the CPU's by far more than the tolerance, whatever the
+  trainers do. `run --tpu` keeps TensorFlow's default.
+  """
+  before = tf.config.experimental.tensor_float_32_execution_enabled()
+  if on_tpu:
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+  try:
+    yield
+  finally:
+    tf.config.experimental.enable_tensor_float_32_execution(before)
+
+
+def _compare(module: ModelModule, settings, strategy, device_line: str,
+             steps: int, workdir: str, vocabulary_size: int,
+             perturb: str) -> Result:
+  """`run` once the device is known."""
   module = trainers.deterministic(module)
   ctx = synthetic.context(module, settings, vocabulary_size)
   spec = synthetic.resolved_spec(module, ctx)
@@ -179,38 +173,19 @@ def run(module: ModelModule, settings, tpu: str = device.AUTO,
   lines += _describe(module, spec, settings, steps, dataset)
   if pair.note:
     lines.append(f'note: {pair.note}')
+  if strategy is not None:
+    lines.append('precision: float32 matmuls at full precision on the TPU '
+                 '(TensorFloat-32 off), as on the CPU; `run --tpu` keeps '
+                 'TensorFlow\'s default (bfloat16 passes)')
   tf.random.set_seed(settings.seed)  # the tables' initial values
-  start = _start(pair, dataset.element_spec,
-                 LinearDecay(planned_steps(settings, steps)), steps, perturb,
-                 workdir)
-  if start.perturbed:
-    lines.append(f'perturbed: {start.perturbed}')
-  reference_losses = trainers.train(start.reference, dataset, steps)
-  candidate_losses = trainers.train(start.candidate, dataset, steps)
-  values = _checkpoints(spec, steps, workdir, candidate=start.candidate,
-                        reference=start.reference)
-  verdict = compare.Verdict(
-      _variables(values['candidate'], values['reference']),
-      compare.step_losses(candidate_losses, reference_losses))
-  lines += compare.table(verdict, candidate_losses, reference_losses)
-  floor = None
-  if not verdict.agrees:
-    floor = noise_floor.verdict(
-        pair.reference.make, start.reference_decay, start.reference_start,
-        dataset, spec, steps, workdir, values['reference'], reference_losses)
-  lines.append(_verdict_line(verdict, floor))
+  reference, candidate, perturbed = _start(
+      pair, dataset.element_spec, LinearDecay(planned_steps(settings, steps)),
+      steps, perturb, workdir)
+  if perturbed:
+    lines.append(f'perturbed: {perturbed}')
+  stepped = lockstep.run(reference, candidate, dataset, steps, spec, workdir)
+  verdict = stepped.verdict()
+  lines += compare.table(verdict, stepped.candidate_losses,
+                         stepped.reference_losses)
+  lines.append(_verdict_line(verdict))
   return Result(verdict.agrees, verdict, lines)
-
-
-def _variables(candidate, reference) -> List[compare.Difference]:
-  """Every variable of either checkpoint, in the reference's order."""
-  names = list(reference) + sorted(set(candidate) - set(reference))
-  found = []
-  for name in names:
-    if name not in candidate or name not in reference:
-      side = 'A' if name not in candidate else 'B'
-      found.append(compare.Difference(name, float('inf'), 0.0,
-                                      f'missing from {side}'))
-    else:
-      found.append(compare.difference(name, candidate[name], reference[name]))
-  return found
