@@ -6,6 +6,7 @@ from tests.tpu_embeddings.training.test_selftest_runner import two_tower
 from tpu_embeddings.models import module_files
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.training.selftest import runner
 from tpu_embeddings.training.selftest import trainers
 
 
@@ -54,3 +55,13 @@ def test_dropout_is_off_in_the_compared_model():
   original = two_tower().build_model(ModelContext())
   assert [layer.rate for layer in original.submodules
           if isinstance(layer, tf.keras.layers.Dropout)] == [0.1, 0.1]
+
+
+def test_float32_matmuls_are_full_precision_only_for_a_tpu_and_restored():
+  enabled = tf.config.experimental.tensor_float_32_execution_enabled
+  before = enabled()
+  with runner._float32_matmuls(on_tpu=True):
+    assert not enabled()
+  assert enabled() == before
+  with runner._float32_matmuls(on_tpu=False):
+    assert enabled() == before
