@@ -3,12 +3,13 @@
     python -m pipelines selftest [--tpu auto|NAME] [--steps 50]
         [--module-file F] [--set FIELD=VALUE ...] [--perturb row]
 
-Trains the same synthetic batches from the same start with the TPU adapter
-and the CPU adapter (without a reachable TPU: the CPU adapter's two
-implementations), compares the checkpoints and losses and prints a table
-(tpu_embeddings/training/selftest). Exit 0 when they agree, 1 when they
-differ (the line names the first variable or step), 2 for a bad argument
-or a named TPU that cannot be reached.
+Steps the TPU adapter and the CPU adapter (without a reachable TPU: the
+CPU adapter's two implementations) through the same synthetic batches, each
+step from one state, compares their tables, slots, dense variables and
+losses after every step and prints a table (tpu_embeddings/training/
+selftest; docs/tpu_selftest.md). Exit 0 when they agree, 1 when they differ
+(the line names the first variable and step), 2 for a bad argument or a
+named TPU that cannot be reached.
 """
 
 import argparse
