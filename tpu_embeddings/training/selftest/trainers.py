@@ -15,7 +15,7 @@ switched off on both sides: random masks drawn on two devices never match.
 """
 
 import dataclasses
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
@@ -100,12 +100,6 @@ def pair(module: ModelModule, spec: EmbeddingSpec, ctx,
       'CPU adapter, activation-gradient step (as on a TPU)',
       lambda decay: activation_step.ActivationGradientAdapter(
           spec, module, ctx, decay)), reference)
-
-
-def train(adapter, dataset: tf.data.Dataset, steps: int) -> List[float]:
-  """`steps` steps of a built adapter on `dataset`; their losses."""
-  losses = adapter.train(adapter.iterator(dataset), steps)
-  return [float(x) for x in losses]
 
 
 def _fused_or_not(spec: EmbeddingSpec) -> str:
