@@ -12,6 +12,10 @@ steps, so free-running trainers part even when both are right).
 The last step's states are written as `run` writes its checkpoint and read
 back as the validator reads it (checkpoint_values.py); the earlier ones are
 read from the checkpoint files directly.
+
+The adapters are driven through their public input and step only,
+`iterator(dataset)` and `train(iterator, steps, first_step)`: `_batches`
+is the one place that changes if the adapters' input does.
 """
 
 import dataclasses
@@ -57,6 +61,11 @@ def _remove(prefix: str):
     tf.io.gfile.remove(path)
 
 
+def _batches(adapter, dataset: tf.data.Dataset):
+  """The adapter's iterator over `dataset`'s global batches."""
+  return adapter.iterator(dataset)
+
+
 def _one_step(adapter, iterator, step: int) -> float:
   return float(adapter.train(iterator, 1, step)[0])
 
@@ -64,8 +73,8 @@ def _one_step(adapter, iterator, step: int) -> float:
 def run(reference, candidate, dataset: tf.data.Dataset, steps: int,
         spec: EmbeddingSpec, workdir: str) -> Lockstep:
   """`steps` lockstep steps of two built trainers that start alike."""
-  reference_batches = reference.iterator(dataset)
-  candidate_batches = candidate.iterator(dataset)
+  reference_batches = _batches(reference, dataset)
+  candidate_batches = _batches(candidate, dataset)
   result = Lockstep({}, [], [])
   for step in range(steps):
     result.reference_losses.append(
