@@ -4,10 +4,12 @@ Every flag and setting is checked before TFX is imported.
 """
 
 from pipelines.cli import arguments
+from pipelines.cli import selftest_command
 from pipelines.kubeflow import credentials
 from pipelines.kubeflow import cron
 from pipelines.kubeflow import flags as kubeflow_flags
 from pipelines.kubeflow import resources as kubeflow_resources
+from pipelines.kubeflow import tpu_hosts
 
 
 def register(sub):
@@ -64,12 +66,14 @@ def _register_compile(sub):
                  help='memory one task requests and is limited to, instead '
                  'of the estimate from the table size, e.g. '
                  '--memory EmbeddingExporter=32G')
+  selftest_command.add_compile_arguments(p)
   p.set_defaults(func=run_compile, tpu=None)
 
 
 def run_compile(args) -> int:
   tpu = kubeflow_flags.TpuRequest.parse(
       args.tpu_accelerator, args.tpu_topology, args.tpu_count)
+  tpu_hosts.check_single_host(tpu)
   config = arguments.config_from_args(args)
   credentials.check_compiled(args.beam_arg, config)
   if config.trainer.tpu:
@@ -85,6 +89,9 @@ def run_compile(args) -> int:
   task_resources = kubeflow_resources.with_overrides(
       kubeflow_resources.estimate(config, tpu is not None), args.cpu,
       args.memory)
+  if args.selftest:
+    return selftest_command.run_compile_selftest(args, tpu, task_resources,
+                                                 DEFAULT_OUTPUT)
   from pipelines.kubeflow import compile as kubeflow_compile
   compiled = kubeflow_compile.compile_pipeline(
       args.output, image=args.image, pipeline_root=args.pipeline_root,

@@ -17,6 +17,7 @@ from pipelines.cli import failures
 from pipelines.cli import kubeflow_commands
 from pipelines.cli import pipeline_commands
 from pipelines.cli import push_commands
+from pipelines.cli import selftest_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
       description='TPU embedding pipeline on TFX.')
   sub = parser.add_subparsers(dest='command', metavar='COMMAND')
   sub.required = True
-  for commands in (pipeline_commands, push_commands, kubeflow_commands):
+  for commands in (pipeline_commands, push_commands, kubeflow_commands,
+                   selftest_command):
     commands.register(sub)
   return parser
 

@@ -26,6 +26,7 @@ What the YAML holds, beyond TFX's own compilation:
     (pipelines/kubeflow/parameters.py), so a run or a schedule can set them.
   * `defaultPipelineRoot` is the pipeline root, since a YAML package carries
     no runtimeConfig.
+  * A TPU slice that spans more than one host is refused (tpu_hosts.py).
   * No credential: a Beam argument, a custom_config key or a root that
     looks like one is refused (pipelines/kubeflow/credentials.py).
 No Resolver node is compiled (open-source KFP refuses them): the validator's
@@ -54,6 +55,7 @@ from pipelines.kubeflow import credentials
 from pipelines.kubeflow import parameters as kubeflow_parameters
 from pipelines.kubeflow import resources as kubeflow_resources
 from pipelines.kubeflow import spec_edits
+from pipelines.kubeflow import tpu_hosts
 from pipelines.kubeflow.flags import TPU_RESOURCE
 from pipelines.kubeflow.flags import TpuRequest
 from pipelines.kubeflow.flags import check_image
@@ -248,6 +250,7 @@ def compile_pipeline(output: str,
 
   `task_resources` default to `kubeflow_resources.estimate(config, tpu)`.
   """
+  tpu_hosts.check_single_host(tpu)
   out_dir = check_output(output)
   image = check_image(image)
   pipeline_root = check_uri('--pipeline-root', pipeline_root)

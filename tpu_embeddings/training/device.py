@@ -91,6 +91,18 @@ def _probe_grpc(address: str, label: str):
           'or set tpu="" to train on CPU')
 
 
+def check_single_host(strategy, label: str):
+  """Refuses a TPU whose chips span several hosts: the adapter feeds every
+  replica from batches this one client builds (multi-host input, each host
+  reading its share, is not implemented)."""
+  hosts = strategy.extended.num_hosts
+  if hosts > 1:
+    raise RuntimeError(
+        f'TPU {label} spans {hosts} hosts; only single-host TPUs are '
+        'supported (e.g. v5e 2x4, v4-8): fix the tpu parameter, or set '
+        'tpu="" to train on CPU')
+
+
 def connect(choice: DeviceChoice):
   """TPUClusterResolver -> connect -> initialize -> TPUStrategy.
 
@@ -125,6 +137,7 @@ def connect(choice: DeviceChoice):
   if not tf.config.list_logical_devices('TPU'):
     raise RuntimeError(f'TPU {label}: connected but no TPU device is visible; '
                        'set tpu="" to train on CPU')
+  check_single_host(strategy, label)
   logging.info('EmbeddingTrainer connected to TPU %s: %d replicas', label,
                strategy.num_replicas_in_sync)
   return strategy

@@ -30,7 +30,7 @@ def test_every_option_and_argument_has_help():
   commands = _subparsers()
   assert sorted(commands) == sorted([
       'demo-data', 'run', 'retrain', 'lineage', 'pushed', 'embed',
-      'neighbors', 'rollback', 'compile', 'submit', 'schedule'])
+      'neighbors', 'rollback', 'compile', 'submit', 'schedule', 'selftest'])
   missing = [f'{name} {a.option_strings[0] if a.option_strings else a.dest}'
              for name, p in commands.items() for a in p._actions
              if not a.help]

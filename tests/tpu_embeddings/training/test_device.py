@@ -249,3 +249,19 @@ def test_the_two_tower_tables_and_ragged_ids_take_the_cpu_shapes(tmp_path):
   assert activations == {n: t.shape.as_list() for n, t in cpu.items()}
   assert activations['history'] == [B, 32]
   assert activations['item_category'] == [B, 8]
+
+
+class _Slice:
+  """What check_single_host reads of a TPUStrategy: its hosts."""
+
+  def __init__(self, hosts):
+    self.extended = type('Extended', (), {'num_hosts': hosts})()
+
+
+def test_a_tpu_on_one_host_is_accepted_and_one_on_several_refused():
+  device.check_single_host(_Slice(1), "'v5e-8'")
+  with pytest.raises(RuntimeError) as refused:
+    device.check_single_host(_Slice(4), "'v4-32'")
+  assert str(refused.value).startswith("TPU 'v4-32' spans 4 hosts; only "
+                                       'single-host TPUs are supported')
+  assert 'fix the tpu parameter' in str(refused.value)
