@@ -24,10 +24,10 @@ import time
 import numpy as np
 
 FILE_MB = 20  # one corpus file per 20 MB, like the parts of a real export
-NODES = ('FileBasedExampleGen', 'Vocabulary')
+NODES = ('ExampleGen', 'Vocabulary')
 
 
-def generate(out_dir: str, megabytes: int, vocab: int, seed: int = 0) -> str:
+def generate(out_dir: str, megabytes: float, vocab: int, seed: int = 0) -> str:
   """Writes `<out_dir>/span-1/part-*.txt` of about `megabytes` MB (kept)."""
   span = os.path.join(out_dir, 'span-1')
   if os.path.isdir(span):
@@ -37,11 +37,11 @@ def generate(out_dir: str, megabytes: int, vocab: int, seed: int = 0) -> str:
   rng = np.random.default_rng(seed)
   names = np.array([f'tok-{i:06d}' for i in range(vocab)], dtype=object)
   cumulative = np.cumsum(1.0 / np.arange(1, vocab + 1) ** 1.0)
-  target = megabytes * 1_000_000
+  target = int(megabytes * 1_000_000)
   part = 0
   while target > 0:
     size = min(target, FILE_MB * 1_000_000)
-    lengths = rng.integers(6, 17, size // 50)
+    lengths = rng.integers(6, 17, max(1, size // 50))
     tokens = names[np.searchsorted(cumulative,
                                    rng.random(lengths.sum()) * cumulative[-1])]
     ends = np.cumsum(lengths)
@@ -76,7 +76,7 @@ def counter_pass(files, repeats: int = 3) -> float:
 
 
 def pipeline_pass(data_root: str, home: str, beam_args) -> dict:
-  """Runs ExampleGen + Vocabulary; returns seconds per component."""
+  """Runs ExampleGen + Vocabulary; returns seconds per NODES name."""
   from tfx.orchestration import metadata
   from tfx.orchestration import pipeline as tfx_pipeline
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner
@@ -95,7 +95,8 @@ def pipeline_pass(data_root: str, home: str, beam_args) -> dict:
   progress = launches.Launches(io.StringIO())
   with progress:
     LocalDagRunner().run(pipeline)
-  return progress.timings
+  return dict(zip(NODES, (progress.timings[c.id]
+                          for c in (example_gen, vocabulary))))
 
 
 def main(argv=None):
@@ -114,8 +115,8 @@ def main(argv=None):
   rows = []
   with tempfile.TemporaryDirectory() as tmp:
     work = args.work or tmp
-    for mb in (int(s) for s in args.sizes.split(',')):
-      data = generate(os.path.join(work, f'corpus-{mb}mb'), mb, args.vocab)
+    for mb in (float(s) for s in args.sizes.split(',')):
+      data = generate(os.path.join(work, f'corpus-{mb:g}mb'), mb, args.vocab)
       files = sorted(glob.glob(os.path.join(data, 'span-1', '*')))
       size = sum(os.path.getsize(f) for f in files) / 1e6
       floor = counter_pass(files)

@@ -221,11 +221,17 @@ def main(argv=None):
                       help='skip-gram windows, one item2vec run each (5: '
                       'the default)')
   parser.add_argument('--seed', type=int, default=0)
+  parser.add_argument('--items', type=int,
+                      default=demo_interactions.EXAMPLE_SHAPE.items)
+  parser.add_argument('--sequences', type=int,
+                      default=demo_interactions.EXAMPLE_SHAPE.sequences,
+                      help='users, one interaction sequence each')
   parser.add_argument('--work', help='keep the data and homes here')
   args = parser.parse_args(argv)
   windows = [int(w) for w in args.item2vec_windows.split(',') if w]
   shape = dataclasses.replace(demo_interactions.EXAMPLE_SHAPE,
-                              seed=args.seed)
+                              seed=args.seed, items=args.items,
+                              sequences=args.sequences)
   split = held_out(shape)
   print(f'{shape}\n{split["train_rows"]:,} training interactions, '
         f'{len(split["queries"]["item_id"]):,} held-out next items, '
