@@ -14,11 +14,14 @@ values, same checkpoint keys as `TPUEmbedding`). Per step (`tape_step`):
    optimizer's own update rule on the parameters and their slots; the dense
    variables through the module's Keras optimizer.
 
-A built-in without a dense model may give its loss's gradients w.r.t. the
+A module without a dense model may give its loss's gradients w.r.t. the
 activations itself (`activation_gradients`): `fast_step` then replaces step 2
-with them, as the TPU adapter does. For the built-in skip-gram with SGD or
-Adagrad, `fast_step` is one op where it loads (fused_step.py), on the same
-variables.
+with them, as the TPU adapter does. For a module declaring the skip-gram
+fused step (FUSED_STEP) with SGD or Adagrad, `fast_step` is one op where it
+loads (fused_step.py), on the same variables.
+
+The input is a factory of one input pipeline's batches; on CPU there is one
+pipeline, whose batches are the global batches.
 """
 
 import collections
@@ -26,8 +29,11 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
+from tpu_embeddings.core import input_pipelines
+from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.models import module_files
 from tpu_embeddings.models.context import ModelContext
+from tpu_embeddings.models.skipgram_features import SKIP_GRAM_STEP
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training import dense_model
 from tpu_embeddings.training import embedding_optimizers
@@ -71,14 +77,14 @@ class CpuAdapter:
     # train(iterator, steps, first_step) -> the steps' batch losses.
     self.train = training_loop.CompiledSteps(
         self.step, self.learning_rate_scale, decay or LinearDecay(0),
-        user_code=not module.builtin)
+        user_code=module.declared('AUTOGRAPH', True))
 
   def build(self, element_spec=None):
     """Creates the tables and slots, and the dense model and its slots on a
     zero batch shaped as `element_spec` (the input's (ids, extras))."""
     self.embedding.build()
     if (self._use_fused and self.step == self.fast_step and
-        self.module.builtin):
+        self.module.declared('FUSED_STEP') == SKIP_GRAM_STEP):
       optimizer = next(iter(self._rules.values())).optimizer
       self._fused = fused_step.for_adapter(
           self.spec, optimizer, self.variables, self.global_batch_size,
@@ -92,8 +98,9 @@ class CpuAdapter:
     """{table: {'parameters': table, <slot>: slot variable}}."""
     return self.embedding._variables
 
-  def iterator(self, dataset: tf.data.Dataset):
-    return iter(dataset)
+  def iterator(self, input_fn: InputFn):
+    """An iterator of `input_fn`'s batches for the one input pipeline."""
+    return iter(input_fn(input_pipelines.single()))
 
   def tape_step(self, batch) -> tf.Tensor:
     """One step of any module: the loss differentiated by a tape."""

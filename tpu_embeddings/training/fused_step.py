@@ -17,6 +17,8 @@ settings' K/S, so the loss keeps the scale of K negatives per pair).
                                   negative_weight)
     loss = step(features) if step else <the TensorFlow path>
 
+A module declares this step with FUSED_STEP =
+skipgram_features.SKIP_GRAM_STEP.
 `for_adapter` returns None, with the reason logged once, when the op cannot
 serve the spec: an optimizer other than SGD or Adagrad, or the op library
 unavailable (see tpu_embeddings.kernels.library).
