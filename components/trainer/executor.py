@@ -175,7 +175,7 @@ def _prepare(args: TrainerArgs, config: TrainerConfig,
   return _Run(args, config, module, ctx, spec, vocabularies)
 
 
-def _metadata(run: _Run, result: training_loop.LoopResult, device_name: str,
+def _metadata(run: _Run, result: training_loop.LoopResult, adapter,
               decay: learning_rate.LinearDecay, **outcome) -> Dict[str, Any]:
   """metadata.json: the run's results, settings and `outcome` (warm start,
   resume)."""
@@ -184,8 +184,9 @@ def _metadata(run: _Run, result: training_loop.LoopResult, device_name: str,
       'examples_seen': result.examples_seen,
       'final_loss': result.final_loss,
       'spans': model_output.spans(run.args.examples, keys.SPAN),
-      'device': device_name,
+      'device': adapter.device,
       'optimizer': run.spec.optimizer.kind,
+      **model_output.kernels(*adapter.kernels),
       **model_output.model_figures(run.spec, run.vocabularies, run.module),
       'resumed_from_step': result.start_step,
       'steps_this_run': result.steps_this_run,
@@ -224,7 +225,7 @@ def train(args: TrainerArgs, config: TrainerConfig,
   result = training_loop.run(adapter, run.spec, input_fn, element_spec,
                              args.model_uri, logs, config, decay.total_steps)
   metadata = _metadata(
-      run, result, adapter.device, decay, warm_start=warm,
+      run, result, adapter, decay, warm_start=warm,
       warm_start_skipped=warm_start_skipped,
       resumed_from=resumed.model_uri if resumed else None,
       resume_key=key or None)
@@ -232,8 +233,9 @@ def train(args: TrainerArgs, config: TrainerConfig,
   if args.resume_root:
     resume.release(args.resume_root, key, args.model_uri)
     kept.discard(args.resume_root, key)
-  logging.info('EmbeddingTrainer done: %d steps on %s, final loss %s',
-               result.steps, adapter.device, result.final_loss)
+  logging.info('EmbeddingTrainer done: %d steps on %s with %s, final loss %s',
+               result.steps, adapter.device,
+               model_output.summary(*adapter.kernels), result.final_loss)
   return metadata
 
 

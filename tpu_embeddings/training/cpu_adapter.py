@@ -29,6 +29,7 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
+from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.core import input_pipelines
 from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.models import module_files
@@ -74,6 +75,8 @@ class CpuAdapter:
     self.step = self.fast_step if fast else self.tape_step
     self._use_fused = fused
     self._fused = None  # set by build() when the fused op trains the spec
+    # (which ops train the step, why not the fused op): set by build().
+    self.kernels = (model_layout.TENSORFLOW_KERNELS, '')
     # train(iterator, steps, first_step) -> the steps' batch losses.
     self.train = training_loop.CompiledSteps(
         self.step, self.learning_rate_scale, decay or LinearDecay(0),
@@ -83,15 +86,26 @@ class CpuAdapter:
     """Creates the tables and slots, and the dense model and its slots on a
     zero batch shaped as `element_spec` (the input's (ids, extras))."""
     self.embedding.build()
-    if (self._use_fused and self.step == self.fast_step and
-        self.module.declared('FUSED_STEP') == SKIP_GRAM_STEP):
-      optimizer = next(iter(self._rules.values())).optimizer
-      self._fused = fused_step.for_adapter(
-          self.spec, optimizer, self.variables, self.global_batch_size,
-          negative_weight=self.module.hook('negative_weight')(self.ctx))
+    self.kernels = self._build_fused()
     if self.model is not None:
       dense_model.build(self.module, self.ctx, self.spec, element_spec,
                         self.model, self.dense_optimizer)
+
+  def _build_fused(self):
+    """Builds the fused step where the module declares it and it can serve;
+    (the kernels that train the step, why not the fused op)."""
+    if self.module.declared('FUSED_STEP') != SKIP_GRAM_STEP:
+      return model_layout.TENSORFLOW_KERNELS, 'the model has no fused step'
+    if not self._use_fused or self.step != self.fast_step:
+      return model_layout.TENSORFLOW_KERNELS, 'the fused step is turned off'
+    optimizer = next(iter(self._rules.values())).optimizer
+    self._fused = fused_step.for_adapter(
+        self.spec, optimizer, self.variables, self.global_batch_size,
+        negative_weight=self.module.hook('negative_weight')(self.ctx))
+    if self._fused is None:
+      return (model_layout.TENSORFLOW_KERNELS,
+              fused_step.fallback_reason(self.spec, optimizer))
+    return model_layout.FUSED_KERNELS, ''
 
   @property
   def variables(self) -> Dict[str, Dict[str, tf.Variable]]:

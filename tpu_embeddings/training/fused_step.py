@@ -92,6 +92,11 @@ class FusedSkipGramStep:
         optimizer=self._kind)
 
 
+def fallback_reason(spec: EmbeddingSpec, optimizer) -> str:
+  """Why the op does not train `spec` with `optimizer` ('' if it does)."""
+  return unsupported(spec, optimizer) or library.status().reason
+
+
 def for_adapter(spec: EmbeddingSpec, optimizer, variables: Variables,
                 global_batch_size: int, negative_weight: float = 1.0
                 ) -> Optional[FusedSkipGramStep]:

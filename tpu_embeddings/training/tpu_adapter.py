@@ -27,6 +27,7 @@ from typing import Dict, Optional
 
 import tensorflow as tf
 
+from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.core import input_pipelines
 from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
@@ -92,6 +93,8 @@ class TpuAdapter:
   TPUStrategy."""
 
   device = 'tpu'
+  # (which ops train the step, why not the fused CPU op).
+  kernels = (model_layout.TPU_KERNELS, '')
 
   def __init__(self, spec: EmbeddingSpec, module, ctx,
                strategy: tf.distribute.TPUStrategy,
