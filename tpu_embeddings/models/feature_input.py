@@ -16,8 +16,7 @@ import tensorflow as tf
 
 from tpu_embeddings.artifacts import raw_features
 from tpu_embeddings.core import input_pipelines
-
-TRAIN_SPLIT = 'train'
+from tpu_embeddings.core.splits import TRAIN_SPLIT
 
 
 def batches(module, spec, ctx, epochs: int,

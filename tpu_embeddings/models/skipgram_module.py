@@ -17,6 +17,8 @@ from typing import Optional, Sequence
 
 import tensorflow as tf
 
+from tpu_embeddings.core.splits import EVAL_SPLIT
+from tpu_embeddings.core.splits import TRAIN_SPLIT
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models import skipgram
 from tpu_embeddings.models import skipgram_input
@@ -36,8 +38,6 @@ BUILTIN = 'skipgram'
 SPEC_FROM_SETTINGS = True
 AUTOGRAPH = False
 FUSED_STEP = SKIP_GRAM_STEP
-TRAIN_SPLIT = 'train'
-EVAL_SPLIT = 'eval'
 # Passes after the first read the train split's looked-up ids from memory
 # when the vocabulary counts at most this many tokens (4 bytes each, plus
 # the out-of-vocabulary tokens'); larger corpora are parsed on every pass.

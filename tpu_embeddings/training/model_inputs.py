@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from tpu_embeddings.artifacts import raw_features
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.core import input_pipelines
+from tpu_embeddings.core import splits
 from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.models import feature_input
 from tpu_embeddings.models import spec_vocabularies
@@ -21,8 +22,6 @@ from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.models.model_module import ModelModuleError
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training.config import TrainerConfig
-
-TRAIN_SPLIT = 'train'
 
 
 def context(module: ModelModule, config: TrainerConfig,
@@ -35,7 +34,7 @@ def context(module: ModelModule, config: TrainerConfig,
   kinds = {}
   if module.features:
     kinds = raw_features.feature_kinds(
-        raw_features.split_files(examples_uris, TRAIN_SPLIT),
+        raw_features.split_files(examples_uris, splits.TRAIN_SPLIT),
         sorted(module.features))
   return ModelContext(
       features=module.features, vocabularies=vocabularies, settings=config,
