@@ -28,8 +28,8 @@ from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
 from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
 from tpu_embeddings.models.skipgram_features import SKIP_GRAM_STEP
 from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
-from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.models.skipgram_features import skipgram_tables
+from tpu_embeddings.models.skipgram_table import default_spec
 
 BUILTIN = 'skipgram'
 # Declarations of the model contract (model_module.py): the spec is the
@@ -45,10 +45,10 @@ CACHED_TOKENS = 50_000_000
 
 
 def embedding_spec(ctx):
-  """The trainer's `embedding_spec` setting, or `skipgram_spec()`."""
+  """The trainer's `embedding_spec` setting, or the default table's."""
   text = getattr(ctx.settings, 'embedding_spec', '') or ''
   from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-  spec = EmbeddingSpec.from_json(text) if text.strip() else skipgram_spec()
+  spec = EmbeddingSpec.from_json(text) if text.strip() else default_spec()
   skipgram_tables(spec)
   return spec
 
