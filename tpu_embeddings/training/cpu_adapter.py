@@ -35,6 +35,7 @@ from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.models import module_files
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.skipgram_features import SKIP_GRAM_STEP
+from tpu_embeddings.spec import embedding_variables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training import dense_model
 from tpu_embeddings.training import embedding_optimizers
@@ -110,7 +111,7 @@ class CpuAdapter:
   @property
   def variables(self) -> Dict[str, Dict[str, tf.Variable]]:
     """{table: {'parameters': table, <slot>: slot variable}}."""
-    return self.embedding._variables
+    return embedding_variables.table_variables(self.embedding)
 
   def iterator(self, input_fn: InputFn):
     """An iterator of `input_fn`'s batches for the one input pipeline."""
@@ -120,7 +121,8 @@ class CpuAdapter:
     """One step of any module: the loss differentiated by a tape."""
     ids, extras = batch
     tables = sorted(self._features_of_table)
-    parameters = [self.variables[t]['parameters'] for t in tables]
+    parameters = [self.variables[t][embedding_variables.PARAMETERS]
+                  for t in tables]
     dense = list(self.model.trainable_variables) if self.model else []
     with tf.GradientTape() as tape:
       activations = self.embedding.embedding_lookup(ids)
