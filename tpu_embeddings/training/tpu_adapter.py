@@ -62,30 +62,22 @@ def per_replica_input_shapes(ids_spec, replicas: int
   return shapes
 
 
-def replica_shares(dataset: tf.data.Dataset, replicas: int,
-                   context: tf.distribute.InputContext) -> tf.data.Dataset:
-  """The global batches of `dataset` cut into the shares of the replicas of
-  input pipeline `context`, one element per replica: every tensor's rows
-  split evenly, whatever its row count (shared negatives have fewer rows
-  than the batch has pairs; a group never straddles two replicas)."""
-  return input_pipelines.split_rows(
-      input_pipelines.row_share(dataset, context),
-      replicas // context.num_input_pipelines)
+def replica_batches(input_fn: InputFn, replicas: int) -> InputFn:
+  """For an input pipeline's context: its batches from `input_fn`, each
+  split by rows into one share per replica of the pipeline
+  (`input_pipelines.split_rows`), the n-th share for its n-th replica."""
+  def per_pipeline(context: tf.distribute.InputContext) -> tf.data.Dataset:
+    return input_pipelines.split_rows(
+        input_fn(context), replicas // context.num_input_pipelines)
+  return per_pipeline
 
 
 def distribute(strategy: tf.distribute.Strategy, input_fn: InputFn):
   """Per-replica values of `strategy` from `input_fn`, called once per input
-  pipeline (host) with its InputContext: each element of the pipeline's
-  batches is split by rows into one share per replica of the pipeline
-  (`split_rows`), the n-th share going to its n-th replica."""
+  pipeline (host) with its InputContext (`replica_batches`)."""
   options = tf.distribute.InputOptions(experimental_fetch_to_device=False)
-  replicas = strategy.num_replicas_in_sync
-
-  def per_pipeline(context: tf.distribute.InputContext) -> tf.data.Dataset:
-    return input_pipelines.split_rows(
-        input_fn(context), replicas // context.num_input_pipelines)
-
-  return strategy.distribute_datasets_from_function(per_pipeline, options)
+  return strategy.distribute_datasets_from_function(
+      replica_batches(input_fn, strategy.num_replicas_in_sync), options)
 
 
 class TpuAdapter:

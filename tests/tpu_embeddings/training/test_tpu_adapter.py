@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from tests.support import paths
 from tests.support import tpu_shapes
+from tpu_embeddings.core import input_pipelines
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.training import cpu_adapter
@@ -33,7 +34,11 @@ def test_each_replica_gets_its_pairs_and_their_groups_negatives():
   context = tf.distribute.InputContext(num_input_pipelines=2,
                                        input_pipeline_id=1,
                                        num_replicas_in_sync=4)
-  shares = list(tpu_adapter.replica_shares(dataset, 4, context))
+  # An input_fn that builds whole global batches: each pipeline keeps its
+  # rows of every batch.
+  per_pipeline = tpu_adapter.replica_batches(
+      lambda c: input_pipelines.row_share(dataset, c), 4)
+  shares = list(per_pipeline(context))
   ids, _ = shared_batch()
   # Input pipeline 1 of 2 feeds replicas 2 and 3: pairs 4-5 and 6-7, and the
   # negatives of their groups (groups of two pairs: rows 2 and 3).
