@@ -10,6 +10,8 @@ vocabulary exists (its size sets the table's), the input fills a batch.
 import inspect
 from typing import Any, Sequence
 
+import tensorflow as tf
+
 from tpu_embeddings.artifacts import raw_features
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.core import input_pipelines
@@ -20,6 +22,7 @@ from tpu_embeddings.models import spec_vocabularies
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.models.model_module import ModelModuleError
+from tpu_embeddings.models.user_code import UserCodeError
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training.config import TrainerConfig
 
@@ -96,10 +99,19 @@ def input_factory(module: ModelModule, spec: EmbeddingSpec,
     return lambda context: feature_input.batches(module, spec, ctx, epochs,
                                                   context)
   if _reads_its_share(module):
-    return lambda context: module.input_fn(ctx, epochs,
-                                           input_context=context)
+    return lambda context: _dataset(module, module.input_fn(
+        ctx, epochs, input_context=context))
   return lambda context: input_pipelines.row_share(
-      module.input_fn(ctx, epochs), context)
+      _dataset(module, module.input_fn(ctx, epochs)), context)
+
+
+def _dataset(module: ModelModule, found: Any) -> tf.data.Dataset:
+  """What input_fn returned, checked to be a dataset."""
+  if not isinstance(found, tf.data.Dataset):
+    raise UserCodeError(module.path, 'input_fn', f'returned a '
+                        f'{type(found).__name__}; it must return a '
+                        'tf.data.Dataset of (ids, extras) batches')
+  return found
 
 
 def element_spec(input_fn: InputFn):

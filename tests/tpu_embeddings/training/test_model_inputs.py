@@ -3,10 +3,12 @@ the pipeline's InputContext when it takes one, else cut to its rows."""
 
 import types
 
+import pytest
 import tensorflow as tf
 
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.model_module import ModelModule
+from tpu_embeddings.models.user_code import UserCodeError
 from tpu_embeddings.training import model_inputs
 
 ROWS, BATCHES = 8, 4
@@ -70,3 +72,12 @@ def test_an_input_fn_taking_the_context_reads_its_share_itself():
   assert seen == [(3, 0), (3, 1)]
   assert not set(shares[0]) & set(shares[1])
   assert sorted(shares[0] + shares[1]) == list(range(32))
+
+
+def test_an_input_fn_returning_no_dataset_is_one_line_naming_it():
+  ctx = ModelContext(global_batch_size=ROWS)
+  input_fn = model_inputs.input_factory(
+      module(lambda ctx, epochs: [1, 2]), None, ctx, 1)
+  with pytest.raises(UserCodeError, match='my_module.py.*input_fn.*returned '
+                     'a list; it must return a tf.data.Dataset'):
+    model_inputs.element_spec(input_fn)
