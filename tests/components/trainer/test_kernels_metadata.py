@@ -32,7 +32,7 @@ def test_the_model_and_the_summary_say_which_ops_trained(
     small_inputs, tmp_path, caplog, optimizer, kernels, reason, said):
   library.build()  # fails, saying why, where the ops cannot be built
   examples, vocabulary = small_inputs
-  caplog.set_level(logging.INFO)
+  caplog.set_level(logging.INFO, logger='absl')
   meta = executor.train(
       executor.TrainerArgs(examples, vocabulary, str(tmp_path / 'model'),
                            str(tmp_path / 'run')),
