@@ -34,6 +34,7 @@ from tpu_embeddings.core import input_pipelines
 from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.models import module_files
 from tpu_embeddings.models.context import ModelContext
+from tpu_embeddings.models.model_module import ModelModuleError
 from tpu_embeddings.models.skipgram_features import SKIP_GRAM_STEP
 from tpu_embeddings.spec import embedding_variables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
@@ -73,6 +74,11 @@ class CpuAdapter:
                             if self.model is not None else None)
     fast = (fast_path and self.model is None and
             module.activation_gradients is not None)
+    fused_name = module.declared('FUSED_STEP')
+    if fused_name and fused_name != SKIP_GRAM_STEP:
+      raise ModelModuleError(
+          f'module file {module.path}: FUSED_STEP {fused_name!r} names no '
+          f'fused step; the one there is {SKIP_GRAM_STEP!r}')
     self.step = self.fast_step if fast else self.tape_step
     self._use_fused = fused
     self._fused = None  # set by build() when the fused op trains the spec
