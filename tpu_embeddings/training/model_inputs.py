@@ -94,15 +94,30 @@ def input_factory(module: ModelModule, spec: EmbeddingSpec,
   """The run's input: for an input pipeline's InputContext, its (ids,
   extras) batches of `epochs` passes (0: endless). The module's input_fn
   (given the context when it takes one, else its global batches cut to the
-  pipeline's rows), else its FEATURES read from the train split."""
+  pipeline's rows), else its FEATURES read from the train split.
+
+  Each pipeline's dataset is built once and given again to a later call
+  for the same pipeline: `element_spec` and the CPU adapter share one
+  dataset, built once as before the input was a factory.
+  """
   if module.input_fn is None:
-    return lambda context: feature_input.batches(module, spec, ctx, epochs,
-                                                  context)
-  if _reads_its_share(module):
-    return lambda context: _dataset(module, module.input_fn(
+    build = lambda context: feature_input.batches(module, spec, ctx, epochs,
+                                                   context)
+  elif _reads_its_share(module):
+    build = lambda context: _dataset(module, module.input_fn(
         ctx, epochs, input_context=context))
-  return lambda context: input_pipelines.row_share(
-      _dataset(module, module.input_fn(ctx, epochs)), context)
+  else:
+    build = lambda context: input_pipelines.row_share(
+        _dataset(module, module.input_fn(ctx, epochs)), context)
+  built = {}
+
+  def batches(context: tf.distribute.InputContext) -> tf.data.Dataset:
+    key = (context.num_input_pipelines, context.input_pipeline_id)
+    if key not in built:
+      built[key] = build(context)
+    return built[key]
+
+  return batches
 
 
 def _dataset(module: ModelModule, found: Any) -> tf.data.Dataset:

@@ -81,3 +81,18 @@ def test_an_input_fn_returning_no_dataset_is_one_line_naming_it():
   with pytest.raises(UserCodeError, match='my_module.py.*input_fn.*returned '
                      'a list; it must return a tf.data.Dataset'):
     model_inputs.element_spec(input_fn)
+
+
+def test_each_pipeline_s_input_is_built_once():
+  calls = []
+
+  def counted(ctx, epochs):
+    calls.append(epochs)
+    return global_batches(ctx, epochs)
+
+  ctx = ModelContext(global_batch_size=ROWS)
+  input_fn = model_inputs.input_factory(module(counted), None, ctx, 1)
+  spec = model_inputs.element_spec(input_fn)
+  assert input_fn(tf.distribute.InputContext()).element_spec == spec
+  input_fn(pipeline(0))
+  assert calls == [1, 1]  # the single pipeline's, then pipeline 0 of 2's
