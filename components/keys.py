@@ -1,9 +1,12 @@
 """Every channel, parameter and property key of the components, once.
 
-Plain strings and no imports, so the pipeline definition, the Kubeflow
-compiler and the executors share them without importing TensorFlow (as TFX's
-`standard_component_specs.py` does for its own components).
+Plain strings, imported from nowhere that loads TensorFlow, so the pipeline
+definition, the Kubeflow compiler and the executors share them without
+importing it (as TFX's `standard_component_specs.py` does for its own
+components).
 """
+
+from tpu_embeddings.core import splits
 
 # Channels: the inputs and outputs of the components.
 EXAMPLES = 'examples'
@@ -41,9 +44,9 @@ FIRST_SKIPPING_FILE = 'first_skipping_file'
 # where it holds no token (an empty CSV cell)}, as JSON.
 EMPTY_IDS = 'empty_ids'
 
-# Example splits.
-TRAIN_SPLIT = 'train'
-EVAL_SPLIT = 'eval'
+# Example splits (defined with the Examples' layout).
+TRAIN_SPLIT = splits.TRAIN_SPLIT
+EVAL_SPLIT = splits.EVAL_SPLIT
 
 # Artifact properties, with the names stock TFX components use where they
 # mean the same (Examples' `span`, a blessing's `blessed`, `current_model`,

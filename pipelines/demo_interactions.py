@@ -23,6 +23,9 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from components.keys import EVAL_SPLIT
+from components.keys import TRAIN_SPLIT
+
 HISTORY = 5  # previous items of a user in `history`
 FEATURES = ('user_id', 'history', 'item_id', 'item_category')
 FORMATS = ('csv', 'tfrecord')
@@ -93,14 +96,14 @@ def _row(user: int, items: np.ndarray, t: int,
 
 
 def rows(shape: Shape) -> Dict[str, List[Dict[str, str]]]:
-  """{'train': [...], 'eval': [...]}: one row per interaction after a
-  user's first; eval holds each user's held-out last one."""
+  """{TRAIN_SPLIT: [...], EVAL_SPLIT: [...]}: one row per interaction
+  after a user's first; eval holds each user's held-out last one."""
   users, category = sequences(shape)
-  split = {'train': [], 'eval': []}
+  split = {TRAIN_SPLIT: [], EVAL_SPLIT: []}
   for user, items in enumerate(users):
-    split['train'] += [_row(user, items, t, category)
-                       for t in range(1, len(items) - 1)]
-    split['eval'].append(_row(user, items, len(items) - 1, category))
+    split[TRAIN_SPLIT] += [_row(user, items, t, category)
+                           for t in range(1, len(items) - 1)]
+    split[EVAL_SPLIT].append(_row(user, items, len(items) - 1, category))
   return split
 
 

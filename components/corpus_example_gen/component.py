@@ -46,9 +46,9 @@ def corpus_example_gen(input_base: str,
           example_gen_pb2.Input.Split(name='corpus', pattern=pattern)]),
       output_config=example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
           splits=[
-              example_gen_pb2.SplitConfig.Split(name='train',
+              example_gen_pb2.SplitConfig.Split(name=keys.TRAIN_SPLIT,
                                           hash_buckets=config.train_buckets),
-              example_gen_pb2.SplitConfig.Split(name='eval',
+              example_gen_pb2.SplitConfig.Split(name=keys.EVAL_SPLIT,
                                           hash_buckets=config.eval_buckets),
           ])),
       custom_config=custom_config,

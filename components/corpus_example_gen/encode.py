@@ -72,8 +72,9 @@ def _exclusive_cumsum(mask: np.ndarray) -> np.ndarray:
 def encode_block(block: bytes, path: str) -> Tuple[List[bytes], Counts]:
   """The serialized Examples of the block's non-blank lines, in order.
 
-  Tokens: runs of non-whitespace (as `bytes.split()`), the first
-  MAX_TOKENS_PER_LINE of a line, without those over MAX_TOKEN_BYTES.
+  Tokens: `tpu_embeddings.core.text`'s rule (runs of non-ASCII-whitespace,
+  as `bytes.split()`), the first MAX_TOKENS_PER_LINE of a line, without
+  those over MAX_TOKEN_BYTES.
   """
   records, counts, _ = encode_block_with_tokens(block, path)
   return records, counts

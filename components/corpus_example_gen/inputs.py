@@ -15,6 +15,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from components import keys
 from tpu_embeddings.core import file_system
 
 # Leading bytes of the compressed formats a corpus file might arrive in.
@@ -80,7 +81,7 @@ def check_path(input_base: str, path: str, follow_symlinks: bool):
 
 
 def _folder_message(path: str) -> str:
-  if os.path.basename(path.rstrip('/')) in ('train', 'eval'):
+  if os.path.basename(path.rstrip('/')) in (keys.TRAIN_SPLIT, keys.EVAL_SPLIT):
     return (f'corpus ExampleGen: {path} is a folder of a pre-split span, '
             'what stock ExampleGens read (e.g. `demo-data --interactions`): '
             'set example_gen.format=csv (or tfrecord); the corpus '

@@ -161,7 +161,8 @@ def _prepare(args: TrainerArgs, config: TrainerConfig,
   """Every input read and checked; nothing written yet."""
   if not args.examples:
     raise ValueError('EmbeddingTrainer: no Examples artifact given')
-  if not module.builtin and config.embedding_spec.strip():
+  if (not module.declared('SPEC_FROM_SETTINGS') and
+      config.embedding_spec.strip()):
     raise ValueError(
         f'EmbeddingTrainer: trainer.embedding_spec is skip-gram\'s; module '
         f'file {module.path} defines its spec in embedding_spec(ctx)')
@@ -174,7 +175,7 @@ def _prepare(args: TrainerArgs, config: TrainerConfig,
   return _Run(args, config, module, ctx, spec, vocabularies)
 
 
-def _metadata(run: _Run, result: training_loop.LoopResult, device_name: str,
+def _metadata(run: _Run, result: training_loop.LoopResult, adapter,
               decay: learning_rate.LinearDecay, **outcome) -> Dict[str, Any]:
   """metadata.json: the run's results, settings and `outcome` (warm start,
   resume)."""
@@ -183,8 +184,9 @@ def _metadata(run: _Run, result: training_loop.LoopResult, device_name: str,
       'examples_seen': result.examples_seen,
       'final_loss': result.final_loss,
       'spans': model_output.spans(run.args.examples, keys.SPAN),
-      'device': device_name,
+      'device': adapter.device,
       'optimizer': run.spec.optimizer.kind,
+      **model_output.kernels(*adapter.kernels),
       **model_output.model_figures(run.spec, run.vocabularies, run.module),
       'resumed_from_step': result.start_step,
       'steps_this_run': result.steps_this_run,
@@ -195,8 +197,8 @@ def _metadata(run: _Run, result: training_loop.LoopResult, device_name: str,
       'trained_at': model_output.now(),
       model_layout.TRAINER_CONFIG_KEY: dataclasses.asdict(run.config),
   }
-  if not run.module.builtin:
-    metadata.update(module_files.recorded(run.module))
+  metadata.update(module_files.recorded(run.module))
+  if run.module.features:
     metadata[model_layout.FEATURE_KINDS_KEY] = dict(run.ctx.feature_kinds)
   return metadata
 
@@ -215,13 +217,15 @@ def train(args: TrainerArgs, config: TrainerConfig,
                           base, config, run.module.sha256)
   kept.check_owner(args.model_uri, key)
   adapter, decay = _adapter(run)
-  batches = model_inputs.batches(run.module, run.spec, run.ctx, config.passes)
+  input_fn = model_inputs.input_factory(run.module, run.spec, run.ctx,
+                                        config.passes)
+  element_spec = model_inputs.element_spec(input_fn)
   # Inputs are good: from here on the output is written.
-  resumed, warm = _start_output(run, base, key, batches.element_spec)
-  result = training_loop.run(adapter, run.spec, batches, args.model_uri, logs,
-                             config, decay.total_steps)
+  resumed, warm = _start_output(run, base, key, element_spec)
+  result = training_loop.run(adapter, run.spec, input_fn, element_spec,
+                             args.model_uri, logs, config, decay.total_steps)
   metadata = _metadata(
-      run, result, adapter.device, decay, warm_start=warm,
+      run, result, adapter, decay, warm_start=warm,
       warm_start_skipped=warm_start_skipped,
       resumed_from=resumed.model_uri if resumed else None,
       resume_key=key or None)
@@ -229,8 +233,9 @@ def train(args: TrainerArgs, config: TrainerConfig,
   if args.resume_root:
     resume.release(args.resume_root, key, args.model_uri)
     kept.discard(args.resume_root, key)
-  logging.info('EmbeddingTrainer done: %d steps on %s, final loss %s',
-               result.steps, adapter.device, result.final_loss)
+  logging.info('EmbeddingTrainer done: %d steps on %s with %s, final loss %s',
+               result.steps, adapter.device,
+               model_output.summary(*adapter.kernels), result.final_loss)
   return metadata
 
 

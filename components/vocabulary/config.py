@@ -4,6 +4,7 @@ import dataclasses
 from typing import Any, Dict
 
 from tpu_embeddings.core import settings
+from tpu_embeddings.core import splits
 from tpu_embeddings.spec.bounds import ROWS
 
 
@@ -27,7 +28,7 @@ class VocabularyConfig(settings.Settings):
   min_count: int = settings.bounded(5, 1, 10**9)
   # 0: no cap; at most a table's rows (tpu_embeddings.spec.bounds).
   max_tokens: int = settings.bounded(0, *ROWS)
-  split: str = 'train'
+  split: str = splits.TRAIN_SPLIT
   vocabularies: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def validate(self):

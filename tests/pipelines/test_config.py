@@ -22,6 +22,19 @@ def test_spec_follows_the_config():
   assert adagrad.optimizer.hyperparameters['initial_accumulator_value'] == 0.5
 
 
+def test_a_bare_trainer_trains_the_cli_s_default_table():
+  """One table default: the trainer without an embedding_spec, and the
+  built-in module reading it, train what the CLI's table.* defaults give."""
+  from tpu_embeddings.models import skipgram_module
+  from tpu_embeddings.models.context import ModelContext
+  cli = PipelineConfig().embedding_spec()
+  assert [(t.name, t.dim) for t in cli.tables] == [
+      ('tokens', TableConfig().dim), ('contexts', TableConfig().dim)]
+  assert TrainerConfig().spec() == cli
+  assert skipgram_module.embedding_spec(
+      ModelContext(settings=TrainerConfig())) == cli
+
+
 def test_unknown_field_is_named():
   with pytest.raises(ValueError, match="unknown field 'steps'"):
     PipelineConfig.from_json(json.dumps({'steps': 3}))

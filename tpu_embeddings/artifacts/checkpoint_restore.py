@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.spec import embedding_variables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 _TABLE_KEY = re.compile(r'^embedding/([^/.]+)/\.ATTRIBUTES/VARIABLE_VALUE$')
@@ -31,7 +32,7 @@ class RestoredModel:
   embedding: Any  # TPUEmbeddingForServing, built, optimizer=None
 
   def table(self, name: str) -> tf.Variable:
-    return self.embedding._variables[name]['parameters']
+    return embedding_variables.parameters(self.embedding, name)
 
   def table_numpy(self, name: str) -> np.ndarray:
     """The table's values without a copy (a read-only view of the variable's

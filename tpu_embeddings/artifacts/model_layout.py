@@ -41,6 +41,13 @@ USER_MODULE_SHA256_KEY = 'user_module_sha256'
 # code in the copy, user_module.py).
 USER_MODULE_FILE_KEY = 'user_module_file'
 FEATURE_KINDS_KEY = 'feature_kinds'
+# ... which ops trained the step: the kernels' fused op, TensorFlow's ops
+# (why not the fused one under KERNELS_REASON_KEY) or the TPU's.
+KERNELS_KEY = 'kernels'
+KERNELS_REASON_KEY = 'kernels_reason'
+FUSED_KERNELS = 'fused'
+TENSORFLOW_KERNELS = 'tensorflow'
+TPU_KERNELS = 'tpu'
 _CHECKPOINT_INDEX = re.compile(r'^ckpt-(\d+)\.index$')
 
 

@@ -13,7 +13,7 @@ import dataclasses
 import json
 import math
 import typing
-from typing import Any, Dict, Mapping, Optional, Tuple, Type, TypeVar
+from typing import Any, Dict, Mapping, Optional, Type, TypeVar
 
 # The execution parameter that carries a component's config as JSON.
 CONFIG_KEY = 'config'
@@ -63,12 +63,6 @@ def bounded(default: Any, low: float, high: float) -> Any:
   if default is not None and not low <= default <= high:
     raise ValueError(f'default {default!r} is outside [{low}, {high}]')
   return dataclasses.field(default=default, metadata={BOUNDS: (low, high)})
-
-
-def bounds_of(cls) -> Dict[str, Tuple[float, float]]:
-  """{field: (low, high)} of a dataclass's bounded fields."""
-  return {f.name: f.metadata[BOUNDS] for f in dataclasses.fields(cls)
-          if BOUNDS in f.metadata}
 
 
 def _number(x: float) -> str:

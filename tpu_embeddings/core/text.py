@@ -1,8 +1,13 @@
 """Tokenization: one definition shared by the corpus ExampleGen and the exports.
 
-A sequence is one line of UTF-8 text; tokens are separated by ASCII whitespace
-(space, tab, CR, LF, VT, FF). No lower-casing or punctuation handling: corpora
-of item ids and pre-tokenized text are used as they are.
+The rule: a sequence is one line of UTF-8 text; tokens are separated by runs
+of ASCII whitespace (space, tab, CR, LF, VT, FF), and there are no empty
+tokens. No lower-casing or punctuation handling: corpora of item ids and
+pre-tokenized text are used as they are. Its three forms: Python's
+`tokenize` (clients, canaries), TensorFlow's `tf_tokenize` (the exports) and
+Arrow's `ascii_split_whitespace` without empty tokens (the corpus
+ExampleGen's encode.py); tests/components/corpus_example_gen/
+test_tokenizer_parity.py checks that they agree.
 
 Input that is not UTF-8 text is refused, not read as bytes: UTF-16 or UTF-32
 (with or without a byte order mark) would give NUL-interleaved tokens.
@@ -25,11 +30,6 @@ def tokenize(line: str) -> List[str]:
   """Python tokenizer used when writing Examples."""
   return [t.decode('utf-8') for t in
           line.encode('utf-8').split()[:MAX_TOKENS_PER_LINE]]
-
-
-def tokenize_bytes(line: bytes) -> List[bytes]:
-  """Tokens of one raw line, capped at MAX_TOKENS_PER_LINE."""
-  return line.split()[:MAX_TOKENS_PER_LINE]
 
 
 def tf_tokenize(sentences):

@@ -15,6 +15,11 @@ failed build, a library that does not load) `load()` logs one line saying
 why and returns None; callers then use their TensorFlow path, which
 computes the same results.
 
+The compile flags follow the machine: `-mavx` where the CPU has AVX (x86
+with `avx` among /proc/cpuinfo's flags), no x86 flag elsewhere (arm64
+builds the same sources for its own CPU). `status()` says whether the ops
+loaded and, if not, why; the trainer records it in the Model's metadata.
+
 Environment:
   TPU_EMBEDDINGS_KERNELS=0        never use the ops (the TensorFlow path only)
   TPU_EMBEDDINGS_KERNEL_CACHE     cache directory (default
@@ -25,16 +30,18 @@ Environment:
 """
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import glob
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import tensorflow as tf
 from absl import logging
@@ -47,9 +54,13 @@ FAILURE_NAME = 'build-failed.txt'
 # The ops' Python wrappers the callers use.
 OP_NAMES = ('skip_gram_keep', 'skip_gram_windows', 'skip_gram_shuffle',
             'skip_gram_step')
-# AVX is what TensorFlow's own wheels require; -fno-math-errno lets sqrt
-# and division vectorize.
-FLAGS = ('-shared', '-fPIC', '-O3', '-mavx', '-fno-math-errno')
+FLAGS = ('-shared', '-fPIC', '-O3')
+# -fno-math-errno lets sqrt and division vectorize.
+MATH_FLAGS = ('-fno-math-errno',)
+# AVX (what TensorFlow's own x86 wheels require), where the CPU has it.
+AVX_FLAGS = ('-mavx',)
+X86_MACHINES = ('x86_64', 'amd64', 'i386', 'i686')
+CPUINFO = '/proc/cpuinfo'
 _OFF = ('0', 'off', 'false', 'no')
 
 
@@ -70,8 +81,30 @@ def compiler() -> Optional[str]:
   return shutil.which('g++') or shutil.which('c++')
 
 
+def cpu_flags(machine: str, cpuinfo: str) -> List[str]:
+  """The CPU's own flags: `-mavx` on an x86 `machine` whose `cpuinfo` (the
+  text of /proc/cpuinfo) lists `avx`, none on others (arm64: no x86 flag)."""
+  if machine.lower() not in X86_MACHINES:
+    return []
+  for line in cpuinfo.splitlines():
+    name, _, value = line.partition(':')
+    if name.strip() == 'flags':
+      return list(AVX_FLAGS) if 'avx' in value.split() else []
+  return []
+
+
+def _cpuinfo() -> str:
+  try:
+    with open(CPUINFO, encoding='utf-8', errors='replace') as f:
+      return f.read()
+  except OSError:
+    return ''
+
+
 def flags() -> List[str]:
-  return (list(FLAGS) + os.environ.get(EXTRA_FLAGS, '').split() +
+  """The compiler's flags (in an order that keeps earlier builds' keys)."""
+  return (list(FLAGS) + cpu_flags(platform.machine(), _cpuinfo()) +
+          list(MATH_FLAGS) + os.environ.get(EXTRA_FLAGS, '').split() +
           tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags())
 
 
@@ -186,13 +219,21 @@ def _built_and_loaded():
   return ops
 
 
+@dataclasses.dataclass(frozen=True)
+class Status:
+  """The op library (None when it cannot be had) and why not ('' when
+  loaded)."""
+  ops: Any
+  reason: str = ''
+
+
 @functools.lru_cache(maxsize=None)
-def load():
-  """The op library, or None (logged once per process, saying why)."""
+def status() -> Status:
+  """The ops or why not, once per process (logged then)."""
   if os.environ.get(SWITCH, '').strip().lower() in _OFF:
     logging.info('Skip-gram CPU ops off (%s=%s): TensorFlow path', SWITCH,
                  os.environ[SWITCH])
-    return None
+    return Status(None, f'switched off ({SWITCH}={os.environ[SWITCH]})')
   path = library_path()
   if not os.path.exists(path):
     cxx = compiler()
@@ -200,14 +241,19 @@ def load():
     if failed:
       logging.warning('Skip-gram CPU ops: an earlier build failed (%s); '
                       'TensorFlow path', failed)
-      return None
+      return Status(None, f'an earlier build failed ({failed})')
     logging.info('Skip-gram CPU ops: compiling once into %s', path)
   try:
-    return _built_and_loaded()
+    return Status(_built_and_loaded())
   except (BuildError, OSError, tf.errors.OpError) as e:
     logging.warning('Skip-gram CPU ops unavailable (%s); TensorFlow path',
                     _first_line(e))
-    return None
+    return Status(None, _first_line(e))
+
+
+def load():
+  """The op library, or None (logged once per process, saying why)."""
+  return status().ops
 
 
 def main() -> int:

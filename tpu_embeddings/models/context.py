@@ -16,6 +16,8 @@ from tpu_embeddings.artifacts import raw_features
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.artifacts.vocabulary_file import OOV_ID
 from tpu_embeddings.artifacts.vocabulary_file import TokenCounts
+from tpu_embeddings.core.splits import EVAL_SPLIT
+from tpu_embeddings.core.splits import TRAIN_SPLIT
 
 # tokens (a string tensor of any shape) -> int64 row ids, OOV_ID when unknown.
 Lookup = Callable[[tf.Tensor], tf.Tensor]
@@ -150,11 +152,11 @@ class ModelContext:
 
   def eval_examples(self, features: Sequence[str] = ()
                     ) -> Dict[str, np.ndarray]:
-    """`read_split('eval')`, the first `max_eval_examples` records."""
-    return self.read_split('eval', features, self.max_eval_examples)
+    """`read_split(EVAL_SPLIT)`, the first `max_eval_examples` records."""
+    return self.read_split(EVAL_SPLIT, features, self.max_eval_examples)
 
   def catalog(self, features: Sequence[str],
-              split: str = 'train') -> Dict[str, np.ndarray]:
+              split: str = TRAIN_SPLIT) -> Dict[str, np.ndarray]:
     """The distinct values of `features[0]` in a split, each with the other
     features of its first record (e.g. every item with its category)."""
     return raw_features.distinct(self.read_split(split, features),

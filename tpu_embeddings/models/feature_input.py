@@ -1,25 +1,30 @@
 """The training input of a module file: its FEATURES read from Examples.
 
-Records of the train split are shuffled (seeded, per epoch), repeated,
-batched to the global batch size (every batch full: a TPU needs static
-shapes) and parsed a batch at a time: each spec feature's tokens become
-ragged [B, None] int32 rows of its vocabulary (`ctx.to_ids`), and
-`extras_fn(ids, examples, ctx)` adds dense inputs made on the host. The
+Records of the train split (an input pipeline's share of them: every
+num_input_pipelines-th record) are shuffled (seeded, per epoch), repeated,
+batched to the pipeline's share of the global batch (every batch full: a TPU
+needs static shapes) and parsed a batch at a time: each spec feature's
+tokens become ragged [B, None] int32 rows of its vocabulary (`ctx.to_ids`),
+and `extras_fn(ids, examples, ctx)` adds dense inputs made on the host. The
 dataset is deterministic given the seed, so a resumed run skips the batches
 it already trained on and continues exactly.
 """
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import tensorflow as tf
 
 from tpu_embeddings.artifacts import raw_features
+from tpu_embeddings.core import input_pipelines
+from tpu_embeddings.core.splits import TRAIN_SPLIT
 
-TRAIN_SPLIT = 'train'
 
-
-def batches(module, spec, ctx, epochs: int) -> tf.data.Dataset:
-  """(ids, extras) batches of `epochs` passes (0: endless)."""
+def batches(module, spec, ctx, epochs: int,
+            input_context: Optional[tf.distribute.InputContext] = None
+            ) -> tf.data.Dataset:
+  """(ids, extras) batches of `epochs` passes (0: endless) of the records
+  of input pipeline `input_context` (default: the only one)."""
+  context = input_context or input_pipelines.single()
   settings = ctx.settings
   files = raw_features.split_files(ctx.examples_uris, TRAIN_SPLIT)
   kinds = {f.name: ctx.feature_kinds[f.name] for f in spec.features}
@@ -29,11 +34,13 @@ def batches(module, spec, ctx, epochs: int) -> tf.data.Dataset:
     ids = ctx.to_ids(raw)
     return ids, module.extras(ids, serialized, ctx)
 
-  ds = raw_features.records(files).shuffle(
+  ds = input_pipelines.shard(raw_features.records(files), context).shuffle(
       settings.shuffle_buffer, seed=settings.seed,
       reshuffle_each_iteration=True)
   ds = ds.repeat(epochs if epochs > 0 else None)
-  ds = ds.batch(ctx.global_batch_size, drop_remainder=True)
+  ds = ds.batch(input_pipelines.pipeline_batch_size(ctx.global_batch_size,
+                                                    context),
+                drop_remainder=True)
   ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return ds.prefetch(tf.data.AUTOTUNE)
 

@@ -18,11 +18,11 @@ import tensorflow as tf
 
 from tpu_embeddings.artifacts import compact_vocabulary
 from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.core.splits import EVAL_SPLIT
 from tpu_embeddings.models import skipgram
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_loss import loss as batch_loss
 
-EVAL_SPLIT = 'eval'
 # Pairs scored at most: beyond this a seeded uniform sample of the pairs. The
 # loss's standard error on it is about 0.003 nats; both models of a
 # comparison are scored on the same pairs.

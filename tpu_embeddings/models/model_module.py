@@ -25,10 +25,18 @@ exports; the module defines the model:
   extras_fn(ids, examples, ctx) -> {name: dense tensor} made on the host
                         beside the ids, e.g. labels parsed from `examples`,
                         the batch's serialized tf.Examples (optional).
-  input_fn(ctx, epochs) -> tf.data.Dataset of (ids, extras) batches, in place
-                        of the pipeline's reading of FEATURES (optional).
+  input_fn(ctx, epochs[, input_context]) -> tf.data.Dataset of (ids, extras)
+                        batches in place of reading FEATURES (optional), one
+                        call per input pipeline (TPU host). With a parameter
+                        `input_context` (tf.distribute.InputContext) it reads
+                        that pipeline's part of the data into batches of
+                        global_batch_size / num_input_pipelines rows; without,
+                        each pipeline keeps its rows of every global batch.
   SETTINGS              {'trainer.epochs': 3, ...}: pipeline settings the
                         model trains well with; --set and --config override.
+  SPEC_FROM_SETTINGS    True: embedding_spec reads trainer.embedding_spec.
+  AUTOGRAPH             False: the loss functions are graph code as written.
+  FUSED_STEP            a fused CPU op computing the whole step (fused_step).
 
 Required: embedding_spec, loss_fn, signatures, and FEATURES unless the module
 gives an input_fn. Every other name is optional.
@@ -43,7 +51,7 @@ the copy a Model carries), the function and the exception.
 
 import functools
 import hashlib
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from tpu_embeddings.models import user_code
 from tpu_embeddings.models.user_code import UserCodeError
@@ -194,6 +202,10 @@ class ModelModule:
     """The module's input_fn(ctx, epochs), called through `call`."""
     return self.hook('input_fn')
 
+  def declared(self, name: str, default: Any = None) -> Any:
+    """A declaration of the module (SPEC_FROM_SETTINGS, AUTOGRAPH, ...)."""
+    return self._get(name, default)
+
   @property
   def activation_gradients(self) -> Optional[Callable[..., Any]]:
     """A built-in's hand-derived gradients w.r.t. the activations (a speed
@@ -281,14 +293,3 @@ class ModelModule:
     except (TypeError, ValueError) as e:
       raise UserCodeError(self.path, 'eval_fn', 'returned a value that is '
                           f'not a number ({user_code.first_line(e)})') from e
-
-
-def check_spec_features(module: ModelModule, spec: EmbeddingSpec,
-                        available: Sequence[str]):
-  """Every spec feature must be one the input gives (FEATURES by default)."""
-  missing = [f.name for f in spec.features if f.name not in available]
-  if missing:
-    raise ModelModuleError(
-        f'module file {module.path}: embedding_spec: feature(s) {missing} '
-        f'are not in FEATURES {sorted(available)}; name each spec feature '
-        'after the Examples feature it looks up (or give an input_fn)')

@@ -29,6 +29,7 @@ from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models import serving_model as serving_lib
 from tpu_embeddings.models.context import ModelContext
+from tpu_embeddings.spec import embedding_variables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 
@@ -44,7 +45,7 @@ class RestoredModule:
   status: Any = None
 
   def table(self, name: str) -> tf.Variable:
-    return self.embedding._variables[name]['parameters']
+    return embedding_variables.parameters(self.embedding, name)
 
   @property
   def vocabulary_names(self):

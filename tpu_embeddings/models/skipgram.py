@@ -22,11 +22,12 @@ exactly where the checkpointed one stopped by skipping the batches it already
 trained on.
 """
 
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 
+from tpu_embeddings.core import input_pipelines
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
 from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
@@ -260,18 +261,28 @@ def negatives_per_pair(config: SkipGramConfig) -> int:
 
 
 def with_shared_negatives(batches: tf.data.Dataset, accept: tf.Tensor,
-                          alias: tf.Tensor,
-                          config: SkipGramConfig) -> tf.data.Dataset:
+                          alias: tf.Tensor, config: SkipGramConfig,
+                          context: Optional[tf.distribute.InputContext] = None
+                          ) -> tf.data.Dataset:
   """`batches` with each batch's shared negatives ([groups, S], drawn from
   the batch's index, so a resumed run that skips batches draws the same),
-  or `batches` as they are when each pair has its own."""
+  or `batches` as they are when each pair has its own. With an input
+  pipeline's `context`, its batches hold its share of the groups."""
   if not config.shared_negatives:
     return batches
-  shape = [config.negative_groups, config.shared_negatives]
+  context = context or input_pipelines.single()
+  groups = config.negative_groups
+  if groups % context.num_input_pipelines:
+    raise ValueError(
+        f'batch_size / negative_group ({groups} groups of shared negatives) '
+        f'does not split over the {context.num_input_pipelines} input '
+        'pipelines; make it a multiple of them')
+  shape = [groups // context.num_input_pipelines, config.shared_negatives]
 
   def shared(index, batch):
     seed = tf.random.experimental.stateless_fold_in(
-        tf.constant([config.seed, 1], tf.int64), index)
+        tf.constant([config.seed, 1], tf.int64),
+        input_pipelines.global_index(index, context))
     return {**batch,
             NEGATIVES_FEATURE: sample_negatives(accept, alias, shape, seed)}
 

@@ -18,6 +18,9 @@ TARGET_FEATURE = 'target'
 CONTEXT_FEATURE = 'context'
 NEGATIVES_FEATURE = 'negatives'
 SKIPGRAM_FEATURES = (TARGET_FEATURE, CONTEXT_FEATURE, NEGATIVES_FEATURE)
+# The fused CPU step of skip-gram's loss (training/fused_step.py), by the
+# name a module declares in FUSED_STEP.
+SKIP_GRAM_STEP = 'skip_gram'
 
 
 def skipgram_spec(dim: int = 32,

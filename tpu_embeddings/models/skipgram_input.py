@@ -15,13 +15,20 @@ ops per chunk. `SkipGramBatches` makes the same batches:
   (tpu_embeddings/kernels); without them it runs skipgram.py's own
   functions. Either way batch i is SkipGramData's batch i, so a resumed run
   skips batches exactly as before.
+
+Given an input pipeline's `tf.distribute.InputContext` (one per TPU host),
+`id_sequences` reads every num_input_pipelines-th record and `batches` makes
+batches of the pipeline's share of the global batch, its chunks and shared
+negatives drawn from seeds no other pipeline uses. With one pipeline (the
+default) nothing changes.
 """
 
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
 import tensorflow as tf
 
 from tpu_embeddings.artifacts import examples_io
+from tpu_embeddings.core import input_pipelines
 from tpu_embeddings.kernels import library
 from tpu_embeddings.models import skipgram
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
@@ -73,11 +80,15 @@ class SkipGramBatches:
     return self._ops is not None
 
   def _blocks(self, examples_uris: Sequence[str], split: str,
-              cache: bool = False) -> tf.data.Dataset:
-    """The split's records a block at a time, as `(ids [R, L], lengths
-    [R])`: looked up (OOV = -1) and padded with -1 past each length. With
-    `cache`, the first pass keeps the looked-up ids in memory (unpadded) and
-    later passes read them from there instead of parsing again."""
+              cache: bool = False,
+              context: Optional[tf.distribute.InputContext] = None
+              ) -> tf.data.Dataset:
+    """The split's records (`context`'s share of each file's) a block at a
+    time, as `(ids [R, L], lengths [R])`: looked up (OOV = -1) and padded
+    with -1 past each length. With `cache`, the first pass keeps the
+    looked-up ids in memory (unpadded) and later passes read them from there
+    instead of parsing again."""
+    context = context or input_pipelines.single()
     spec = {examples_io.TOKENS_FEATURE: tf.io.RaggedFeature(tf.string)}
 
     def looked_up(records):
@@ -92,8 +103,9 @@ class SkipGramBatches:
               lengths)
 
     datasets = [
-        tf.data.TFRecordDataset(examples_io.split_files(uri, split),
-                                compression_type='GZIP')
+        input_pipelines.shard(
+            tf.data.TFRecordDataset(examples_io.split_files(uri, split),
+                                    compression_type='GZIP'), context)
         .batch(RECORDS_PER_READ)
         .map(_plain(looked_up), num_parallel_calls=tf.data.AUTOTUNE,
              deterministic=True) for uri in examples_uris]
@@ -106,12 +118,16 @@ class SkipGramBatches:
                   deterministic=True)
 
   def id_sequences(self, examples_uris: Sequence[str], split: str,
-                   cache: bool = False) -> tf.data.Dataset:
+                   cache: bool = False,
+                   input_context: Optional[tf.distribute.InputContext] = None
+                   ) -> tf.data.Dataset:
     """The split's sequences, in file order, as `(ids, length)`: the
     sequences `examples_io.token_dataset` reads, looked up (OOV = -1) and
-    padded with -1 past `length`. `cache`: passes after the first read the
-    ids from memory (4 bytes a token)."""
-    return self._blocks(examples_uris, split, cache).unbatch()
+    padded with -1 past `length`; with `input_context`, that pipeline's
+    share (every num_input_pipelines-th record of each file). `cache`:
+    passes after the first read the ids from memory (4 bytes a token)."""
+    return self._blocks(examples_uris, split, cache,
+                        input_context).unbatch()
 
   def expected_kept(self, examples_uris: Sequence[str],
                     split: str) -> tf.data.Dataset:
@@ -194,11 +210,19 @@ class SkipGramBatches:
     return self.pairs(index, tf.RaggedTensor.from_tensor(padded,
                                                          lengths=lengths))
 
-  def chunks(self, id_sequences: tf.data.Dataset) -> tf.data.Dataset:
+  def chunks(self, id_sequences: tf.data.Dataset,
+             context: Optional[tf.distribute.InputContext] = None
+             ) -> tf.data.Dataset:
     """(index, (padded ids, lengths)) of each chunk of sequences, in order
-    (what `batches` turns into pairs, after its shuffle)."""
-    return id_sequences.padded_batch(self.config.sequences_per_chunk,
-                                     padding_values=(-1, 0)).enumerate()
+    (what `batches` turns into pairs, after its shuffle); with an input
+    pipeline's `context`, the index among all pipelines' chunks."""
+    context = context or input_pipelines.single()
+    chunks = id_sequences.padded_batch(self.config.sequences_per_chunk,
+                                       padding_values=(-1, 0)).enumerate()
+    if context.num_input_pipelines == 1:
+      return chunks
+    return chunks.map(lambda index, chunk: (
+        input_pipelines.global_index(index, context), chunk))
 
   def chunk_gives_pairs(self, index, chunk) -> bool:
     """Whether chunk `index` gives pairs, from its keep draw alone: every
@@ -224,20 +248,25 @@ class SkipGramBatches:
                for index, chunk in self.chunks(id_sequences))
 
   def batches(self, id_sequences: tf.data.Dataset, epochs: int = 0,
-              skip: int = 0) -> tf.data.Dataset:
+              skip: int = 0,
+              input_context: Optional[tf.distribute.InputContext] = None
+              ) -> tf.data.Dataset:
     """`SkipGramData.batches` of the sequences `id_sequences` (from
     `id_sequences` or `ids_of`) holds: `epochs` passes (0 = endless) after
-    `skip` batches."""
+    `skip` batches. With `input_context`, batches of that input pipeline's
+    share of batch_size pairs (`id_sequences` then holds its sequences)."""
     c = self.config
+    context = input_context or input_pipelines.single()
     ds = id_sequences.shuffle(c.shuffle_buffer, seed=c.seed,
                               reshuffle_each_iteration=True)
     ds = ds.repeat(epochs if epochs > 0 else None)
-    ds = self.chunks(ds).map(_plain(self._chunk_pairs),
-                            num_parallel_calls=tf.data.AUTOTUNE,
-                            deterministic=True)
+    ds = self.chunks(ds, context).map(_plain(self._chunk_pairs),
+                                     num_parallel_calls=tf.data.AUTOTUNE,
+                                     deterministic=True)
     ds = skipgram.with_shared_negatives(
-        ds.rebatch(c.batch_size, drop_remainder=True), self._accept,
-        self._alias, c)
+        ds.rebatch(input_pipelines.pipeline_batch_size(c.batch_size, context),
+                   drop_remainder=True), self._accept, self._alias, c,
+        context)
     if skip:
       ds = ds.skip(skip)
     return ds.prefetch(tf.data.AUTOTUNE)

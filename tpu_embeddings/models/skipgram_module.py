@@ -8,13 +8,17 @@ dense model sits on top. `activation_gradients` gives the loss's gradients
 w.r.t. the activations derived by hand, the CPU trainer's speed path; the
 generic step differentiates `loss_fn` instead and is checked to agree.
 Validation and exports of skip-gram are its own (neighbours, popularity,
-multi-GB tables streamed): `BUILTIN` tells the components so.
+multi-GB tables streamed): `BUILTIN` tells the components so. What training
+treats differently is declared (SPEC_FROM_SETTINGS, AUTOGRAPH, FUSED_STEP,
+`heldout_pairs`), as any module may.
 """
 
 from typing import Optional, Sequence
 
 import tensorflow as tf
 
+from tpu_embeddings.core.splits import EVAL_SPLIT
+from tpu_embeddings.core.splits import TRAIN_SPLIT
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models import skipgram
 from tpu_embeddings.models import skipgram_input
@@ -22,13 +26,18 @@ from tpu_embeddings.models import skipgram_loss
 from tpu_embeddings.models.skipgram_config import EVAL_SEQUENCES
 from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
 from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
+from tpu_embeddings.models.skipgram_features import SKIP_GRAM_STEP
 from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
-from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.models.skipgram_features import skipgram_tables
+from tpu_embeddings.models.skipgram_table import default_spec
 
 BUILTIN = 'skipgram'
-TRAIN_SPLIT = 'train'
-EVAL_SPLIT = 'eval'
+# Declarations of the model contract (model_module.py): the spec is the
+# trainer's `embedding_spec` setting; the loss functions are graph code as
+# written; the CPU trainer's fused op computes the whole step.
+SPEC_FROM_SETTINGS = True
+AUTOGRAPH = False
+FUSED_STEP = SKIP_GRAM_STEP
 # Passes after the first read the train split's looked-up ids from memory
 # when the vocabulary counts at most this many tokens (4 bytes each, plus
 # the out-of-vocabulary tokens'); larger corpora are parsed on every pass.
@@ -36,10 +45,10 @@ CACHED_TOKENS = 50_000_000
 
 
 def embedding_spec(ctx):
-  """The trainer's `embedding_spec` setting, or `skipgram_spec()`."""
+  """The trainer's `embedding_spec` setting, or the default table's."""
   text = getattr(ctx.settings, 'embedding_spec', '') or ''
   from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-  spec = EmbeddingSpec.from_json(text) if text.strip() else skipgram_spec()
+  spec = EmbeddingSpec.from_json(text) if text.strip() else default_spec()
   skipgram_tables(spec)
   return spec
 
@@ -70,16 +79,21 @@ def _no_extras(ids):
   return ids, {}
 
 
-def input_fn(ctx, epochs: int) -> tf.data.Dataset:
+def input_fn(ctx, epochs: int,
+             input_context: Optional[tf.distribute.InputContext] = None
+             ) -> tf.data.Dataset:
   """(ids, no extras) batches of `epochs` passes over the train split:
   `SkipGramData.batches`, made by `SkipGramBatches` (blocks of records, the
   pair ops where they load, ids kept in memory between passes when they fit
-  `CACHED_TOKENS`; batch i is the same either way)."""
+  `CACHED_TOKENS`; batch i is the same either way). With `input_context`,
+  that input pipeline's share: its records' pairs, in batches of its share
+  of the global batch."""
   made = _batches(ctx)
   cache = epochs != 1 and sum(ctx.vocabulary('').counts) <= CACHED_TOKENS
   return made.batches(
-      made.id_sequences(ctx.examples_uris, TRAIN_SPLIT, cache=cache),
-      epochs=epochs).map(_no_extras)
+      made.id_sequences(ctx.examples_uris, TRAIN_SPLIT, cache=cache,
+                        input_context=input_context),
+      epochs=epochs, input_context=input_context).map(_no_extras)
 
 
 def negative_weight(ctx) -> float:

@@ -1,4 +1,5 @@
-"""TrainerConfig and TableConfig: every setting of EmbeddingTrainer.
+"""TrainerConfig and TableConfig (skipgram_table.py): every setting of
+EmbeddingTrainer.
 
 Importable without TensorFlow or TFX, so command lines check settings before
 the heavy imports.
@@ -9,10 +10,12 @@ from typing import Any, Dict
 
 from tpu_embeddings.core import settings
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
-from tpu_embeddings.models.skipgram_features import skipgram_spec
-from tpu_embeddings.spec import bounds as spec_bounds
-from tpu_embeddings.spec import optimizer_spec
+from tpu_embeddings.models.skipgram_table import TableConfig
+from tpu_embeddings.models.skipgram_table import default_spec
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+
+# TableConfig is defined beside skip-gram's spec, which reads its defaults.
+__all__ = ['LoopConfig', 'TableConfig', 'TrainerConfig']
 
 # Bounds shared by several settings (see settings.bounded).
 STEPS = 10**9
@@ -79,7 +82,8 @@ class TrainerConfig(SkipGramConfig, LoopConfig):
   """Settings of EmbeddingTrainer: skip-gram data, training loop, device.
 
   Attributes:
-    embedding_spec: the `EmbeddingSpec` JSON; '' is `skipgram_spec()`. A table
+    embedding_spec: the `EmbeddingSpec` JSON; '' is the default table's
+      (`TableConfig()`, the CLI's `table.*` defaults). A table
       vocabulary_size of 0 is set from the vocabulary.
     tpu: '' for CPU, 'auto' for a TPU when the environment names one, or a
       TPU name / grpc:// address (unreachable = error, never CPU).
@@ -112,41 +116,4 @@ class TrainerConfig(SkipGramConfig, LoopConfig):
   def spec(self) -> EmbeddingSpec:
     if self.embedding_spec.strip():
       return EmbeddingSpec.from_json(self.embedding_spec)
-    return skipgram_spec()
-
-
-@dataclasses.dataclass(frozen=True)
-class TableConfig(settings.Settings):
-  """The trained table and its optimizer; builds the trainer's embedding spec.
-
-  Attributes:
-    dim: embedding dimension.
-    optimizer: 'sgd', 'adagrad', 'adam' or 'ftrl'.
-    learning_rate: the optimizer's learning rate.
-    initial_accumulator_value: Adagrad / FTRL only. The batch-mean loss gives
-      small gradients; a small starting accumulator lets the first updates
-      move the rows.
-    context_table: word2vec's second table: contexts and negatives are
-      scored against a `contexts` table trained beside the exported `tokens`
-      one (false: tied vectors, one table).
-  """
-  WHAT = 'table'
-
-  dim: int = settings.bounded(64, *spec_bounds.DIMS)
-  optimizer: str = 'adagrad'
-  learning_rate: float = settings.bounded(
-      8.0, *optimizer_spec.PARAM_BOUNDS['learning_rate'])
-  initial_accumulator_value: float = settings.bounded(
-      1e-3, *optimizer_spec.PARAM_BOUNDS['initial_accumulator_value'])
-  context_table: bool = True
-
-  def validate(self):
-    super().validate()
-    self.embedding_spec()
-
-  def embedding_spec(self) -> EmbeddingSpec:
-    params = {'learning_rate': self.learning_rate}
-    if self.optimizer in ('adagrad', 'ftrl'):
-      params['initial_accumulator_value'] = self.initial_accumulator_value
-    return skipgram_spec(dim=self.dim, optimizer=self.optimizer,
-                         context_table=self.context_table, **params)
+    return default_spec()

@@ -14,11 +14,14 @@ values, same checkpoint keys as `TPUEmbedding`). Per step (`tape_step`):
    optimizer's own update rule on the parameters and their slots; the dense
    variables through the module's Keras optimizer.
 
-A built-in without a dense model may give its loss's gradients w.r.t. the
+A module without a dense model may give its loss's gradients w.r.t. the
 activations itself (`activation_gradients`): `fast_step` then replaces step 2
-with them, as the TPU adapter does. For the built-in skip-gram with SGD or
-Adagrad, `fast_step` is one op where it loads (fused_step.py), on the same
-variables.
+with them, as the TPU adapter does. For a module declaring the skip-gram
+fused step (FUSED_STEP) with SGD or Adagrad, `fast_step` is one op where it
+loads (fused_step.py), on the same variables.
+
+The input is a factory of one input pipeline's batches; on CPU there is one
+pipeline, whose batches are the global batches.
 """
 
 import collections
@@ -26,8 +29,14 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.core import input_pipelines
+from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.models import module_files
 from tpu_embeddings.models.context import ModelContext
+from tpu_embeddings.models.model_module import ModelModuleError
+from tpu_embeddings.models.skipgram_features import SKIP_GRAM_STEP
+from tpu_embeddings.spec import embedding_variables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training import dense_model
 from tpu_embeddings.training import embedding_optimizers
@@ -65,41 +74,61 @@ class CpuAdapter:
                             if self.model is not None else None)
     fast = (fast_path and self.model is None and
             module.activation_gradients is not None)
+    fused_name = module.declared('FUSED_STEP')
+    if fused_name and fused_name != SKIP_GRAM_STEP:
+      raise ModelModuleError(
+          f'module file {module.path}: FUSED_STEP {fused_name!r} names no '
+          f'fused step; the one there is {SKIP_GRAM_STEP!r}')
     self.step = self.fast_step if fast else self.tape_step
     self._use_fused = fused
     self._fused = None  # set by build() when the fused op trains the spec
+    # (which ops train the step, why not the fused op): set by build().
+    self.kernels = (model_layout.TENSORFLOW_KERNELS, '')
     # train(iterator, steps, first_step) -> the steps' batch losses.
     self.train = training_loop.CompiledSteps(
         self.step, self.learning_rate_scale, decay or LinearDecay(0),
-        user_code=not module.builtin)
+        user_code=module.declared('AUTOGRAPH', True))
 
   def build(self, element_spec=None):
     """Creates the tables and slots, and the dense model and its slots on a
     zero batch shaped as `element_spec` (the input's (ids, extras))."""
     self.embedding.build()
-    if (self._use_fused and self.step == self.fast_step and
-        self.module.builtin):
-      optimizer = next(iter(self._rules.values())).optimizer
-      self._fused = fused_step.for_adapter(
-          self.spec, optimizer, self.variables, self.global_batch_size,
-          negative_weight=self.module.hook('negative_weight')(self.ctx))
+    self.kernels = self._build_fused()
     if self.model is not None:
       dense_model.build(self.module, self.ctx, self.spec, element_spec,
                         self.model, self.dense_optimizer)
 
+  def _build_fused(self):
+    """Builds the fused step where the module declares it and it can serve;
+    (the kernels that train the step, why not the fused op)."""
+    if self.module.declared('FUSED_STEP') != SKIP_GRAM_STEP:
+      return model_layout.TENSORFLOW_KERNELS, 'the model has no fused step'
+    if not self._use_fused or self.step != self.fast_step:
+      return model_layout.TENSORFLOW_KERNELS, 'the fused step is turned off'
+    optimizer = next(iter(self._rules.values())).optimizer
+    self._fused = fused_step.for_adapter(
+        self.spec, optimizer, self.variables, self.global_batch_size,
+        negative_weight=self.module.hook('negative_weight')(self.ctx))
+    if self._fused is None:
+      return (model_layout.TENSORFLOW_KERNELS,
+              fused_step.fallback_reason(self.spec, optimizer))
+    return model_layout.FUSED_KERNELS, ''
+
   @property
   def variables(self) -> Dict[str, Dict[str, tf.Variable]]:
     """{table: {'parameters': table, <slot>: slot variable}}."""
-    return self.embedding._variables
+    return embedding_variables.table_variables(self.embedding)
 
-  def iterator(self, dataset: tf.data.Dataset):
-    return iter(dataset)
+  def iterator(self, input_fn: InputFn):
+    """An iterator of `input_fn`'s batches for the one input pipeline."""
+    return iter(input_fn(input_pipelines.single()))
 
   def tape_step(self, batch) -> tf.Tensor:
     """One step of any module: the loss differentiated by a tape."""
     ids, extras = batch
     tables = sorted(self._features_of_table)
-    parameters = [self.variables[t]['parameters'] for t in tables]
+    parameters = [self.variables[t][embedding_variables.PARAMETERS]
+                  for t in tables]
     dense = list(self.model.trainable_variables) if self.model else []
     with tf.GradientTape() as tape:
       activations = self.embedding.embedding_lookup(ids)

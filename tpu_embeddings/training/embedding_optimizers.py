@@ -33,9 +33,10 @@ from typing import Callable, Dict, Tuple
 
 import tensorflow as tf
 
+from tpu_embeddings.spec import embedding_variables
 from tpu_embeddings.spec.optimizer_spec import OPTIMIZER_SLOTS
 
-PARAMETERS = 'parameters'
+PARAMETERS = embedding_variables.PARAMETERS
 
 _UNSUPPORTED = ('clip_weight_min', 'clip_weight_max', 'weight_decay_factor',
                 'clip_gradient_min', 'clip_gradient_max')

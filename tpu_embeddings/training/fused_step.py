@@ -17,6 +17,8 @@ settings' K/S, so the loss keeps the scale of K negatives per pair).
                                   negative_weight)
     loss = step(features) if step else <the TensorFlow path>
 
+A module declares this step with FUSED_STEP =
+skipgram_features.SKIP_GRAM_STEP.
 `for_adapter` returns None, with the reason logged once, when the op cannot
 serve the spec: an optimizer other than SGD or Adagrad, or the op library
 unavailable (see tpu_embeddings.kernels.library).
@@ -88,6 +90,11 @@ class FusedSkipGramStep:
         loss_scale=tf.constant(self._loss_scale, tf.float32),
         negative_weight=tf.constant(self._negative_weight, tf.float32),
         optimizer=self._kind)
+
+
+def fallback_reason(spec: EmbeddingSpec, optimizer) -> str:
+  """Why the op does not train `spec` with `optimizer` ('' if it does)."""
+  return unsupported(spec, optimizer) or library.status().reason
 
 
 def for_adapter(spec: EmbeddingSpec, optimizer, variables: Variables,

@@ -69,6 +69,21 @@ def model_figures(spec: EmbeddingSpec,
                               for n in vocabularies.names}}
 
 
+def kernels(path: str, reason: str) -> Dict[str, Any]:
+  """metadata.json's record of the ops that trained the step
+  (model_layout.KERNELS_KEY) and why not the fused op."""
+  return {model_layout.KERNELS_KEY: path,
+          model_layout.KERNELS_REASON_KEY: reason or None}
+
+
+def summary(path: str, reason: str) -> str:
+  """The ops that trained the step, as the run's summary line says it."""
+  names = {model_layout.FUSED_KERNELS: 'fused CPU ops',
+           model_layout.TENSORFLOW_KERNELS: 'TensorFlow ops',
+           model_layout.TPU_KERNELS: 'TPU ops'}
+  return names[path] + (f' ({reason})' if reason else '')
+
+
 def spans(examples: Sequence[Any], span_key: str) -> list:
   found = set()
   for artifact in examples:

@@ -6,7 +6,7 @@ activations, the module's loss on them (this replica's share of the global
 batch), its gradients w.r.t. the activations and the model's variables, then
 `apply_gradients` (the TPU applies the embedding optimizer itself: duplicate
 ids summed, one update per id) and the dense optimizer's `apply_gradients`.
-A built-in without a dense model may give the gradients w.r.t. the
+A module without a dense model may give the gradients w.r.t. the
 activations itself (`activation_gradients`), as the CPU adapter's fast step.
 
 TPUEmbedding reduces the last dimension of a rank >= 2 dense input and
@@ -14,17 +14,22 @@ rejects one whose last dimension is not 1, so such ids ([B, K]) are enqueued
 as [B, K, 1]; the activations then have the shapes the CPU adapter sees
 ([B, K, D]). Ragged ids [B, None] give combined [B, D] activations on both.
 
-Each replica gets an even share of every feature's rows. When every feature
-has the batch's rows, tf.distribute splits the batch; when one has fewer
-(skip-gram's shared negatives: [B/G, S]), `replica_shares` cuts each
-feature's rows evenly, so each replica holds whole groups of pairs with
-their negatives.
+The input is a factory (`InputFn`) that `distribute_datasets_from_function`
+calls once per input pipeline (host) with its InputContext; each pipeline
+builds its share of every global batch. Each replica gets an even share of
+its pipeline's rows of every feature, so with shared negatives ([B/G, S])
+each replica holds whole groups of pairs with their negatives
+(`input_pipelines.split_rows`). With one host the replicas see what
+`experimental_distribute_dataset` of the global batches gave them.
 """
 
 from typing import Dict, Optional
 
 import tensorflow as tf
 
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.core import input_pipelines
+from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training import dense_model
 from tpu_embeddings.training import training_loop
@@ -57,39 +62,22 @@ def per_replica_input_shapes(ids_spec, replicas: int
   return shapes
 
 
-def _leading_dims(element_spec) -> set:
-  return {spec.shape[0] for spec in tf.nest.flatten(element_spec)}
+def replica_batches(input_fn: InputFn, replicas: int) -> InputFn:
+  """For an input pipeline's context: its batches from `input_fn`, each
+  split by rows into one share per replica of the pipeline
+  (`input_pipelines.split_rows`), the n-th share for its n-th replica."""
+  def per_pipeline(context: tf.distribute.InputContext) -> tf.data.Dataset:
+    return input_pipelines.split_rows(
+        input_fn(context), replicas // context.num_input_pipelines)
+  return per_pipeline
 
 
-def replica_shares(dataset: tf.data.Dataset, replicas: int,
-                   context: tf.distribute.InputContext) -> tf.data.Dataset:
-  """The global batches of `dataset` cut into the shares of the replicas of
-  input pipeline `context`, one element per replica: every tensor's rows
-  split evenly, whatever its row count (shared negatives have fewer rows
-  than the batch has pairs; a group never straddles two replicas)."""
-  hosts, host = context.num_input_pipelines, context.input_pipeline_id
-
-  def shares(t):
-    if isinstance(t, tf.RaggedTensor):
-      raise ValueError('ragged features cannot be split by rows over '
-                       'replicas together with features of other row counts')
-    rest = t.shape.as_list()
-    return tf.reshape(t, [hosts, replicas // hosts, rest[0] // replicas] +
-                      rest[1:])[host]
-
-  return dataset.map(lambda *e: tf.nest.map_structure(shares, e)).unbatch()
-
-
-def distribute(strategy: tf.distribute.Strategy, dataset: tf.data.Dataset):
-  """`dataset`'s global batches as per-replica values of `strategy`: split
-  by tf.distribute when every tensor has the batch's rows, else by
-  `replica_shares`."""
+def distribute(strategy: tf.distribute.Strategy, input_fn: InputFn):
+  """Per-replica values of `strategy` from `input_fn`, called once per input
+  pipeline (host) with its InputContext (`replica_batches`)."""
   options = tf.distribute.InputOptions(experimental_fetch_to_device=False)
-  if len(_leading_dims(dataset.element_spec)) <= 1:
-    return strategy.experimental_distribute_dataset(dataset, options=options)
-  replicas = strategy.num_replicas_in_sync
   return strategy.distribute_datasets_from_function(
-      lambda context: replica_shares(dataset, replicas, context), options)
+      replica_batches(input_fn, strategy.num_replicas_in_sync), options)
 
 
 class TpuAdapter:
@@ -97,6 +85,8 @@ class TpuAdapter:
   TPUStrategy."""
 
   device = 'tpu'
+  # (which ops train the step, why not the fused CPU op).
+  kernels = (model_layout.TPU_KERNELS, '')
 
   def __init__(self, spec: EmbeddingSpec, module, ctx,
                strategy: tf.distribute.TPUStrategy,
@@ -122,7 +112,7 @@ class TpuAdapter:
     # train(iterator, steps, first_step) -> the steps' batch losses.
     self.train = training_loop.CompiledSteps(
         self._host_step, self.learning_rate_scale, decay or LinearDecay(0),
-        user_code=not module.builtin)
+        user_code=module.declared('AUTOGRAPH', True))
 
   def build(self, element_spec):
     with self.strategy.scope():
@@ -132,9 +122,11 @@ class TpuAdapter:
         dense_model.build(self.module, self.ctx, self.spec, element_spec,
                           self.model, self.dense_optimizer)
 
-  def iterator(self, dataset: tf.data.Dataset):
-    return iter(distribute(self.strategy, dataset.map(
-        lambda ids, extras: (tpu_features(ids), extras))))
+  def iterator(self, input_fn: InputFn):
+    """An iterator of per-replica batches of `input_fn`'s (ids, extras), its
+    ids as TPUEmbedding takes them."""
+    return iter(distribute(self.strategy, lambda context: input_fn(
+        context).map(lambda ids, extras: (tpu_features(ids), extras))))
 
   def _tpu_step(self, extras):
     activations = self.embedding.dequeue()

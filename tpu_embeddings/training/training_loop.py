@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training import checkpoints
 from tpu_embeddings.training.config import LoopConfig
@@ -174,21 +175,29 @@ def _checkpoint_due(config: LoopConfig, step: int, saved_at: float) -> bool:
       time.perf_counter() - saved_at >= config.checkpoint_seconds)
 
 
-def run(adapter, spec: EmbeddingSpec, batches: tf.data.Dataset,
+def _skipped(input_fn: InputFn, steps: int) -> InputFn:
+  """`input_fn` without each input pipeline's first `steps` batches."""
+  if not steps:
+    return input_fn
+  return lambda context: input_fn(context).skip(steps)
+
+
+def run(adapter, spec: EmbeddingSpec, input_fn: InputFn, element_spec,
         model_uri: str, logs: RunLogs, config: LoopConfig,
         expected_steps: int = 0) -> LoopResult:
   """Trains from the latest checkpoint of `model_uri` (or from scratch) on
-  `batches` (the module's input of `config.passes` passes; a resumed run
-  skips the batches it trained on, and the data continues exactly).
+  the batches of `input_fn` (the module's input of `config.passes` passes,
+  built by each input pipeline from its InputContext; a resumed run skips
+  the batches it trained on, and the data continues exactly).
+  `element_spec`: the global batch's (model_inputs.element_spec).
 
   `expected_steps`: the steps `epochs` passes are expected to take (0:
   unknown), for the epoch and time left of the progress lines."""
   batch_size = adapter.global_batch_size
-  state, latest = _restore_latest(adapter, spec, batches.element_spec,
-                                  model_uri, config)
+  state, latest = _restore_latest(adapter, spec, element_spec, model_uri,
+                                  config)
   start_step = int(state.step)
-  iterator = adapter.iterator(batches.skip(start_step) if start_step else
-                              batches)
+  iterator = adapter.iterator(_skipped(input_fn, start_step))
   logs.start(start_step, adapter.embedding)
   began = time.perf_counter()
   last_saved = start_step if latest else -1

@@ -18,11 +18,11 @@ def _per_line(block: bytes):
     if len(line.split()) > text.MAX_TOKENS_PER_LINE:
       capped += 1
     tokens = []
-    for t in text.tokenize_bytes(line):
-      if len(t) > text.MAX_TOKEN_BYTES:
+    for t in text.tokenize(line.decode('utf-8')):
+      if len(t.encode('utf-8')) > text.MAX_TOKEN_BYTES:
         long_tokens += 1
       else:
-        tokens.append(t.decode('utf-8'))
+        tokens.append(t)
     if tokens:
       records.append(examples_io.make_example(tokens).SerializeToString(
           deterministic=True))

@@ -14,6 +14,7 @@ from tests.support import trainer_outputs
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.spec import embedding_variables
 from tpu_embeddings.training import checkpoints
 from tpu_embeddings.training import cpu_adapter
 
@@ -102,7 +103,7 @@ def test_tpu_checkpoint_restores_into_cpu_trainer_and_training_continues(
       'accumulators': rng.uniform(0.5, 2.0,
                                   size=(len(vocab), 4)).astype(np.float32)}
   for name, value in tpu_values.items():
-    embedding._variables['tokens'][name].assign(value)
+    embedding_variables.table_variables(embedding)['tokens'][name].assign(value)
   tpu_checkpoint = tf.train.Checkpoint(
       **{model_layout.EMBEDDING_KEY: embedding},
       step=tf.Variable(7, dtype=tf.int64))

@@ -6,6 +6,7 @@ import pytest
 from tests.support import artifact_fixtures
 from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.spec import embedding_variables
 from tpu_embeddings.spec.embedding_spec import FeatureSpec
 from tpu_embeddings.spec.embedding_spec import TableSpec
 
@@ -25,7 +26,8 @@ def test_restores_the_table_and_no_slot(model):
   uri, _, table = model
   restored = checkpoint_restore.restore_for_serving(uri)
   np.testing.assert_array_equal(restored.table_numpy('tokens'), table)
-  assert list(restored.embedding._variables['tokens']) == ['parameters']
+  assert list(embedding_variables.table_variables(restored.embedding)[
+      'tokens']) == ['parameters']
   assert restored.vocabulary.tokens == tuple(TOKENS)
 
 

@@ -1,21 +1,11 @@
 import pytest
-import tensorflow as tf
 
 from tpu_embeddings.core import text
-
-LINES = ['a  b\tc', '  leading and trailing  ', '', 'x\r\ny', 'café au\x0blait']
-
-
-def test_python_and_tensorflow_tokenizers_agree():
-  ragged = text.tf_tokenize(tf.constant(LINES))
-  for line, tokens in zip(LINES, ragged.to_list()):
-    assert [t.decode('utf-8') for t in tokens] == text.tokenize(line)
 
 
 def test_tokens_per_line_are_capped():
   line = ' '.join(['w'] * 10_003)
   assert len(text.tokenize(line)) == 10_000  # docs/failure_behaviour.md
-  assert len(text.tokenize_bytes(line.encode())) == 10_000
 
 
 @pytest.mark.parametrize('data, problem', [

@@ -17,9 +17,9 @@ from tpu_embeddings.kernels import library
 def cache(tmp_path, monkeypatch):
   monkeypatch.setenv(library.CACHE, str(tmp_path / 'cache'))
   monkeypatch.delenv(library.SWITCH, raising=False)
-  library.load.cache_clear()
+  library.status.cache_clear()
   yield tmp_path / 'cache'
-  library.load.cache_clear()
+  library.status.cache_clear()
 
 
 def warned(caplog):
@@ -112,3 +112,48 @@ def test_a_build_from_the_sources_alone_loads_without_a_compiler(
                        env=dict(os.environ, CXX='no-such-compiler'),
                        capture_output=True, text=True, check=True).stdout
   assert out.strip().splitlines()[-1] == 'True', out
+
+
+X86_AVX = '''processor\t: 0
+vendor_id\t: GenuineIntel
+flags\t\t: fpu vme de pse tsc msr sse sse2 ssse3 sse4_1 sse4_2 avx avx2 fma
+'''
+X86_NO_AVX = '''processor\t: 0
+flags\t\t: fpu vme de pse tsc msr sse sse2 ssse3 sse4_1 sse4_2 avx512_fake
+'''
+ARM64 = '''processor\t: 0
+BogoMIPS\t: 50.00
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics
+'''
+
+
+@pytest.mark.parametrize('machine,cpuinfo,expected', [
+    ('x86_64', X86_AVX, ['-mavx']),
+    ('AMD64', X86_AVX, ['-mavx']),
+    ('x86_64', X86_NO_AVX, []),
+    ('x86_64', '', []),
+    ('aarch64', ARM64, []),
+    ('arm64', X86_AVX, []),
+])
+def test_avx_only_where_the_cpu_has_it(machine, cpuinfo, expected):
+  assert library.cpu_flags(machine, cpuinfo) == expected
+
+
+def test_an_arm64_build_has_no_x86_flag(monkeypatch, tmp_path):
+  cpuinfo = tmp_path / 'cpuinfo'
+  cpuinfo.write_text(ARM64)
+  monkeypatch.setattr(library.platform, 'machine', lambda: 'aarch64')
+  monkeypatch.setattr(library, 'CPUINFO', str(cpuinfo))
+  arm = library.flags()
+  assert '-mavx' not in arm and '-O3' in arm and '-fno-math-errno' in arm
+  monkeypatch.setattr(library.platform, 'machine', lambda: 'x86_64')
+  cpuinfo.write_text(X86_AVX)
+  assert library.flags()[:5] == ['-shared', '-fPIC', '-O3', '-mavx',
+                                 '-fno-math-errno']
+
+
+def test_the_status_says_why_the_ops_are_not_loaded(cache, monkeypatch):
+  monkeypatch.setenv(library.SWITCH, 'off')
+  status = library.status()
+  assert status.ops is None
+  assert status.reason == f'switched off ({library.SWITCH}=off)'

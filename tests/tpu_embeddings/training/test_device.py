@@ -18,6 +18,7 @@ from tests.support import tpu_shapes
 from tpu_embeddings.models import spec_vocabularies
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.spec import embedding_variables
 from tpu_embeddings.training import cpu_adapter
 from tpu_embeddings.training import device
 
@@ -197,7 +198,7 @@ def test_tpu_embedding_accepts_the_spec_configs_in_cpu_mode(optimizer):
   embedding = tf.tpu.experimental.embedding.TPUEmbedding(
       spec.build_feature_config(), spec.build_optimizer())
   embedding.build()
-  assert set(embedding._variables['tokens']) == {
+  assert set(embedding_variables.table_variables(embedding)['tokens']) == {
       'parameters', *spec.optimizer.slot_names}
 
 
@@ -236,7 +237,8 @@ def test_the_two_tower_tables_and_ragged_ids_take_the_cpu_shapes(tmp_path):
   embedding = tf.tpu.experimental.embedding.TPUEmbedding(
       spec.build_feature_config(), spec.build_optimizer())
   embedding.build()
-  assert {t: set(v) for t, v in embedding._variables.items()} == {
+  variables = embedding_variables.table_variables(embedding)
+  assert {t: set(v) for t, v in variables.items()} == {
       t: {'parameters', *spec.optimizer.slot_names}
       for t in ('user', 'item', 'category')}
   ids = ctx.to_ids({f: tf.constant([r[f] for r in rows['train'][:B]])

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from tpu_embeddings.models.skipgram_features import skipgram_spec
+from tpu_embeddings.spec import embedding_variables
 from tpu_embeddings.training import embedding_optimizers as eo
 
 V, D = 7, 3
@@ -88,7 +89,8 @@ def serving_embedding(kind, params):
       spec.build_feature_config(), spec.build_optimizer())
   embedding.build()
   optimizer = embedding._table_config[0].optimizer
-  return spec, embedding._variables['tokens'], optimizer
+  variables = embedding_variables.table_variables(embedding)
+  return spec, variables['tokens'], optimizer
 
 
 @pytest.mark.parametrize('kind,params', CASES)

@@ -129,14 +129,14 @@ def test_other_optimizers_keep_the_tensorflow_step():
 
 def test_switched_off_ops_keep_the_tensorflow_step(monkeypatch):
   monkeypatch.setenv(library.SWITCH, '0')
-  library.load.cache_clear()
+  library.status.cache_clear()
   try:
     spec = skipgram_spec(dim=D, optimizer='sgd', vocabulary_size=V)
     a = adapter(spec, size=8)
     assert fused_step.for_adapter(spec, optimizer_of(a), a.variables,
                                   8) is None
   finally:
-    library.load.cache_clear()
+    library.status.cache_clear()
 
 
 @pytest.mark.parametrize('settings', [None, SHARED], ids=['per-pair', 'shared'])

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from tests.support import paths
 from tests.support import tpu_shapes
+from tpu_embeddings.core import input_pipelines
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.training import cpu_adapter
@@ -33,7 +34,11 @@ def test_each_replica_gets_its_pairs_and_their_groups_negatives():
   context = tf.distribute.InputContext(num_input_pipelines=2,
                                        input_pipeline_id=1,
                                        num_replicas_in_sync=4)
-  shares = list(tpu_adapter.replica_shares(dataset, 4, context))
+  # An input_fn that builds whole global batches: each pipeline keeps its
+  # rows of every batch.
+  per_pipeline = tpu_adapter.replica_batches(
+      lambda c: input_pipelines.row_share(dataset, c), 4)
+  shares = list(per_pipeline(context))
   ids, _ = shared_batch()
   # Input pipeline 1 of 2 feeds replicas 2 and 3: pairs 4-5 and 6-7, and the
   # negatives of their groups (groups of two pairs: rows 2 and 3).
@@ -53,7 +58,7 @@ from tpu_embeddings.training import tpu_adapter
 from tests.tpu_embeddings.training.test_tpu_adapter import shared_batch
 strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
 dataset = tf.data.Dataset.from_tensors(shared_batch()).repeat(2)
-ids, _ = next(iter(tpu_adapter.distribute(strategy, dataset)))
+ids, _ = next(iter(tpu_adapter.distribute(strategy, lambda _: dataset)))
 print(json.dumps({name: [v.numpy().tolist()
                          for v in strategy.experimental_local_results(t)]
                   for name, t in ids.items()}))
@@ -71,6 +76,40 @@ def test_a_strategy_with_two_replicas_splits_pairs_and_negatives_alike():
   assert got['target'] == [[0, 1, 2, 3], [4, 5, 6, 7]]
   assert got['negatives'] == [ids['negatives'][:2].numpy().tolist(),
                               ids['negatives'][2:].numpy().tolist()]
+
+
+EVEN = '''
+import json
+import tensorflow as tf
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices('CPU')[0],
+    [tf.config.LogicalDeviceConfiguration()] * 2)
+from tpu_embeddings.training import tpu_adapter
+strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+rows = tf.reshape(tf.range(16), [2, 8])
+dataset = tf.data.Dataset.from_tensor_slices(rows).map(lambda x: (
+    {'id': x, 'bag': tf.RaggedTensor.from_row_lengths(
+        x, tf.fill([8], tf.constant(1, tf.int64)))}, {}))
+got = []
+for ids, _ in tpu_adapter.distribute(strategy, lambda _: dataset):
+  got.append([[v.numpy().tolist() for v in
+               strategy.experimental_local_results(ids['id'])],
+              [v.to_list() for v in
+               strategy.experimental_local_results(ids['bag'])]])
+print(json.dumps(got))
+'''
+
+
+def test_batches_whose_features_all_have_its_rows_split_in_order():
+  """Each replica gets its consecutive rows of every global batch, ragged
+  features with them, as experimental_distribute_dataset split them."""
+  run = subprocess.run([sys.executable, '-c', EVEN], cwd=paths.REPO,
+                       capture_output=True, text=True, check=False)
+  assert run.returncode == 0, run.stderr[-2000:]
+  got = json.loads(run.stdout.strip().splitlines()[-1])
+  assert [ids for ids, _ in got] == [[[0, 1, 2, 3], [4, 5, 6, 7]],
+                                     [[8, 9, 10, 11], [12, 13, 14, 15]]]
+  assert got[1][1] == [[[8], [9], [10], [11]], [[12], [13], [14], [15]]]
 
 
 def test_negatives_rows_that_do_not_split_over_the_replicas_are_refused():
