@@ -14,7 +14,7 @@ back as the validator reads it (checkpoint_values.py); the earlier ones are
 read from the checkpoint files directly.
 
 The adapters are driven through their public input and step only,
-`iterator(dataset)` and `train(iterator, steps, first_step)`: `_batches`
+`iterator(input_fn)` and `train(iterator, steps, first_step)`: `_batches`
 is the one place that changes if the adapters' input does.
 """
 
@@ -62,8 +62,9 @@ def _remove(prefix: str):
 
 
 def _batches(adapter, dataset: tf.data.Dataset):
-  """The adapter's iterator over `dataset`'s global batches."""
-  return adapter.iterator(dataset)
+  """The adapter's iterator over `dataset`'s global batches: the self-test
+  runs on one host, so its one input pipeline reads them all."""
+  return adapter.iterator(lambda _: dataset)
 
 
 def _one_step(adapter, iterator, step: int) -> float:

@@ -26,11 +26,11 @@ from tpu_embeddings.artifacts.vocabulary_file import TokenCounts
 from tpu_embeddings.models import spec_vocabularies
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.model_module import ModelModule
-from tpu_embeddings.models.model_module import check_spec_features
 from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
 from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
 from tpu_embeddings.models.skipgram_features import TARGET_FEATURE
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training.model_inputs import check_spec_features
 
 # Ids per example of a module's feature: 1 to MAX_BAG (bags exercise the
 # tables' combiners).
