@@ -25,8 +25,8 @@ from tfx.types import standard_artifacts
 from components import artifact_types
 from components import keys
 from components.validator import executor
-from components.validator.config import ValidatorConfig
 from tpu_embeddings.core import settings
+from tpu_embeddings.validation.config import ValidatorConfig
 
 
 class CheckpointValidatorSpec(types.ComponentSpec):

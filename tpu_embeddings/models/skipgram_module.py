@@ -7,8 +7,10 @@ context, negatives) batches, `loss_fn` scores them on the activations and no
 dense model sits on top. `activation_gradients` gives the loss's gradients
 w.r.t. the activations derived by hand, the CPU trainer's speed path; the
 generic step differentiates `loss_fn` instead and is checked to agree.
-Validation and exports of skip-gram are its own (neighbours, popularity,
-multi-GB tables streamed): `BUILTIN` tells the components so.
+Its evaluation is the contract's too: METRICS, `eval_fn` and the optional
+validation hooks (`references_fn`, `floors_fn`, `details_fn`) of
+`tpu_embeddings.models.skipgram_eval`. Exports of skip-gram are its own
+(multi-GB tables streamed): `BUILTIN` tells the components so.
 """
 
 from typing import Optional, Sequence
@@ -17,6 +19,7 @@ import tensorflow as tf
 
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.models import skipgram_eval
 from tpu_embeddings.models import skipgram_input
 from tpu_embeddings.models import skipgram_loss
 from tpu_embeddings.models.skipgram_config import EVAL_SEQUENCES
@@ -33,6 +36,13 @@ EVAL_SPLIT = 'eval'
 # when the vocabulary counts at most this many tokens (4 bytes each, plus
 # the out-of-vocabulary tokens'); larger corpora are parsed on every pass.
 CACHED_TOKENS = 50_000_000
+
+# The evaluation: what the validator scores and against what.
+METRICS = skipgram_eval.METRICS
+eval_fn = skipgram_eval.eval_fn
+references_fn = skipgram_eval.references_fn
+floors_fn = skipgram_eval.floors_fn
+details_fn = skipgram_eval.details_fn
 
 
 def embedding_spec(ctx):

@@ -1,4 +1,5 @@
-"""Validating a module file's model: restore, health, metrics, gates."""
+"""Validating a module file's model (the two-tower example) through the one
+validation path: restore, health, metrics, gates, report."""
 
 import os
 import shutil
@@ -8,8 +9,6 @@ import tensorflow as tf
 
 from components import module_file
 from components.exporter import model_export
-from components.validator import module_validation
-from components.validator.config import ValidatorConfig
 from tests.support import artifact_fixtures as fx
 from tests.support import interaction_fixtures as ix
 from tests.support import validator_fixtures
@@ -17,6 +16,8 @@ from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.models import model_restore
 from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.validation import validate
+from tpu_embeddings.validation.config import ValidatorConfig
 
 pytestmark = pytest.mark.slow
 CONFIG = ValidatorConfig(max_eval_examples=5000)
@@ -31,9 +32,8 @@ def trained(tmp_path_factory):
 
 def _validate(root, model='model', push_root=''):
   uri = os.path.join(root, model)
-  return module_validation.validate(uri, os.path.join(root, 'examples'),
-                                    CONFIG, module_file.from_model(uri),
-                                    push_root).report
+  return validate.validate(uri, os.path.join(root, 'examples'), CONFIG,
+                           module_file.from_model(uri), push_root).report
 
 
 def _edited_copy(root, name, edit, with_model=True):

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from components.validator import metrics
-from components.validator import table_scan
 from tests.support import paths
+from tpu_embeddings.quality import metrics
+from tpu_embeddings.quality import table_scan
 
 # -- float32 blocks against a float64 reference --------------------------------
 # The metrics score float32 unit rows block by block; the reference below
@@ -134,7 +134,7 @@ def test_analogy_answers_match_the_float64_argmax():
 _UNDER_A_LIMIT = r'''
 import resource, sys
 import numpy as np
-from components.validator import inspection, metrics
+from tpu_embeddings.quality import inspection, metrics
 
 rows, dim, headroom = int(sys.argv[1]), 16, int(sys.argv[2])
 rng = np.random.default_rng(0)
