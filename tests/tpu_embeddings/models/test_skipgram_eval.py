@@ -48,3 +48,13 @@ def test_the_built_in_module_declares_its_evaluation():
   assert module.metrics['recall_at_k'] == 'higher'
   for name in ('references_fn', 'floors_fn', 'details_fn'):
     assert callable(module.hook(name))
+
+
+@pytest.mark.parametrize('hook', ['references_fn', 'floors_fn', 'details_fn'])
+def test_a_hook_that_is_not_a_function_is_refused_when_loaded(hook):
+  from tpu_embeddings.models.model_module import ModelModuleError
+  module = types.SimpleNamespace(
+      FEATURES={'item': 'item'}, embedding_spec=lambda ctx: None,
+      loss_fn=lambda *a: None, signatures=lambda *a: {}, **{hook: 3})
+  with pytest.raises(ModelModuleError, match=f'{hook}: must be a function'):
+    ModelModule(module, path='my_model.py')

@@ -2,6 +2,7 @@
 validation path: restore, health, metrics, gates, report."""
 
 import os
+import re
 import shutil
 
 import pytest
@@ -131,3 +132,33 @@ def test_a_baseline_of_another_model_is_a_warning_not_a_gate(trained):
   assert any('eval_fn cannot score it' in w for w in report['warnings'])
   assert not [g for g in report['gates'] if g['name'].startswith('baseline/')]
   assert report['blessed']
+
+
+def test_the_executor_reports_what_the_two_tower_model_declares(trained,
+                                                                tmp_path):
+  """Through the component: the metric table's columns are the models and
+  references scored, labelled; the neighbours are those of its tables."""
+  from tests.support import validator_runs
+  corpus = {'examples': os.path.join(trained, 'examples'),
+            'vocabulary': os.path.join(trained, 'vocabulary'), 'related': ''}
+  out = str(tmp_path / 'blessing')
+  _, report = validator_runs.run(corpus, os.path.join(trained, 'model'), out,
+                                 max_eval_examples=5000)
+  assert report['blessed'], report['summary']
+  assert report['references'] == {'untrained': 'untrained model'}
+  assert set(report['inspection']['neighbours']) == {'user', 'item',
+                                                     'category'}
+  items = [q for bucket in report['inspection']['neighbours']['item'].values()
+           for q in bucket]
+  assert items and all(q['candidate'] for q in items)
+  page = open(os.path.join(out, 'report.html'), encoding='utf-8').read()
+  metrics = page[page.index('<h2>Metrics</h2>'):]
+  metrics = metrics[:metrics.index('</table>')]
+  assert re.findall('<th>([^<]*)</th>', metrics) == [
+      'metric', 'candidate', 'untrained model']
+  assert re.search(r'<td>recall_at_10</td><td>[0-9.]+</td><td>[0-9.]+</td>',
+                   metrics)
+  for absent in ('frequency-only', 'popularity', 'eval_loss', 'spearman'):
+    assert absent not in page
+  assert "Nearest neighbours in table <code>item</code>" in page
+  assert 'Row norms of table <code>' in page
