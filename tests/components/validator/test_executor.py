@@ -166,10 +166,8 @@ def test_sparsecore_layout_restores_through_restore_info(tmp_path, corpus):
   assert 'has shape' in _failed(plain)['restore']
   # The unshuffled table scores exactly like the original rows.
   direct = str(tmp_path / 'direct')
-  artifact_fixtures.write_tpu_format_model(direct, tokens, table=want)
-  # The same vocabulary (tokens and counts): the evaluation's is the model's.
-  artifact_fixtures.write_vocabulary(direct, dict(zip(
-      tokens, corpus['vocab'].counts)))
+  artifact_fixtures.write_tpu_format_model(direct, tokens, table=want,
+                                           counts=corpus['vocab'].counts)
   _, ref = run(corpus, direct, str(tmp_path / 'b3'))
   assert report['metrics']['candidate'] == ref['metrics']['candidate']
 

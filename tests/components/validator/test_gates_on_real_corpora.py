@@ -55,7 +55,7 @@ def corpus(request, tmp_path_factory):
 def _validate(corpus, name, tables=None):
   model = os.path.join(corpus['base'], name)
   fx.write_tpu_format_model(model, corpus['vocab'].tokens, spec=SPEC,
-                            tables=tables)
+                            tables=tables, counts=corpus['vocab'].counts)
   return _verdict(corpus, model, name)
 
 
