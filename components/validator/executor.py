@@ -31,6 +31,7 @@ class Executor(base_executor.BaseExecutor):
         exec_properties, wiring=[keys.PUSH_ROOT, keys.SERVED_BASELINE])
     model = artifact_utils.get_single_instance(input_dict[keys.MODEL])
     examples = artifact_utils.get_single_instance(input_dict[keys.EXAMPLES])
+    vocabulary = artifact_utils.get_single_instance(input_dict[keys.VOCABULARY])
     blessing = artifact_utils.get_single_instance(output_dict[keys.BLESSING])
     push_root = exec_properties.get(keys.PUSH_ROOT) or ''
     # Before the baseline is read: a push landing in between makes the
@@ -39,6 +40,7 @@ class Executor(base_executor.BaseExecutor):
     result = validate.validate(model.uri, examples.uri, config,
                                module_file.from_model(model.uri), push_root)
     result.report[keys.VALIDATED_AGAINST] = validated_against
+    result.report['eval_data']['vocabulary'] = vocabulary.uri
     # TFX passes input artifacts with their MLMD ids.
     blessing_lib.write(blessing, result, model_id=model.id)
     logging.info('CheckpointValidator: %s (%s)', result.report['summary'],
