@@ -101,7 +101,7 @@ def _score_baseline(module, found, spec, ctx, report) -> served_lib.Served:
   return serve
 
 
-def _quality_gates(module, serves, ctx, config, report, refs
+def _quality_gates(module, ctx, config, report, refs
                    ) -> List[gates_lib.Gate]:
   """Floors, absolute limits and baseline gates of the candidate's metrics.
   """
@@ -167,7 +167,7 @@ def _checks(module, restored, serves, ctx, config, report, refs
   if 'untrained' not in refs:
     refs['untrained'] = _untrained(module, restored, ctx, report)
     report_data.add_references(report, {'untrained': refs['untrained']})
-  gates += _quality_gates(module, serves, ctx, config, report, refs)
+  gates += _quality_gates(module, ctx, config, report, refs)
   report_data.add_details(report, hooks.details(module, serves, ctx))
   return gates
 
