@@ -32,7 +32,9 @@ def write(blessing: types.Artifact, validation: Validation,
   uri, report = blessing.uri, validation.report
   written = []
   try:
-    written += report_lib.write(uri, validation)
+    written += report_lib.write(uri, report, validation.candidate_norms,
+                                validation.baseline_norms,
+                                validation.norms_table)
     marker = os.path.join(uri, BLESSED_FILE if report['blessed'] else
                           NOT_BLESSED_FILE)
     with tf.io.gfile.GFile(marker, 'w') as f:

@@ -189,15 +189,17 @@ Baseline: <code>{html.escape(baseline)}</code></p>
 """
 
 
-def write(directory: str, validation) -> Sequence[str]:
-  """Writes report.json and report.html of `validation` (a
-  `tpu_embeddings.validation.validate.Validation`) into `directory`; returns
-  their paths."""
+def write(directory: str, report: Dict[str, Any],
+          candidate_norms: Optional[np.ndarray] = None,
+          baseline_norms: Optional[np.ndarray] = None,
+          norms_table: str = '') -> Sequence[str]:
+  """Writes report.json and report.html into `directory`; returns their
+  paths. The norms are those of table `norms_table`'s rows."""
   import tensorflow as tf
-  hist = norm_histogram({'candidate': validation.candidate_norms,
-                         'baseline': validation.baseline_norms})
-  table = validation.norms_table
-  report = dict(validation.report, norm_histogram=dict(hist, table=table))
+  hist = norm_histogram({'candidate': candidate_norms,
+                         'baseline': baseline_norms})
+  table = norms_table
+  report = dict(report, norm_histogram=dict(hist, table=table))
   tf.io.gfile.makedirs(directory)
   paths = []
   for name, text in ((REPORT_JSON, json.dumps(report, indent=2, sort_keys=True,

@@ -6,7 +6,9 @@ nodes): the baseline is the latest complete version under
 as a SavedModel: the model's `eval_fn` scores it through the signatures it
 serves, as it scores the candidate through the signatures it will serve. A
 table's rows, where the export serves them (its `lookup` signature over
-the tokens of the table's vocabulary), are read in batches into one array.
+the tokens of the table's vocabulary, read in batches into one array) or
+holds them (a module model's export: its table variables and vocabulary
+assets), are read for the report.
 
 A pushed version that cannot be read (a damaged file, a broken export) is
 not the baseline: `find_baseline` reports it and goes on to the next older
@@ -25,10 +27,12 @@ import tensorflow as tf
 from absl import logging
 from google.protobuf import message
 
+from tpu_embeddings.artifacts import compact_vocabulary
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.quality import metrics
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 _BATCH = 8192
@@ -130,6 +134,24 @@ def lookup_rows(baseline: Baseline, tokens: Sequence[str]
       table = np.empty([len(tokens), rows.shape[1]], rows.dtype)
     table[start:start + rows.shape[0]] = rows
   return table
+
+
+def exported_rows(baseline: Baseline, table: str, vocabulary: str,
+                  tokens: Sequence[str]) -> Optional[np.ndarray]:
+  """Rows of `table` as a module model's serving export holds them (its
+  `embedding.<table>` variable, row i the i-th token of its asset
+  `vocabulary_assets[vocabulary]`), ordered as `tokens` (zeros for tokens
+  it does not know); None when it holds no such table."""
+  variable = getattr(getattr(baseline.loaded, 'embedding', None), table, None)
+  assets = getattr(baseline.loaded, 'vocabulary_assets', None)
+  # A loaded dict attribute is a wrapper of its own, not a Mapping.
+  asset = assets.get(vocabulary) if hasattr(assets, 'get') else None
+  if not isinstance(variable, tf.Variable) or asset is None:
+    return None
+  with tf.io.gfile.GFile(asset.asset_path.numpy().decode('utf-8'), 'rb') as f:
+    exported = compact_vocabulary.CompactVocabulary.from_tokens(
+        line.decode('utf-8').rstrip('\n') for line in f)
+  return metrics.align_table(exported, variable.numpy(), tokens)
 
 
 def find_baseline(push_root: str,

@@ -4,9 +4,10 @@
   module declares signatures) and its tables' rows, read-only views of the
   restored variables' buffers (`Variable.numpy()` would copy a multi-GB
   table);
-* baseline: the pushed SavedModel's signatures and, for the first table of
-  each vocabulary, the rows its `lookup` signature serves for the tokens of
-  that vocabulary (zeros for tokens it does not know).
+* baseline: the pushed SavedModel's signatures and its tables' rows by the
+  candidate's vocabularies (zeros for tokens it does not know): for the
+  first table of each vocabulary, what its `lookup` signature serves; else
+  the table a module model's export holds (`baseline.exported_rows`).
 
 Also what the report shows of them: what the restore read, row norms, and
 the nearest neighbours of every table.
@@ -55,12 +56,15 @@ def baseline(found: baseline_lib.Baseline, spec, ctx) -> served_lib.Served:
 
   def rows(table: str) -> Optional[np.ndarray]:
     vocabulary = next(t.vocabulary for t in spec.tables if t.name == table)
-    if served_tables[vocabulary] != table:
-      return None
+    tokens = ctx.vocabulary(vocabulary).tokens
     try:
-      return baseline_lib.lookup_rows(found,
-                                      ctx.vocabulary(vocabulary).tokens)
-    except (baseline_lib.BaselineError, tf.errors.OpError) as e:
+      found_rows = (baseline_lib.lookup_rows(found, tokens)
+                    if served_tables[vocabulary] == table else None)
+      if found_rows is None:
+        found_rows = baseline_lib.exported_rows(found, table, vocabulary,
+                                                tokens)
+      return found_rows
+    except (baseline_lib.BaselineError, tf.errors.OpError, ValueError) as e:
       logging.warning('Baseline: %s serves no rows of table %r (%s)',
                       found.path, table, e)
       return None

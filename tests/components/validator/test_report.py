@@ -7,7 +7,6 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from components.validator import report
-from tpu_embeddings.validation.validate import Validation
 
 
 def _report(blessed=False):
@@ -27,7 +26,7 @@ def _report(blessed=False):
 
 
 def _write(directory, r, candidate, baseline):
-  return report.write(directory, Validation(r, candidate, baseline, 'tokens'))
+  return report.write(directory, r, candidate, baseline, 'tokens')
 
 
 def test_histogram_shares_bins_and_skips_nonfinite():

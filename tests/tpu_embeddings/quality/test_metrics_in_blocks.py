@@ -148,7 +148,10 @@ with open('/proc/self/statm') as f:
 resource.setrlimit(resource.RLIMIT_AS, (now + headroom, now + headroom))
 metrics.recall_at_k(table, queries, answers, 10)
 metrics.table_health(table)
-inspection.inspect(tokens, table, table, queries, answers, 10)
+both = {'candidate': table, 'baseline': table}
+inspection.neighbours_by_bucket(tokens, both)
+inspection.by_frequency(both, queries, answers, 10)
+inspection.pca_map(table, tokens)
 print('within the limit')
 '''
 

@@ -120,6 +120,11 @@ def test_the_pushed_baseline_is_scored_through_what_it_serves(trained):
   assert report['baseline_version'] == 1, report['baseline_unreadable']
   assert report['metrics']['baseline'] == report['metrics']['candidate']
   assert _gate(report, 'baseline/recall_at_10')['passed']
+  # Its tables as its export holds them: the same neighbours.
+  items = [q for bucket in report['inspection']['neighbours']['item'].values()
+           for q in bucket]
+  assert items and all(q['baseline'] == q['candidate'] for q in items)
+  assert set(report['health']['baseline']) == {'user', 'item', 'category'}
 
 
 def test_a_baseline_of_another_model_is_a_warning_not_a_gate(trained):
