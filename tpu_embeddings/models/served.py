@@ -88,10 +88,6 @@ class Served(dict):
       self._tables[table] = self._rows(table) if self._rows else None
     return self._tables[table]
 
-  def release(self):
-    """Forgets the rows read (e.g. before the next model is restored)."""
-    self._tables.clear()
-
 
 def function_inputs(function) -> List[Tuple[str, tf.TensorSpec]]:
   """(argument name, TensorSpec) of a tf.function with an input_signature."""

@@ -123,7 +123,7 @@ def references_fn(ctx) -> Dict[str, Dict[str, Any]]:
           'label': 'popularity ranking',
           'failure': 'no better than ranking tokens by frequency',
           'metrics': eval_data.popularity(data, _settings(ctx).k)},
-      'untrained': {
+      served_lib.UNTRAINED: {
           'label': 'untrained table',
           'failure': 'no better than an untrained table',
           'metrics': {'eval_loss': skipgram.untrained_loss()}},

@@ -17,11 +17,11 @@
 import dataclasses
 from typing import Any, Dict, List, Mapping
 
+from tpu_embeddings.models.served import BASELINE
+from tpu_embeddings.models.served import CANDIDATE
+from tpu_embeddings.models.served import UNTRAINED
 from tpu_embeddings.validation import gates as gates_lib
 from tpu_embeddings.validation.config import ValidatorConfig
-
-CANDIDATE = 'candidate'
-BASELINE = 'baseline'
 
 
 def new_report(model_uri: str, examples_uri: str, config: ValidatorConfig,
@@ -72,11 +72,11 @@ def untrained_warnings(report: Dict[str, Any],
   gates: what the gates do not refuse but a reader should know."""
   out = []
   candidate = report['metrics'][CANDIDATE] or {}
-  untrained = report['metrics'].get('untrained') or {}
-  label = report['references'].get('untrained', 'untrained model')
+  untrained = report['metrics'].get(UNTRAINED) or {}
+  label = report['references'].get(UNTRAINED, 'untrained model')
   for metric, direction in directions.items():
     value, floor = candidate.get(metric), untrained.get(metric)
-    if value is None or floor is None or 'untrained' in floors.get(metric, ()):
+    if value is None or floor is None or UNTRAINED in floors.get(metric, ()):
       continue
     better = value > floor if direction == 'higher' else value < floor
     if not better:

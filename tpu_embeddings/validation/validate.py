@@ -45,7 +45,9 @@ from tpu_embeddings.validation import model_views
 from tpu_embeddings.validation import report_data
 from tpu_embeddings.validation.config import ValidatorConfig
 
+CANDIDATE = served_lib.CANDIDATE
 BASELINE = served_lib.BASELINE
+UNTRAINED = served_lib.UNTRAINED
 # What restoring a Model can raise: a verdict, not a crash. (An error of the
 # module's own code once restored, e.g. in eval_fn, is a failure to fix.)
 RESTORE_ERRORS = (checkpoint_restore.CheckpointError, embedding_spec.SpecError,
@@ -106,9 +108,9 @@ def _quality_gates(module, ctx, config, report, refs
   """Floors, absolute limits and baseline gates of the candidate's metrics.
   """
   directions = module.metrics
-  candidate = report['metrics']['candidate'] or {}
+  candidate = report['metrics'][CANDIDATE] or {}
   floors = hooks.floors(module, ctx)
-  untrained = (refs.get('untrained') or {}).get('metrics') or {}
+  untrained = (refs.get(UNTRAINED) or {}).get('metrics') or {}
   gates = []
   for metric, names in floors.items():
     for name in names:
@@ -119,7 +121,7 @@ def _quality_gates(module, ctx, config, report, refs
       gates.append(gates_lib.floor_gate(
           metric, candidate.get(metric), name, refs[name],
           directions[metric] == 'higher',
-          untrained.get(metric) if name != 'untrained' else None))
+          untrained.get(metric) if name != UNTRAINED else None))
   thresholds = config.thresholds()
   gates += gates_lib.absolute_gates(candidate, thresholds, directions)
   unused = sorted(set(thresholds.absolute()) - set(directions))
@@ -150,10 +152,10 @@ def _checks(module, restored, serves, ctx, config, report, refs
             ) -> List[gates_lib.Gate]:
   """Health and quality gates of the restored candidate (into `report`)."""
   gates = [gates_lib.restore_gate(None)]
-  candidate = serves['candidate']
+  candidate = serves[CANDIDATE]
   for t in restored.spec.tables:
     health = metrics.table_health(candidate.rows(t.name))
-    report['health']['candidate'][t.name] = health
+    report['health'][CANDIDATE][t.name] = health
     gates += gates_lib.health_gates(t.name, health, config.thresholds())
   if restored.model is not None:
     gates.append(gates_lib.dense_finite_gate(
@@ -162,11 +164,11 @@ def _checks(module, restored, serves, ctx, config, report, refs
     report['warnings'].append('the module defines no eval_fn: quality is '
                               'not gated')
     return gates
-  report['metrics']['candidate'] = hooks.evaluate(module, candidate, ctx,
+  report['metrics'][CANDIDATE] = hooks.evaluate(module, candidate, ctx,
                                                   report['warnings'])
-  if 'untrained' not in refs:
-    refs['untrained'] = _untrained(module, restored, ctx, report)
-    report_data.add_references(report, {'untrained': refs['untrained']})
+  if UNTRAINED not in refs:
+    refs[UNTRAINED] = _untrained(module, restored, ctx, report)
+    report_data.add_references(report, {UNTRAINED: refs[UNTRAINED]})
   gates += _quality_gates(module, ctx, config, report, refs)
   report_data.add_details(report, hooks.details(module, serves, ctx))
   return gates
@@ -202,7 +204,7 @@ def validate(model_uri: str, examples_uri: str, config: ValidatorConfig,
           model_uri, module, ctx,
           sparsecore_restore_info=config.sparsecore_restore_info)
       _check_rows(model_uri, spec, ctx)
-      serves = {'candidate': model_views.candidate(restored, directory),
+      serves = {CANDIDATE: model_views.candidate(restored, directory),
                 **serves}
       restored.check_matched()
     except RESTORE_ERRORS as e:
@@ -214,5 +216,5 @@ def validate(model_uri: str, examples_uri: str, config: ValidatorConfig,
   finally:
     shutil.rmtree(directory, ignore_errors=True)
   return Validation(report_data.finish(report, gates),
-                    model_views.norms(serves['candidate'], first), base_norms,
+                    model_views.norms(serves[CANDIDATE], first), base_norms,
                     first)
