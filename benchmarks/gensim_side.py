@@ -41,15 +41,18 @@ def run(train_file, runs: int = RUNS, epochs: int = EPOCHS):
 def heldout_loss(home, model):
   """gensim's held-out skip-gram loss (vectors + syn1neg) on the validator's
   pairs, and the frequency-only model's; what the default gate compares."""
-  from components.validator import eval_data
-  from components.validator import metrics
-  from components.validator.config import ValidatorConfig
+  from tpu_embeddings.artifacts import compact_vocabulary
   from tpu_embeddings.models import heldout
+  from tpu_embeddings.models import skipgram_eval_data as eval_data
+  from tpu_embeddings.quality import metrics
+  from tpu_embeddings.validation.config import ValidatorConfig
   newest = time_to_quality.newest
   skipgram = eval_data.trained_skipgram(
       newest(home, 'EmbeddingTrainer', 'model'))
-  data = eval_data.load(newest(home), newest(home, 'Vocabulary', 'vocabulary'),
-                        ValidatorConfig(), skipgram)
+  data = eval_data.load(
+      [newest(home)], compact_vocabulary.CompactVocabulary.read(
+          newest(home, 'Vocabulary', 'vocabulary')), ValidatorConfig(),
+      skipgram)
   words = model.wv.index_to_key
   table = metrics.align_table(words, model.wv.vectors, data.tokens)
   contexts = metrics.align_table(words, model.syn1neg, data.tokens)
@@ -61,7 +64,7 @@ def heldout_loss(home, model):
 
 def _figures(table, common, ids, pairs, questions):
   """WordSim-353 Spearman and analogy accuracy of `table` on `common`."""
-  from components.validator import metrics
+  from tpu_embeddings.quality import metrics
   aligned = metrics.align_table(table.tokens, table.unit, common)
   sim = metrics.similarity_spearman(aligned, ids, pairs)
   ana = metrics.analogy_accuracy(aligned, ids, questions)
@@ -72,7 +75,7 @@ def _figures(table, common, ids, pairs, questions):
 def judged(ours, gensims, also=()):
   """{name: (ours, gensim's median, items judged)} on the words our table,
   every gensim table and every table of `also` know."""
-  from components.validator import eval_files
+  from tpu_embeddings.quality import eval_files
   known = set(ours.tokens)
   for table in list(gensims) + list(also):
     known &= set(table.tokens)

@@ -9,10 +9,9 @@ fresh processes:
 
 * baseline `with_slots`: `TPUEmbeddingForServing(feature_config, optimizer)`,
   which creates and restores every slot variable;
-* `validator`:
-  `tpu_embeddings.artifacts.checkpoint_restore.restore_for_serving`, i.e.
-  `TPUEmbeddingForServing(feature_config, optimizer=None)`, what the
-  CheckpointValidator runs.
+* `validator`: `tpu_embeddings.models.model_restore.restore` of the built-in
+  module, i.e. `TPUEmbeddingForServing(feature_config, optimizer=None)`,
+  what the validation (tpu_embeddings/validation) runs for every model.
 
 For each: bytes of the variables the restore created and the growth of the
 process's resident memory across the restore (variables stay resident), as
@@ -35,8 +34,10 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CHILD = r'''
 import json, os, sys
 import tensorflow as tf
-from tpu_embeddings.artifacts import checkpoint_restore
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.models import model_restore
+from tpu_embeddings.models import module_files
+from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 def rss():
@@ -49,7 +50,8 @@ path = model_layout.latest_checkpoint(model_uri)
 tf.constant(0)  # runtime initialised before measuring
 before = rss()
 if mode == 'validator':
-  embedding = checkpoint_restore.restore_for_serving(model_uri).embedding
+  embedding = model_restore.restore(model_uri, module_files.builtin(),
+                                    ModelContext()).embedding
 else:
   embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
       spec.build_feature_config(), spec.build_optimizer())

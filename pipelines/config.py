@@ -14,11 +14,11 @@ from typing import Any, Dict, List, Mapping, Tuple
 from components.corpus_example_gen.config import ExampleGenConfig
 from components.exporter.config import ExporterConfig
 from components.pusher.config import PusherConfig
-from components.validator.config import ValidatorConfig
 from components.vocabulary.config import VocabularyConfig
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training.config import TableConfig
 from tpu_embeddings.training.config import TrainerConfig
+from tpu_embeddings.validation.config import ValidatorConfig
 
 PIPELINE_NAME = 'tpu-embeddings'
 

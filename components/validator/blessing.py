@@ -10,31 +10,31 @@ none) and `blessing_message`. Report files first, then an empty `BLESSED` or
 """
 
 import os
-from typing import Any, Dict, Optional
+from typing import Optional
 
-import numpy as np
 import tensorflow as tf
 from tfx import types
 
 from components import keys
 from components.validator import report as report_lib
+from tpu_embeddings.validation.validate import Validation
 
 BLESSED_FILE = 'BLESSED'
 NOT_BLESSED_FILE = 'NOT_BLESSED'
 
 
-def write(blessing: types.Artifact, report: Dict[str, Any],
-          candidate_norms: Optional[np.ndarray],
-          baseline_norms: Optional[np.ndarray],
+def write(blessing: types.Artifact, validation: Validation,
           model_id: Optional[int] = None):
   """Report files, then the marker, then the properties; no partial files.
 
   `model_id`: the validated Model artifact's id (set when it has one).
   """
-  uri = blessing.uri
+  uri, report = blessing.uri, validation.report
   written = []
   try:
-    written += report_lib.write(uri, report, candidate_norms, baseline_norms)
+    written += report_lib.write(uri, report, validation.candidate_norms,
+                                validation.baseline_norms,
+                                validation.norms_table)
     marker = os.path.join(uri, BLESSED_FILE if report['blessed'] else
                           NOT_BLESSED_FILE)
     with tf.io.gfile.GFile(marker, 'w') as f:

@@ -25,8 +25,8 @@ from tfx.types import standard_artifacts
 from components import artifact_types
 from components import keys
 from components.validator import executor
-from components.validator.config import ValidatorConfig
 from tpu_embeddings.core import settings
+from tpu_embeddings.validation.config import ValidatorConfig
 
 
 class CheckpointValidatorSpec(types.ComponentSpec):
@@ -60,13 +60,15 @@ class CheckpointValidator(base_component.BaseComponent):
   stock Evaluator sets them), `baseline_model` ('' when none) and
   `blessing_message`; an
   empty `BLESSED` or `NOT_BLESSED` file, `report.json` and `report.html`.
-  The eval pairs are drawn with the skip-gram settings the model was trained
-  with (its metadata's `trainer_config`).
+  Every model is validated by `tpu_embeddings.validation.validate`, scored
+  by what its module declares (METRICS, eval_fn and the optional hooks;
+  skip-gram's are in tpu_embeddings/models/skipgram_eval.py).
 
   Args:
     model: trainer `Model` (checkpoint + embedding_spec.json + vocabulary).
     examples: `Examples` with an `eval` split.
-    vocabulary: vocabulary artifact of the data; the evaluation vocabulary.
+    vocabulary: vocabulary artifact of the data; the Model carries its copy
+      (the evaluation vocabulary), the report names this one.
     push_root: the pusher's destination; its latest complete serving
       version is the baseline. Empty: absolute thresholds only.
     served_baseline: what the push root serves when the pipeline is built

@@ -1,4 +1,8 @@
 """CheckpointValidator executor: validate the trainer's Model, write a blessing.
+
+The validation itself is the library's (`tpu_embeddings.validation`), one
+path for every model; the executor loads the Model's module, records which
+served version the verdict was reached against, and writes the blessing.
 """
 
 from typing import Any, Dict, List
@@ -11,10 +15,9 @@ from tfx.types import artifact_utils
 from components import keys
 from components import module_file
 from components.validator import blessing as blessing_lib
-from components.validator import module_validation
-from components.validator import validation
-from components.validator.config import ValidatorConfig
 from tpu_embeddings.push_root import served
+from tpu_embeddings.validation import validate
+from tpu_embeddings.validation.config import ValidatorConfig
 
 
 class Executor(base_executor.BaseExecutor):
@@ -34,16 +37,11 @@ class Executor(base_executor.BaseExecutor):
     # Before the baseline is read: a push landing in between makes the
     # verdict look stale to the pusher, never fresh.
     validated_against = served.identity(push_root)
-    module = module_file.from_model(model.uri)
-    if module.builtin:
-      result = validation.validate(model.uri, examples.uri, vocabulary.uri,
-                                   config, push_root)
-    else:  # a module file's model, read with its own code
-      result = module_validation.validate(model.uri, examples.uri, config,
-                                          module, push_root)
+    result = validate.validate(model.uri, examples.uri, config,
+                               module_file.from_model(model.uri), push_root)
     result.report[keys.VALIDATED_AGAINST] = validated_against
+    result.report['eval_data']['vocabulary'] = vocabulary.uri
     # TFX passes input artifacts with their MLMD ids.
-    blessing_lib.write(blessing, result.report, result.candidate_norms,
-                       result.baseline_norms, model_id=model.id)
+    blessing_lib.write(blessing, result, model_id=model.id)
     logging.info('CheckpointValidator: %s (%s)', result.report['summary'],
                  blessing.uri)

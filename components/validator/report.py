@@ -1,17 +1,19 @@
 """The validation report: `report.json` (everything) and `report.html` (people).
 
-The HTML page is self-contained: gate table, metric table, nearest
-neighbours, recall by frequency, a map of the top tokens
-(`report_sections`) and an inline SVG histogram of row norms, candidate vs
-baseline (no plotting library). Pushed
-versions passed over as baseline because they cannot be read are listed on
-it and by `unreadable_baseline_note`.
+The HTML page is self-contained: gate table, a metric table whose rows are
+the metrics the model declares (METRICS, then its other figures) and whose
+columns the models and references scored (their labels), nearest
+neighbours of every table, the module's own sections, a map of the top
+tokens (`report_sections`) and an inline SVG histogram of one table's row
+norms, candidate vs baseline (no plotting library). Pushed versions passed
+over as baseline because they cannot be read are listed on it and by
+`unreadable_baseline_note`.
 """
 
 import html
 import json
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -100,22 +102,27 @@ def _cell(x: Any) -> str:
   return html.escape(str(x))
 
 
-# Columns of the metrics table: what each model or reference scored.
-METRIC_COLUMNS = (('candidate', 'candidate'), ('baseline', 'baseline'),
-                  ('frequency', 'frequency-only model'),
-                  ('popularity', 'popularity ranking'),
-                  ('untrained', 'untrained table'))
+def metric_columns(report: Dict[str, Any]) -> List[Tuple[str, str]]:
+  """(key in report['metrics'], title) of the models and references scored.
+  """
+  found = report.get('metrics', {})
+  columns = [(role, role) for role in ('candidate', 'baseline')
+             if role == 'candidate' or found.get(role) is not None]
+  return columns + list((report.get('references') or {}).items())
 
 
 def _metric_rows(report: Dict[str, Any]) -> List[str]:
   found = report.get('metrics', {})
-  columns = [found.get(role) or {} for role, _ in METRIC_COLUMNS]
+  columns = [found.get(key) or {} for key, _ in metric_columns(report)]
+  declared = list(report.get('parameters', {}).get('metrics') or {})
+  others = sorted(set().union(*columns) - set(declared))
   rows = []
-  for key in sorted(set().union(*columns)):
-    if any(isinstance(c.get(key), dict) for c in columns):
+  for key in declared + others:
+    cells = [c.get(key) for c in columns]
+    if all(x is None or isinstance(x, dict) for x in cells):
       continue
-    cells = ''.join(f'<td>{_cell(c.get(key))}</td>' for c in columns)
-    rows.append(f'<tr><td>{html.escape(key)}</td>{cells}</tr>')
+    rows.append(f'<tr><td>{html.escape(key)}</td>'
+                + ''.join(f'<td>{_cell(x)}</td>' for x in cells) + '</tr>')
   return rows
 
 
@@ -132,7 +139,8 @@ def unreadable_baseline_note(report: Dict[str, Any]) -> str:
   return f'pushed baseline cannot be read ({what}); {against}'
 
 
-def render_html(report: Dict[str, Any], hist: Dict[str, Any]) -> str:
+def render_html(report: Dict[str, Any], hist: Dict[str, Any],
+                norms_table: str = '') -> str:
   blessed = report['blessed']
   verdict = 'BLESSED' if blessed else 'NOT BLESSED'
   color = '#2a7d2a' if blessed else '#b22222'
@@ -146,7 +154,12 @@ def render_html(report: Dict[str, Any], hist: Dict[str, Any]) -> str:
                      for w in report.get('warnings', []))
   if warnings:
     warnings = f'<h2>Warnings</h2><ul>{warnings}</ul>'
-  headers = ''.join(f'<th>{title}</th>' for _, title in METRIC_COLUMNS)
+  headers = ''.join(f'<th>{html.escape(title)}</th>'
+                    for _, title in metric_columns(report))
+  norms = (f'<h2>Row norms of table <code>{html.escape(norms_table)}</code>'
+           '</h2>\n'
+           + histogram_svg(hist, f'Row norms of table {norms_table!r}: '
+                           'candidate vs baseline')) if norms_table else ''
   note = unreadable_baseline_note(report)
   note = (f'<p class="unreadable-baseline" style="color: #b22222">'
           f'{html.escape(note)}</p>' if note else '')
@@ -171,26 +184,27 @@ Baseline: <code>{html.escape(baseline)}</code></p>
 <table><tr><th>metric</th>{headers}</tr>
 {''.join(_metric_rows(report))}</table>
 {report_sections.render(report.get('inspection'))}
-<h2>Row norms</h2>
-{histogram_svg(hist, 'Row norm histogram: candidate vs baseline')}
+{norms}
 </body></html>
 """
 
 
 def write(directory: str, report: Dict[str, Any],
           candidate_norms: Optional[np.ndarray] = None,
-          baseline_norms: Optional[np.ndarray] = None) -> Sequence[str]:
-  """Writes report.json and report.html into `directory`; returns their paths.
-  """
+          baseline_norms: Optional[np.ndarray] = None,
+          norms_table: str = '') -> Sequence[str]:
+  """Writes report.json and report.html into `directory`; returns their
+  paths. The norms are those of table `norms_table`'s rows."""
   import tensorflow as tf
   hist = norm_histogram({'candidate': candidate_norms,
                          'baseline': baseline_norms})
-  report = dict(report, norm_histogram=hist)
+  table = norms_table
+  report = dict(report, norm_histogram=dict(hist, table=table))
   tf.io.gfile.makedirs(directory)
   paths = []
   for name, text in ((REPORT_JSON, json.dumps(report, indent=2, sort_keys=True,
                                                allow_nan=False) + '\n'),
-                     (REPORT_HTML, render_html(report, hist))):
+                     (REPORT_HTML, render_html(report, hist, table))):
     path = f'{directory.rstrip("/")}/{name}'
     with tf.io.gfile.GFile(path, 'w') as f:
       f.write(text)

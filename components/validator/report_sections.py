@@ -1,8 +1,9 @@
-"""The report page's sections for people: neighbours, frequency buckets, map.
+"""The report page's sections for people: neighbours, the model's own, a map.
 
-Renders `report['inspection']` (components/validator/inspection.py) as HTML:
-one table of nearest neighbours, candidate and baseline side by side; one of
-recall@k by frequency bucket; an inline SVG scatter of the top tokens.
+Renders `report['inspection']`: per table, one table of nearest neighbours,
+candidate and baseline side by side; each section the model's details_fn
+gives (e.g. skip-gram's recall@k by frequency), with its title and columns;
+an inline SVG scatter of the first table's top tokens.
 """
 
 import html
@@ -34,19 +35,23 @@ def neighbours_table(section: Dict[str, Any]) -> str:
 
 
 def _fmt(x) -> str:
-  return '&ndash;' if x is None else f'{x:.4g}'
+  if x is None:
+    return '&ndash;'
+  if isinstance(x, float):
+    return f'{x:.4g}'
+  return html.escape(str(x))
 
 
-def buckets_table(rows: List[Dict[str, Any]]) -> str:
-  roles = [r for r in ('candidate', 'baseline', 'popularity')
-           if rows and r in rows[0]]
-  heads = ''.join(f'<th>{r}</th>' for r in roles)
-  body = ''.join(
-      f'<tr><td>{html.escape(r["bucket"])}</td><td>{r["pairs"]}</td>'
-      + ''.join(f'<td>{_fmt(r.get(role))}</td>' for role in roles) + '</tr>'
-      for r in rows)
-  return (f'<table class="buckets"><tr><th>target frequency</th><th>pairs</th>'
-          f'{heads}</tr>{body}</table>')
+def section_table(section: Dict[str, Any]) -> str:
+  """One section of a model's details: title, note, a table of rows."""
+  heads = ''.join(f'<th>{html.escape(str(c))}</th>'
+                  for c in section.get('columns') or [])
+  body = ''.join('<tr>' + ''.join(f'<td>{_fmt(x)}</td>' for x in row)
+                 + '</tr>' for row in section.get('rows') or [])
+  note = section.get('note')
+  return (f'<h2>{html.escape(section.get("title") or "")}</h2>\n'
+          + (f'<p>{html.escape(note)}</p>\n' if note else '')
+          + f'<table class="section"><tr>{heads}</tr>{body}</table>')
 
 
 def map_svg(section: Dict[str, Any]) -> str:
@@ -72,13 +77,18 @@ def render(inspection: Dict[str, Any]) -> str:
   """The sections' HTML; '' when the report has none (a failed restore)."""
   if not inspection:
     return ''
-  count = len(inspection['map'].get('tokens') or [])
-  return (
-      '<h2>Nearest neighbours</h2>\n'
-      '<p>Tokens from the most frequent, middle and rarest third of the '
-      'vocabulary; cosine similarity after each neighbour.</p>\n'
-      + neighbours_table(inspection['neighbours'])
-      + '\n<h2>Held-out recall@k by frequency</h2>\n'
-      + buckets_table(inspection['by_frequency'])
-      + f'\n<h2>Map of the {count} most frequent tokens (PCA)</h2>\n'
-      + map_svg(inspection['map']))
+  parts = []
+  for table, section in (inspection.get('neighbours') or {}).items():
+    parts.append(f'<h2>Nearest neighbours in table <code>{html.escape(table)}'
+                 '</code></h2>\n<p>Tokens from the most frequent, middle '
+                 'and rarest third of the vocabulary; cosine similarity '
+                 'after each neighbour.</p>\n' + neighbours_table(section))
+  parts += [section_table(s) for s in inspection.get('sections') or []]
+  found = inspection.get('map')
+  if found:
+    count = len(found.get('tokens') or [])
+    parts.append(f'<h2>Map of the {count} most frequent tokens of table '
+                 f'<code>{html.escape(found.get("table", ""))}</code> (PCA)'
+                 '</h2>\n'
+                 + map_svg(found))
+  return '\n'.join(parts)

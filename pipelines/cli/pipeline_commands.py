@@ -134,9 +134,9 @@ def print_signatures(push_root: str, version: int):
 def print_neighbors(push_root: str, n: int, k: int = 5, version=None):
   """Nearest neighbours of `n` tokens spread over the pushed vocabulary of
   `version` (this run's push; the latest version without it)."""
-  from components.validator import baseline
   from tpu_embeddings.push_root import consumer
   from tpu_embeddings.push_root import layout as push_layout
+  from tpu_embeddings.validation import baseline
   version, model = consumer.load_serving(push_root, version)
   tokens = baseline.read_tokens(
       push_layout.version_dir(push_root, push_layout.SERVED, version))

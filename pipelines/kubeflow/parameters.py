@@ -28,12 +28,12 @@ from typing import Any, Dict, Mapping, Optional
 
 from components.exporter.config import ExporterConfig
 from components.pusher.config import PusherConfig
-from components.validator.config import ValidatorConfig
 from components.vocabulary.config import VocabularyConfig
 from pipelines.kubeflow import credentials
 from pipelines.kubeflow import flags as kubeflow_flags
 from pipelines.kubeflow import resources as resources
 from tpu_embeddings.training.config import TrainerConfig
+from tpu_embeddings.validation.config import ValidatorConfig
 
 DATA_ROOT = 'data_root'
 PUSH_ROOT = 'push_root'

@@ -147,8 +147,8 @@ def test_a_contexts_table_model_is_validated_exported_and_served(tmp_path,
   import numpy as np
   import tensorflow as tf
 
-  from components.validator import baseline
   from tpu_embeddings.artifacts import model_layout
+  from tpu_embeddings.validation import baseline
   demo_data.generate(str(tmp_path / 'data'), spans=1, seed=5, shape=TINY)
   args = ['--data', str(tmp_path / 'data'), '--home', str(tmp_path / 'home'),
           '--set', 'context_table=true'] + FAST
@@ -162,8 +162,8 @@ def test_a_contexts_table_model_is_validated_exported_and_served(tmp_path,
   tokens = reader.get_tensor(model_layout.table_key('tokens'))
   assert reader.get_tensor(model_layout.table_key('contexts')).shape == (
       tokens.shape)
-  served = baseline.read_serving_table(
-      push_layout.version_dir(pushed, 'serving', 1))
+  version = baseline.read(pushed, 1)
+  served = baseline.lookup_rows(version, baseline.read_tokens(version.path))
   np.testing.assert_array_equal(served, tokens)
   demo_data.generate(str(tmp_path / 'data'), spans=1, first_span=2, seed=5,
                      shape=TINY)

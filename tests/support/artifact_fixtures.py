@@ -38,14 +38,16 @@ def write_tpu_format_model(uri: str,
                            spec: Optional[EmbeddingSpec] = None,
                            table: Optional[np.ndarray] = None,
                            seed: int = 0,
-                           tables: Optional[Dict[str, np.ndarray]] = None
+                           tables: Optional[Dict[str, np.ndarray]] = None,
+                           counts: Sequence[int] = ()
                            ) -> EmbeddingSpec:
   """A Model artifact whose checkpoint is saved by `TPUEmbedding` in CPU mode.
 
   `TPUEmbedding` built outside any TPU strategy writes the same keys as on a
   TPU (tables and optimizer slots); `table` overrides the first table's
   values, `tables` those of the tables it names. Every table has a row per
-  token.
+  token. `counts`: the vocabulary's counts, as the trainer copies them from
+  the Vocabulary artifact (default: descending from len(tokens)).
   """
   spec = spec or skipgram_spec(dim=8)
   for t in spec.tables:
@@ -53,7 +55,7 @@ def write_tpu_format_model(uri: str,
   os.makedirs(uri, exist_ok=True)
   spec.save(uri)
   vocabulary_file.write(uri, vocabulary_file.TokenCounts(
-      tuple(tokens), tuple(range(len(tokens), 0, -1))))
+      tuple(tokens), tuple(counts) or tuple(range(len(tokens), 0, -1))))
   tf.random.set_seed(seed)
   embedding = tf.tpu.experimental.embedding.TPUEmbedding(
       spec.build_feature_config(), spec.build_optimizer())

@@ -46,10 +46,12 @@ def run(corpus, model_uri, out_uri, **props):
 
 
 def write_model(tmp_path, corpus, name, table=None, spec=None):
-  """A TPU-format model of the corpus's tokens at `tmp_path / name`."""
+  """A TPU-format model of the corpus's vocabulary at `tmp_path / name` (its
+  tokens and counts, as the trainer copies them into a Model)."""
   uri = str(tmp_path / name)
   artifact_fixtures.write_tpu_format_model(uri, corpus['vocab'].tokens,
-                                           spec=spec, table=table)
+                                           spec=spec, table=table,
+                                           counts=corpus['vocab'].counts)
   return uri
 
 

@@ -158,6 +158,17 @@ class CompactVocabulary(collections.abc.Sequence):
     words = sorted(set(words))
     return {w: int(r) for w, r in zip(words, self.rows(words)) if r >= 0}
 
+  # What a `TokenCounts` offers, for code given either (a module's `ctx`).
+  @property
+  def tokens(self) -> 'CompactVocabulary':
+    """The tokens in row order: this vocabulary itself (no list is made)."""
+    return self
+
+  @property
+  def ids(self) -> Dict[str, int]:
+    """{token: row} of every token (a Python object per token)."""
+    return {t: i for i, t in enumerate(self)}
+
   def token_counts(self) -> vocabulary_file.TokenCounts:
     """As `vocabulary_file.read` returns it (a Python object per token)."""
     return vocabulary_file.TokenCounts(tuple(self),

@@ -95,6 +95,16 @@ def read(uri: str) -> Vocabularies:
       index)
 
 
+def read_compact(uri: str) -> Vocabularies:
+  """`read`, each vocabulary held compactly (`CompactVocabulary`: tens of
+  bytes a token, for vocabularies of millions)."""
+  from tpu_embeddings.artifacts import compact_vocabulary
+  index = read_index(uri)
+  return Vocabularies(
+      {name: compact_vocabulary.CompactVocabulary.read(directory_of(uri, name))
+       for name in index}, index)
+
+
 def write(uri: str, vocabularies: Vocabularies) -> None:
   """Writes each vocabulary, then the index (the single one: no index)."""
   for name in vocabularies.names:

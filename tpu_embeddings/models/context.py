@@ -59,6 +59,9 @@ class ModelContext:
     lookups: {vocabulary: Lookup}; by default in-memory tables, the exports
       set lookups that live in the SavedModel or the Hub module.
     max_eval_examples: eval records `eval_examples` reads (0: all).
+    model_uri: the Model read, outside training (validation, export).
+    evaluation: the validator's settings while validating (its
+      ValidatorConfig: k, evaluation files, seed, thresholds), else None.
   """
   features: Mapping[str, str] = dataclasses.field(default_factory=dict)
   vocabularies: Optional[vocabularies_lib.Vocabularies] = None
@@ -71,6 +74,8 @@ class ModelContext:
   feature_kinds: Mapping[str, str] = dataclasses.field(default_factory=dict)
   lookups: Dict[str, Lookup] = dataclasses.field(default_factory=dict)
   max_eval_examples: int = 0
+  model_uri: str = ''
+  evaluation: Any = None
   # What a model keeps for the phase (e.g. skip-gram's pair sampler).
   cache: Dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 

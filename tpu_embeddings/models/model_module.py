@@ -19,6 +19,8 @@ exports; the module defines the model:
                         strings, a bag's tokens separated by spaces}).
   eval_fn(serve, ctx)   -> {metric: float} of one model's signatures;
   METRICS               {metric: 'higher' | 'lower'}: which way is better.
+  references_fn, floors_fn, details_fn: optional hooks of the validation
+                        (tpu_embeddings/validation/hooks.py).
   HUB                   {'call': model method, 'features': (...)}: what the
                         TF1 Hub module serves (default: the model's call on
                         every feature).
@@ -58,6 +60,7 @@ from tpu_embeddings.models.user_code import UserCodeError
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 DIRECTIONS = ('higher', 'lower')
+EVALUATION_HOOKS = ('references_fn', 'floors_fn', 'details_fn')
 _REQUIRED = ('embedding_spec', 'loss_fn', 'signatures')
 
 
@@ -118,7 +121,7 @@ class ModelModule:
         self._fail(name, 'is missing or not a function (see the "write your '
                    'own model" section of the README)')
     for name in ('model_fn', 'dense_optimizer', 'extras_fn', 'input_fn',
-                 'eval_fn'):
+                 'eval_fn') + EVALUATION_HOOKS:
       value = self._get(name)
       if value is not None and not callable(value):
         self._fail(name, f'must be a function, got {type(value).__name__}')
@@ -279,7 +282,8 @@ class ModelModule:
     return found
 
   def evaluate(self, serve: Mapping[str, Any], ctx) -> Dict[str, float]:
-    """eval_fn(serve, ctx), checked to give a number for every metric."""
+    """eval_fn(serve, ctx), checked to give a number for every metric;
+    other numbers it gives (e.g. how many pairs were covered) are kept."""
     values = self.call('eval_fn', self._m.eval_fn, serve, ctx)
     if not isinstance(values, dict):
       self._returned('eval_fn', f'a {type(values).__name__}; it must return '
@@ -287,9 +291,11 @@ class ModelModule:
     missing = sorted(set(self.metrics) - set(values))
     if missing:
       self._returned('eval_fn', f'no value for {missing} (METRICS)')
+    extra = {k: v for k, v in values.items() if k not in self.metrics
+             and isinstance(v, (int, float)) and not isinstance(v, bool)}
     try:
-      return {k: None if values[k] is None else float(values[k])
-              for k in self.metrics}
+      return {**{k: None if values[k] is None else float(values[k])
+                 for k in self.metrics}, **extra}
     except (TypeError, ValueError) as e:
       raise UserCodeError(self.path, 'eval_fn', 'returned a value that is '
                           f'not a number ({user_code.first_line(e)})') from e

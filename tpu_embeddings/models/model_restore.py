@@ -19,7 +19,7 @@ variables: the floor a trained model's metrics must clear.
 
 import dataclasses
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
@@ -81,14 +81,17 @@ class RestoredModule:
 
 
 def context(model_uri: str, module, examples_uris: Sequence[str] = (),
-            max_eval_examples: int = 0) -> ModelContext:
-  """The `ctx` a Model's module gets outside training: its vocabularies,
-  feature kinds and custom_config as the trainer recorded them."""
+            max_eval_examples: int = 0,
+            read_vocabularies: Callable[[str], Any] = vocabularies_lib.read
+            ) -> ModelContext:
+  """The `ctx` a Model's module gets outside training: its vocabularies
+  (read by `read_vocabularies`), feature kinds and custom_config as the
+  trainer recorded them."""
   meta = model_layout.read_metadata(model_uri) or {}
   trained = meta.get(model_layout.TRAINER_CONFIG_KEY) or {}
   return ModelContext(
       features=module.features,
-      vocabularies=vocabularies_lib.read(model_uri),
+      vocabularies=read_vocabularies(model_uri),
       custom_config=dict(trained.get('custom_config') or {}),
       seed=int(trained.get('seed') or 0),
       examples_uris=tuple(examples_uris),
@@ -97,15 +100,21 @@ def context(model_uri: str, module, examples_uris: Sequence[str] = (),
 
 
 def restore(model_uri: str, module, ctx: Optional[ModelContext] = None,
-            checkpoint_path: str = '') -> RestoredModule:
+            checkpoint_path: str = '',
+            sparsecore_restore_info: Optional[Dict[str, Any]] = None
+            ) -> RestoredModule:
   """The Model's tables and dense model from its latest checkpoint (built
-  tables; the dense variables restored as the model creates them)."""
+  tables; the dense variables restored as the model creates them).
+  `sparsecore_restore_info`: how a SparseCore checkpoint's rows are laid
+  out (TPUEmbeddingForServing's `experimental_sparsecore_restore_info`)."""
   ctx = ctx or context(model_uri, module)
   spec = EmbeddingSpec.load(model_uri)
   path = checkpoint_path or model_layout.latest_checkpoint(model_uri)
-  checkpoint_restore.check_tables(spec, path)
+  checkpoint_restore.check_tables(
+      spec, path, sparsecore=sparsecore_restore_info is not None)
   embedding = tf.tpu.experimental.embedding.TPUEmbeddingForServing(
-      spec.build_feature_config(), optimizer=None)
+      spec.build_feature_config(), optimizer=None,
+      experimental_sparsecore_restore_info=sparsecore_restore_info)
   model = module.build_model(ctx)
   status = checkpoint_restore.restore_objects(path, embedding, model)
   return RestoredModule(module, ctx, spec, model, embedding, path, status)

@@ -4,11 +4,12 @@ The validator scores a candidate through the signatures it will serve
 (in-process, before export) and the pushed baseline through its loaded
 SavedModel's signatures; both are wrapped alike: keyword inputs of numpy
 arrays (raw features: a bag's tokens joined by spaces), {output: ndarray}
-out, in batches.
+out, in batches. `Served` holds them, and what else the validator knows of
+the model behind them: its role, its spec, and the rows of its tables.
 """
 
 import inspect
-from typing import Callable, Dict, List, Mapping, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -44,6 +45,48 @@ class Signature:
       for key, value in out.items():
         parts.setdefault(key, []).append(np.asarray(value))
     return {k: np.concatenate(v, axis=0) for k, v in parts.items()}
+
+
+# The models a validation scores.
+CANDIDATE = 'candidate'
+BASELINE = 'baseline'
+UNTRAINED = 'untrained'
+
+
+class Served(dict):
+  """A model's signatures by name (what `eval_fn` has always taken), and
+  what the validator knows of the model beside them.
+
+  Attributes:
+    role: CANDIDATE, BASELINE or UNTRAINED.
+    label: the model as messages name it (e.g. 'baseline version 3').
+    spec: the model's EmbeddingSpec, or None when unknown (a pushed version
+      whose source Model cannot be read).
+    not_comparable: {metric: why} an `eval_fn` fills when a metric of this
+      model cannot be compared with the candidate's (e.g. scored otherwise).
+    cache: what an evaluation keeps of this model for the report's details.
+  """
+
+  def __init__(self, signatures: Mapping[str, Signature], role: str,
+               spec: Any = None,
+               rows: Optional[Callable[[str], Optional[np.ndarray]]] = None,
+               label: str = ''):
+    super().__init__(signatures)
+    self.role = role
+    self.label = label or role
+    self.spec = spec
+    self._rows = rows
+    self._tables: Dict[str, Optional[np.ndarray]] = {}
+    self.not_comparable: Dict[str, str] = {}
+    self.cache: Dict[str, Any] = {}
+
+  def rows(self, table: str) -> Optional[np.ndarray]:
+    """[rows, dim] of table `table`, row i the i-th token of the table's
+    vocabulary in `ctx` (zeros for tokens the model does not know); None
+    when the model does not serve them. Read once; treat as read-only."""
+    if table not in self._tables:
+      self._tables[table] = self._rows(table) if self._rows else None
+    return self._tables[table]
 
 
 def function_inputs(function) -> List[Tuple[str, tf.TensorSpec]]:

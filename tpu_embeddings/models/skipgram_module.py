@@ -7,10 +7,12 @@ context, negatives) batches, `loss_fn` scores them on the activations and no
 dense model sits on top. `activation_gradients` gives the loss's gradients
 w.r.t. the activations derived by hand, the CPU trainer's speed path; the
 generic step differentiates `loss_fn` instead and is checked to agree.
-Validation and exports of skip-gram are its own (neighbours, popularity,
-multi-GB tables streamed): `BUILTIN` tells the components so. What training
-treats differently is declared (SPEC_FROM_SETTINGS, AUTOGRAPH, FUSED_STEP,
-`heldout_pairs`), as any module may.
+Its evaluation is the contract's too: METRICS, `eval_fn` and the optional
+validation hooks (`references_fn`, `floors_fn`, `details_fn`) of
+`tpu_embeddings.models.skipgram_eval`. What training and the exports treat
+differently is declared, as any module may: SPEC_FROM_SETTINGS, AUTOGRAPH,
+FUSED_STEP, `heldout_pairs`, and `exported_table` (its table exported
+streamed, multi-GB ones included, with `neighbors`).
 """
 
 from typing import Optional, Sequence
@@ -21,6 +23,7 @@ from tpu_embeddings.core.splits import EVAL_SPLIT
 from tpu_embeddings.core.splits import TRAIN_SPLIT
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.models import skipgram_eval
 from tpu_embeddings.models import skipgram_input
 from tpu_embeddings.models import skipgram_loss
 from tpu_embeddings.models.skipgram_config import EVAL_SEQUENCES
@@ -42,6 +45,13 @@ FUSED_STEP = SKIP_GRAM_STEP
 # when the vocabulary counts at most this many tokens (4 bytes each, plus
 # the out-of-vocabulary tokens'); larger corpora are parsed on every pass.
 CACHED_TOKENS = 50_000_000
+
+# The evaluation: what the validator scores and against what.
+METRICS = skipgram_eval.METRICS
+eval_fn = skipgram_eval.eval_fn
+references_fn = skipgram_eval.references_fn
+floors_fn = skipgram_eval.floors_fn
+details_fn = skipgram_eval.details_fn
 
 
 def embedding_spec(ctx):

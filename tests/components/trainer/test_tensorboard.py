@@ -28,15 +28,15 @@ from tensorboard.plugins.scalar import metadata as scalar_metadata
 from werkzeug import test as werkzeug_test
 
 from components.trainer import executor
-from components.validator import eval_data
-from components.validator.config import ValidatorConfig
 from pipelines import demo_data
 from pipelines.config import PipelineConfig
 from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabulary_file
+from tpu_embeddings.models import skipgram_eval_data as eval_data
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.training import tensorboard_logs
+from tpu_embeddings.validation.config import ValidatorConfig
 
 RUN = 'model_run/7'
 PROJECTOR_TOKENS = 60
@@ -139,10 +139,10 @@ def test_last_eval_point_is_the_validators_eval_loss(trained):
   model = trained['model']
   table = tf.train.load_checkpoint(model_layout.latest_checkpoint(
       model)).get_tensor(model_layout.table_key('tokens'))
-  data = eval_data.load(os.path.join(trained['root'], 'examples'), model,
-                        ValidatorConfig(), eval_data.trained_skipgram(model))
-  quality = eval_data.quality(list(vocabulary_file.read(model).tokens), table,
-                              data, k=10)
+  data = eval_data.load([os.path.join(trained['root'], 'examples')],
+                        vocabulary_file.read(model), ValidatorConfig(),
+                        eval_data.trained_skipgram(model))
+  quality = eval_data.quality(table, data, k=10)
   held_out = _scalars(trained['multiplexer'], f'{RUN}/eval', 'loss')
   assert held_out[200] == pytest.approx(quality['eval_loss'], rel=1e-5)
 

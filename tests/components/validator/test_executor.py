@@ -59,6 +59,21 @@ def test_tpu_format_checkpoint_is_blessed_without_loading_slots(tmp_path,
   assert restore['checkpoint_slot_bytes_not_loaded'] == 2 * table_bytes
   keys = dict(tf.train.list_variables(restore['checkpoint']))
   assert model_layout.slot_key('tokens', 'momenta') in keys
+  # The report: skip-gram's references as labelled columns, the neighbours
+  # of its table, its recall by frequency.
+  assert report['references'] == {
+      'frequency': 'frequency-only model', 'popularity': 'popularity ranking',
+      'untrained': 'untrained table'}
+  assert set(report['inspection']['neighbours']) == {'tokens'}
+  [section] = report['inspection']['sections']
+  assert section['columns'] == ['target frequency', 'pairs', 'candidate',
+                                'popularity']
+  html = (tmp_path / 'blessing' / 'report.html').read_text()
+  for column in ('candidate', 'frequency-only model', 'popularity ranking',
+                 'untrained table'):
+    assert f'<th>{column}</th>' in html
+  assert '<th>baseline</th>' not in html  # nothing pushed: no column
+  assert 'Nearest neighbours in table <code>tokens</code>' in html
 
 
 def _edit_spec(model, **table_changes):
@@ -166,7 +181,8 @@ def test_sparsecore_layout_restores_through_restore_info(tmp_path, corpus):
   assert 'has shape' in _failed(plain)['restore']
   # The unshuffled table scores exactly like the original rows.
   direct = str(tmp_path / 'direct')
-  artifact_fixtures.write_tpu_format_model(direct, tokens, table=want)
+  artifact_fixtures.write_tpu_format_model(direct, tokens, table=want,
+                                           counts=corpus['vocab'].counts)
   _, ref = run(corpus, direct, str(tmp_path / 'b3'))
   assert report['metrics']['candidate'] == ref['metrics']['candidate']
 

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 from components.trainer import executor
-from components.validator import metrics
 from tests.support import artifact_fixtures as fx
 from tests.support import real_corpora
 from tests.support.validator_runs import failed_gates
 from tests.support.validator_runs import run
+from tpu_embeddings.quality import metrics
 from tpu_embeddings.training.config import TableConfig
 
 pytestmark = pytest.mark.slow
@@ -55,7 +55,7 @@ def corpus(request, tmp_path_factory):
 def _validate(corpus, name, tables=None):
   model = os.path.join(corpus['base'], name)
   fx.write_tpu_format_model(model, corpus['vocab'].tokens, spec=SPEC,
-                            tables=tables)
+                            tables=tables, counts=corpus['vocab'].counts)
   return _verdict(corpus, model, name)
 
 

@@ -1,14 +1,14 @@
-"""Validating a module file's model: restore, health, metrics, gates."""
+"""Validating a module file's model (the two-tower example) through the one
+validation path: restore, health, metrics, gates, report."""
 
 import os
+import re
 import shutil
 
 import pytest
 import tensorflow as tf
 
 from components import module_file
-from components.validator import module_validation
-from components.validator.config import ValidatorConfig
 from tests.support import artifact_fixtures as fx
 from tests.support import interaction_fixtures as ix
 from tests.support import validator_fixtures
@@ -16,6 +16,8 @@ from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.exports import export
 from tpu_embeddings.models import model_restore
 from tpu_embeddings.push_root import layout as push_layout
+from tpu_embeddings.validation import validate
+from tpu_embeddings.validation.config import ValidatorConfig
 
 pytestmark = pytest.mark.slow
 CONFIG = ValidatorConfig(max_eval_examples=5000)
@@ -30,9 +32,8 @@ def trained(tmp_path_factory):
 
 def _validate(root, model='model', push_root=''):
   uri = os.path.join(root, model)
-  return module_validation.validate(uri, os.path.join(root, 'examples'),
-                                    CONFIG, module_file.from_model(uri),
-                                    push_root).report
+  return validate.validate(uri, os.path.join(root, 'examples'), CONFIG,
+                           module_file.from_model(uri), push_root).report
 
 
 def _edited_copy(root, name, edit, with_model=True):
@@ -114,6 +115,11 @@ def test_the_pushed_baseline_is_scored_through_what_it_serves(trained):
   assert report['baseline_version'] == 1, report['baseline_unreadable']
   assert report['metrics']['baseline'] == report['metrics']['candidate']
   assert _gate(report, 'baseline/recall_at_10')['passed']
+  # Its tables as its export holds them: the same neighbours.
+  items = [q for bucket in report['inspection']['neighbours']['item'].values()
+           for q in bucket]
+  assert items and all(q['baseline'] == q['candidate'] for q in items)
+  assert set(report['health']['baseline']) == {'user', 'item', 'category'}
 
 
 def test_a_baseline_of_another_model_is_a_warning_not_a_gate(trained):
@@ -126,3 +132,33 @@ def test_a_baseline_of_another_model_is_a_warning_not_a_gate(trained):
   assert any('eval_fn cannot score it' in w for w in report['warnings'])
   assert not [g for g in report['gates'] if g['name'].startswith('baseline/')]
   assert report['blessed']
+
+
+def test_the_executor_reports_what_the_two_tower_model_declares(trained,
+                                                                tmp_path):
+  """Through the component: the metric table's columns are the models and
+  references scored, labelled; the neighbours are those of its tables."""
+  from tests.support import validator_runs
+  corpus = {'examples': os.path.join(trained, 'examples'),
+            'vocabulary': os.path.join(trained, 'vocabulary'), 'related': ''}
+  out = str(tmp_path / 'blessing')
+  _, report = validator_runs.run(corpus, os.path.join(trained, 'model'), out,
+                                 max_eval_examples=5000)
+  assert report['blessed'], report['summary']
+  assert report['references'] == {'untrained': 'untrained model'}
+  assert set(report['inspection']['neighbours']) == {'user', 'item',
+                                                     'category'}
+  items = [q for bucket in report['inspection']['neighbours']['item'].values()
+           for q in bucket]
+  assert items and all(q['candidate'] for q in items)
+  page = open(os.path.join(out, 'report.html'), encoding='utf-8').read()
+  metrics = page[page.index('<h2>Metrics</h2>'):]
+  metrics = metrics[:metrics.index('</table>')]
+  assert re.findall('<th>([^<]*)</th>', metrics) == [
+      'metric', 'candidate', 'untrained model']
+  assert re.search(r'<td>recall_at_10</td><td>[0-9.]+</td><td>[0-9.]+</td>',
+                   metrics)
+  for absent in ('frequency-only', 'popularity', 'eval_loss', 'spearman'):
+    assert absent not in page
+  assert "Nearest neighbours in table <code>item</code>" in page
+  assert 'Row norms of table <code>' in page

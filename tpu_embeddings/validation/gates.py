@@ -1,30 +1,25 @@
-"""Blessing gates: numeric health, the frequency-only model, absolute
-thresholds and the pushed baseline.
+"""Blessing gates: numeric health, floors, absolute limits, the baseline.
 
 Each gate is one named check with its value, its limit, pass/fail and a
-one-line reason; the model is blessed only when every gate passes. By default
-a healthy table must have a held-out skip-gram loss below that of the best
-model that knows only token counts (`tpu_embeddings.models.frequency_model`):
-an untrained, collapsed or diverged table cannot be below it, and word2vec
-tables on real text are. Ranking tokens by frequency at held-out retrieval
-(`beat_popularity`) is optional: on text, frequent context words make that
-ranking unbeatable even for good vectors. With no baseline the baseline gates
-do not apply.
+one-line reason; the model is blessed only when every gate passes:
+
+* health of every table (finite, not collapsed, norms in bounds) and of the
+  dense variables (finite);
+* floors: each metric strictly better than the references the model names
+  (`floor_gate`; by default an untrained model's; skip-gram's held-out loss
+  the frequency-only model's, see tpu_embeddings/models/skipgram_eval.py);
+* absolute limits a user sets (`Thresholds.absolute`) on declared metrics;
+* within `regression_margin` of the pushed baseline, in the direction the
+  module's METRICS give. With no baseline the baseline gates do not apply.
 """
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
 
 from tpu_embeddings.core import settings
 
-# Quality metrics the gates know, and whether higher is better.
-HIGHER_IS_BETTER = {
-    'eval_loss': False,
-    'recall_at_k': True,
-    'spearman': True,
-    'related_recall_at_k': True,
-    'analogy_accuracy': True,
-}
 # A held-out loss within this fraction of an untrained table's is a table
 # that learned nothing.
 UNTRAINED_FRACTION = 0.01
@@ -161,6 +156,17 @@ def health_gates(table: str, health: Dict[str, Any],
   return gates
 
 
+def dense_finite_gate(values: Sequence[np.ndarray]) -> Gate:
+  """No NaN/Inf in the dense model's variables (`values`: their arrays)."""
+  bad = sum(int(np.size(v) - np.count_nonzero(np.isfinite(v)))
+            for v in values)
+  return Gate(
+      'health/dense/finite', bad == 0,
+      f'dense model: {len(values)} variables, ' +
+      ('all values finite' if bad == 0 else f'{bad} NaN/Inf values'),
+      float(bad), 0.0, '==')
+
+
 def _at_most(name: str, value: Optional[float], limit: float, what: str,
              over: str, failure: str) -> Gate:
   """A health gate passing when `value` <= `limit` (None fails)."""
@@ -169,75 +175,65 @@ def _at_most(name: str, value: Optional[float], limit: float, what: str,
               + ('' if ok else failure), value, limit, '<=')
 
 
-def popularity_gate(candidate: Optional[float],
-                    popularity: Optional[float]) -> Gate:
-  """Held-out recall@k above the popularity ranking's (same pairs, same k)."""
-  name = 'popularity/recall_at_k'
-  if popularity is None:
-    return Gate(name, True, 'recall_at_k: no query to rank; not compared')
-  if candidate is None:
-    return Gate(name, False, 'recall_at_k: not computed', None, popularity,
-                '>')
-  ok = candidate > popularity
-  return Gate(name, ok, f'recall_at_k {_fmt(candidate)} > popularity ranking '
-              f'{_fmt(popularity)}: ' + ('ok' if ok else
-                                         'FAILED (no better than ranking '
-                                         'tokens by frequency)'),
-              candidate, popularity, '>')
+def floor_gate(metric: str, value: Optional[float], reference: str,
+               found: Dict[str, Any], higher: bool,
+               untrained: Optional[float] = None) -> Gate:
+  """`value` strictly better than reference `found`'s (the same data).
 
-
-def frequency_gate(candidate: Optional[float], frequency: Optional[float],
-                   untrained: float) -> Gate:
-  """Held-out loss below the frequency-only model's (same pairs)."""
-  name = 'frequency/eval_loss'
-  if frequency is None:
-    return Gate(name, True, 'eval_loss: no frequency-only loss; not compared')
-  if candidate is None:
-    return Gate(name, False, 'eval_loss: not computed (non-finite scores)',
-                None, frequency, '<')
-  if abs(candidate - untrained) <= UNTRAINED_FRACTION * untrained:
-    return Gate(name, False, f'eval_loss {_fmt(candidate)} stayed at an '
-                f'untrained table\'s {_fmt(untrained)}: the table learned '
+  `found`: a reference as `references` gives it ({'label', 'failure',
+  'metrics'}). `untrained`: the metric's value for an untrained model; a
+  value within UNTRAINED_FRACTION of it learned nothing, whatever the
+  reference.
+  """
+  name, label = f'{reference}/{metric}', found.get('label') or reference
+  floor = (found.get('metrics') or {}).get(metric)
+  op = '>' if higher else '<'
+  if floor is None:
+    return Gate(name, True, f'{metric}: the {label} has no value; not '
+                'compared')
+  if value is None:
+    return Gate(name, False, f'{metric}: not computed (no data to score it, '
+                'or non-finite scores)', None, floor, op)
+  if (untrained is not None and
+      abs(value - untrained) <= UNTRAINED_FRACTION * abs(untrained)):
+    return Gate(name, False, f'{metric} {_fmt(value)} stayed at an '
+                f'untrained model\'s {_fmt(untrained)}: the model learned '
                 'nothing (train longer with trainer.epochs, or raise '
-                'table.learning_rate)', candidate, frequency, '<')
-  ok = candidate < frequency
-  return Gate(name, ok, f'eval_loss {_fmt(candidate)} < frequency-only model '
-              f'{_fmt(frequency)}: ' + ('ok' if ok else
-                                        'FAILED (the table predicts held-out '
-                                        'contexts no better than token '
-                                        'counts do)'),
-              candidate, frequency, '<')
+                'table.learning_rate)', value, floor, op)
+  ok = value > floor if higher else value < floor
+  failure = found.get('failure') or f'no better than the {label}'
+  return Gate(name, ok, f'{metric} {_fmt(value)} {op} {label} {_fmt(floor)}: '
+              + ('ok' if ok else f'FAILED ({failure})'), value, floor, op)
 
 
 def absolute_gates(metrics: Dict[str, Optional[float]],
-                   thresholds: Thresholds) -> List[Gate]:
+                   thresholds: Thresholds,
+                   directions: Dict[str, str]) -> List[Gate]:
+  """The enabled absolute limits of the metrics the model declares
+  (`directions`: {metric: 'higher' | 'lower'})."""
   return [_compare(f'absolute/{m}', metrics.get(m), limit,
-                   HIGHER_IS_BETTER[m], m)
-          for m, limit in thresholds.absolute().items()]
+                   directions[m] == 'higher', m)
+          for m, limit in thresholds.absolute().items() if m in directions]
 
 
-def baseline_limit(metric: str, baseline: float, margin: float,
-                   higher_is_better: Optional[Dict[str, bool]] = None
-                   ) -> float:
+def baseline_limit(baseline: float, margin: float, higher: bool) -> float:
   """The worst candidate value still within `margin` of the baseline."""
   slack = margin * abs(baseline)
-  higher = (higher_is_better or HIGHER_IS_BETTER)[metric]
   return baseline - slack if higher else baseline + slack
 
 
 def baseline_gates(candidate: Dict[str, Optional[float]],
                    baseline: Dict[str, Optional[float]],
-                   margin: float,
-                   not_comparable: Optional[Dict[str, str]] = None,
-                   higher_is_better: Optional[Dict[str, bool]] = None
+                   margin: float, directions: Dict[str, str],
+                   not_comparable: Optional[Dict[str, str]] = None
                    ) -> List[Gate]:
-  """Candidate vs baseline on every metric the baseline has a value for
-  (skip-gram's metrics, or a module's METRICS as {metric: higher?});
-  `not_comparable` maps a metric to why the two cannot be compared."""
+  """Candidate vs baseline on every metric of `directions` (the module's
+  METRICS) that either scored; `not_comparable` maps a metric to why the
+  two cannot be compared."""
   gates = []
-  directions = higher_is_better or HIGHER_IS_BETTER
-  for metric, higher in directions.items():
-    if metric not in baseline and metric not in candidate:
+  for metric, direction in directions.items():
+    higher = direction == 'higher'
+    if candidate.get(metric) is None and baseline.get(metric) is None:
       continue
     if metric in (not_comparable or {}):
       gates.append(Gate(f'baseline/{metric}', True,
@@ -248,7 +244,7 @@ def baseline_gates(candidate: Dict[str, Optional[float]],
       gates.append(Gate(f'baseline/{metric}', True,
                         f'{metric}: baseline has no value; not compared'))
       continue
-    limit = baseline_limit(metric, base, margin, directions)
+    limit = baseline_limit(base, margin, higher)
     gate = _compare(f'baseline/{metric}', candidate.get(metric), limit, higher,
                     f'{metric} vs baseline {_fmt(base)} (margin {margin:g})')
     gates.append(gate)

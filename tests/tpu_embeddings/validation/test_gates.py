@@ -1,8 +1,8 @@
-"""Tests of components/validator/gates.py."""
+"""Tests of tpu_embeddings/validation/gates.py."""
 
 import pytest
 
-from components.validator import gates
+from tpu_embeddings.validation import gates
 
 
 def _health(**overrides):
@@ -63,28 +63,32 @@ def test_a_table_of_nan_says_so_in_every_health_gate():
   assert 'none' not in gates.summary(result).lower()
 
 
-def test_absolute_gates_only_for_set_thresholds():
-  t = gates.Thresholds(max_eval_loss=2.0, min_recall_at_k=0.3)
+DIRECTIONS = {'eval_loss': 'lower', 'recall_at_k': 'higher',
+              'spearman': 'higher'}
+
+
+def test_absolute_gates_only_for_set_thresholds_of_declared_metrics():
+  t = gates.Thresholds(max_eval_loss=2.0, min_recall_at_k=0.3,
+                       min_analogy_accuracy=0.5)
   result = gates.absolute_gates({'eval_loss': 1.5, 'recall_at_k': 0.2,
-                                 'spearman': -1.0}, t)
+                                 'spearman': -1.0}, t, DIRECTIONS)
   assert {g.name: g.passed for g in result} == {
       'absolute/eval_loss': True, 'absolute/recall_at_k': False}
   missing = gates.absolute_gates({'eval_loss': None}, gates.Thresholds(
-      max_eval_loss=2.0))
+      max_eval_loss=2.0), DIRECTIONS)
   assert not missing[0].passed and 'not computed' in missing[0].reason
 
 
 def test_baseline_margin_is_relative_and_direction_aware():
   base = {'eval_loss': 2.0, 'recall_at_k': 0.5}
   margin = 0.1
-  assert gates.baseline_limit('eval_loss', 2.0, margin) == pytest.approx(2.2)
-  assert gates.baseline_limit('recall_at_k', 0.5, margin) == pytest.approx(
-      0.45)
+  assert gates.baseline_limit(2.0, margin, False) == pytest.approx(2.2)
+  assert gates.baseline_limit(0.5, margin, True) == pytest.approx(0.45)
   within = gates.baseline_gates({'eval_loss': 2.19, 'recall_at_k': 0.46},
-                                base, margin)
+                                base, margin, DIRECTIONS)
   assert all(g.passed for g in within)
   beyond = gates.baseline_gates({'eval_loss': 2.21, 'recall_at_k': 0.6},
-                                base, margin)
+                                base, margin, DIRECTIONS)
   assert {g.name: g.passed for g in beyond} == {
       'baseline/eval_loss': False, 'baseline/recall_at_k': True}
   assert 'vs baseline 2' in beyond[0].reason
@@ -92,8 +96,10 @@ def test_baseline_margin_is_relative_and_direction_aware():
 
 def test_baseline_without_a_value_is_not_compared():
   result = gates.baseline_gates({'recall_at_k': 0.1}, {'recall_at_k': None},
-                                0.05)
+                                0.05, DIRECTIONS)
   assert result[0].passed and 'not compared' in result[0].reason
+  # Scored by neither (e.g. spearman without a similarity file): no gate.
+  assert [g.name for g in result] == ['baseline/recall_at_k']
 
 
 def test_blessed_needs_gates_and_all_passing():
@@ -106,12 +112,31 @@ def test_blessed_needs_gates_and_all_passing():
                                       'missing')
 
 
-def test_popularity_gate_needs_strictly_better_recall():
-  assert gates.popularity_gate(0.3, 0.2).passed
-  tie = gates.popularity_gate(0.2, 0.2)
+POPULARITY = {'label': 'popularity ranking',
+              'failure': 'no better than ranking tokens by frequency',
+              'metrics': {'recall_at_k': 0.2}}
+FREQUENCY = {'label': 'frequency-only model',
+             'failure': 'the table predicts held-out contexts no better than '
+                        'token counts do',
+             'metrics': {'eval_loss': 2.6}}
+
+
+def _floor(value, reference, untrained=None):
+  found = POPULARITY if reference == 'popularity' else FREQUENCY
+  metric = next(iter(found['metrics']))
+  return gates.floor_gate(metric, value, reference, found,
+                          metric == 'recall_at_k', untrained)
+
+
+def test_a_floor_needs_a_strictly_better_value():
+  assert _floor(0.3, 'popularity').passed
+  tie = _floor(0.2, 'popularity')
   assert not tie.passed and 'ranking tokens by frequency' in tie.reason
-  assert not gates.popularity_gate(None, 0.2).passed
-  assert gates.popularity_gate(None, None).passed  # nothing to rank
+  assert tie.name == 'popularity/recall_at_k'
+  assert not _floor(None, 'popularity').passed
+  nothing = gates.floor_gate('recall_at_k', None, 'popularity',
+                             dict(POPULARITY, metrics={}), True)
+  assert nothing.passed  # nothing to rank
 
 
 def test_min_baseline_coverage_is_a_fraction():
@@ -120,24 +145,31 @@ def test_min_baseline_coverage_is_a_fraction():
     gates.Thresholds(min_baseline_coverage=1.5)
 
 
-def test_frequency_gate_needs_a_loss_below_the_frequency_model():
-  assert gates.frequency_gate(2.4, 2.6, 4.159).passed
-  above = gates.frequency_gate(2.7, 2.6, 4.159)
+def test_a_loss_floor_needs_a_loss_below_the_reference():
+  assert _floor(2.4, 'frequency', 4.159).passed
+  above = _floor(2.7, 'frequency', 4.159)
   assert not above.passed and 'no better than token counts' in above.reason
-  assert not gates.frequency_gate(None, 2.6, 4.159).passed
-  assert gates.frequency_gate(2.4, None, 4.159).passed  # nothing to compare
+  assert above.name == 'frequency/eval_loss'
+  assert not _floor(None, 'frequency', 4.159).passed
 
 
-def test_a_loss_at_the_untrained_value_says_the_table_learned_nothing():
-  gate = gates.frequency_gate(4.1588, 2.6, 4.15888)
+def test_a_value_at_the_untrained_one_says_the_model_learned_nothing():
+  gate = _floor(4.1588, 'frequency', 4.15888)
   assert not gate.passed
   assert 'learned nothing' in gate.reason and 'trainer.epochs' in gate.reason
+
+
+def test_the_dense_gate_counts_non_finite_values():
+  import numpy as np
+  assert gates.dense_finite_gate([np.ones([2, 3]), np.zeros([4])]).passed
+  bad = gates.dense_finite_gate([np.array([1.0, np.nan, np.inf])])
+  assert not bad.passed and '2 NaN/Inf values' in bad.reason
 
 
 def test_a_metric_that_cannot_be_compared_says_so_and_passes():
   result = gates.baseline_gates(
       {'eval_loss': 2.5, 'recall_at_k': 0.2},
-      {'eval_loss': None, 'recall_at_k': 0.21}, 0.1,
+      {'eval_loss': None, 'recall_at_k': 0.21}, 0.1, DIRECTIONS,
       {'eval_loss': 'the candidate scores pairs with a contexts table'})
   by_name = {g.name: g for g in result}
   assert by_name['baseline/eval_loss'].passed

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from components.validator import metrics
-from components.validator import table_scan
 from tests.support import paths
+from tpu_embeddings.quality import metrics
+from tpu_embeddings.quality import table_scan
 
 # -- float32 blocks against a float64 reference --------------------------------
 # The metrics score float32 unit rows block by block; the reference below
@@ -134,7 +134,7 @@ def test_analogy_answers_match_the_float64_argmax():
 _UNDER_A_LIMIT = r'''
 import resource, sys
 import numpy as np
-from components.validator import inspection, metrics
+from tpu_embeddings.quality import inspection, metrics
 
 rows, dim, headroom = int(sys.argv[1]), 16, int(sys.argv[2])
 rng = np.random.default_rng(0)
@@ -148,7 +148,10 @@ with open('/proc/self/statm') as f:
 resource.setrlimit(resource.RLIMIT_AS, (now + headroom, now + headroom))
 metrics.recall_at_k(table, queries, answers, 10)
 metrics.table_health(table)
-inspection.inspect(tokens, table, table, queries, answers, 10)
+both = {'candidate': table, 'baseline': table}
+inspection.neighbours_by_bucket(tokens, both)
+inspection.by_frequency(both, queries, answers, 10)
+inspection.pca_map(table, tokens)
 print('within the limit')
 '''
 

@@ -1,4 +1,5 @@
-"""Tests of components/validator/metrics.py against brute-force definitions."""
+"""Tests of tpu_embeddings/quality/metrics.py against brute-force
+definitions."""
 
 import itertools
 import math
@@ -7,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from components.validator import metrics
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.quality import metrics
 
 
 def _brute_mean_cosine(table):

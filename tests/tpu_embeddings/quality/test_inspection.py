@@ -1,9 +1,8 @@
-"""Tests of components/validator/inspection.py and report_sections.py."""
+"""Tests of tpu_embeddings/quality/inspection.py."""
 
 import numpy as np
 
-from components.validator import inspection
-from components.validator import report_sections
+from tpu_embeddings.quality import inspection
 
 TOKENS = [f't{i}' for i in range(30)]
 
@@ -42,21 +41,20 @@ def test_recall_by_frequency_bucket_per_model_and_popularity():
   assert rows[0]['popularity'] == 0.0  # 3 and 7 are not the top token
 
 
-def test_report_sections_render_every_part():
+def test_neighbours_by_bucket_query_the_same_tokens_in_every_table():
   table = _table()
-  section = inspection.inspect(TOKENS, table, table * 0.5, np.array([3, 7]),
-                               np.array([7, 3]), 5)
-  assert len(section['map']['tokens']) == 29
-  page = report_sections.render(section)
-  assert '<h2>Nearest neighbours</h2>' in page
-  assert '<th>candidate</th><th>baseline</th>' in page
-  assert page.count('class="map-token"') == 29
-  assert report_sections.render({}) == ''
+  found = inspection.neighbours_by_bucket(
+      TOKENS, {'candidate': table, 'baseline': table * 0.5})
+  assert set(found) == set(inspection.BUCKETS)
+  queries = [q for bucket in found.values() for q in bucket]
+  assert {q['token'] for q in queries} >= {'t0', 't28'}
+  # Scaling a table keeps its cosines: the same neighbours in both.
+  assert all(q['candidate'] == q['baseline'] for q in queries)
+  assert 't29' not in {q['token'] for q in queries}
 
 
-def test_non_finite_rows_are_shown_as_unknown():
+def test_non_finite_rows_are_left_out_of_the_map():
   table = _table()
   table[3] = np.nan
-  section = inspection.inspect(TOKENS, table, None, np.array([3]),
-                               np.array([7]), 5)
-  assert 't3' not in section['map']['tokens']
+  found = inspection.pca_map(table, TOKENS)
+  assert 't3' not in found['tokens'] and len(found['tokens']) == 28

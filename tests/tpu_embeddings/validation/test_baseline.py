@@ -1,22 +1,30 @@
-"""Tests of components/validator/baseline.py with real pushed exports."""
+"""Tests of tpu_embeddings/validation/baseline.py with real pushed exports."""
 
 import os
 
 import numpy as np
 import pytest
 
-from components.validator import baseline
 from tests.support import artifact_fixtures
 from tests.support import validator_fixtures
 from tpu_embeddings.artifacts.checkpoint_restore import restore_for_serving
+from tpu_embeddings.validation import baseline
+
+
+def _newest(push_root):
+  return baseline.find_baseline(push_root)[0]
+
+
+def _table(found):
+  return baseline.lookup_rows(found, baseline.read_tokens(found.path))
 
 
 def test_no_push_root_or_nothing_pushed_means_no_baseline(tmp_path):
-  assert baseline.load_baseline('') is None
-  assert baseline.load_baseline(str(tmp_path / 'never-pushed')) is None
+  assert _newest('') is None
+  assert _newest(str(tmp_path / 'never-pushed')) is None
   # An incomplete version (serving only, no hub twin) is not a baseline.
   os.makedirs(tmp_path / 'partial' / 'serving' / '1')
-  assert baseline.load_baseline(str(tmp_path / 'partial')) is None
+  assert _newest(str(tmp_path / 'partial')) is None
 
 
 @pytest.mark.slow
@@ -32,15 +40,20 @@ def test_latest_pushed_table_is_read_through_lookup(tmp_path):
     validator_fixtures.push_baseline(root, model, version)
   # A half-written higher version is ignored.
   os.makedirs(tmp_path / 'pushed' / 'serving' / '.tmp-3-x')
-  b = baseline.load_baseline(root)
+  b = _newest(root)
   assert b.version == 2
   assert b.path.endswith('/serving/2')
-  assert b.tokens == tokens
+  assert baseline.read_tokens(b.path) == tokens
   assert b.manifest['source_model'].endswith('model2')
-  np.testing.assert_array_equal(b.table, tables[2])
+  assert len(b.source_spec().tables) == 1
+  np.testing.assert_array_equal(_table(b), tables[2])
   np.testing.assert_array_equal(
-      b.table, restore_for_serving(str(tmp_path / 'model2')).table_numpy(
+      _table(b), restore_for_serving(str(tmp_path / 'model2')).table_numpy(
           'tokens'))
+  # Tokens it does not know get zero rows.
+  rows = baseline.lookup_rows(b, ['tok3', 'not-a-token'])
+  np.testing.assert_array_equal(rows[0], tables[2][3])
+  assert not rows[1].any()
 
 
 def test_unreadable_baseline_is_reported_not_raised(tmp_path):
@@ -59,7 +72,7 @@ def test_unreadable_baseline_is_reported_not_raised(tmp_path):
   found, unreadable = baseline.find_baseline(root)
   assert found is None
   assert 'serving/1/assets/vocabulary.txt is missing' in unreadable[0].error
-  assert baseline.load_baseline(root) is None
+  assert _newest(root) is None
 
 
 @pytest.fixture
@@ -99,7 +112,7 @@ def test_damaged_latest_version_falls_back_to_the_newest_readable(
   _damage(root, 2, how)
   found, unreadable = baseline.find_baseline(root)
   assert found.version == 1
-  np.testing.assert_array_equal(found.table, tables[1])
+  np.testing.assert_array_equal(_table(found), tables[1])
   assert [u.version for u in unreadable] == [2]
   assert unreadable[0].path.endswith('/serving/2')
   assert unreadable[0].error.startswith(error)
@@ -112,23 +125,3 @@ def test_no_readable_version_means_no_baseline(two_pushed):
   _damage(root, 1, 'truncate')
   found, unreadable = baseline.find_baseline(root)
   assert found is None and [u.version for u in unreadable] == [2, 1]
-
-
-@pytest.mark.parametrize('context_table, two_table_candidate, words', [
-    (False, False, ''),
-    (False, True, 'the candidate scores pairs with a contexts table'),
-    (True, False, 'trained with a contexts table it does not hold'),
-    (None, False, 'cannot be read'),
-])
-def test_held_out_losses_are_compared_only_between_tied_models(
-    tmp_path, context_table, two_table_candidate, words):
-  from tpu_embeddings.training.config import TableConfig
-  source = ''
-  if context_table is not None:
-    source = str(tmp_path / 'source')
-    TableConfig(context_table=context_table).embedding_spec().save(source)
-  pushed = baseline.Baseline('served', 1, ['a'], np.zeros((1, 2)),
-                                 {'source_model': source})
-  why = baseline.loss_not_comparable(pushed, two_table_candidate)
-  assert (why == '') if not words else (words in why)
-  assert baseline.loss_not_comparable(None, True) == ''

@@ -2,7 +2,7 @@
 
 import pytest
 
-from components.validator import eval_files
+from tpu_embeddings.quality import eval_files
 
 
 def test_read_similarity_file_accepts_header_and_names_bad_lines(tmp_path):

@@ -1,8 +1,10 @@
-"""What the candidate and the baseline are scored on, and how.
+"""What skip-gram's evaluation scores every model on, and how.
 
-Both tables are aligned to the evaluation vocabulary and scored by the same
-code on the same (target, context, negatives) pairs, drawn with the skip-gram
-settings the candidate was trained with (`trainer_config` in its metadata).
+Every model (candidate, pushed baseline) is scored by the same code on the
+same (target, context, negatives) pairs of the eval split, drawn with the
+skip-gram settings the candidate was trained with (`trainer_config` in its
+metadata), on tables whose row i is the i-th token of the evaluation
+vocabulary, the candidate's own (zeros for tokens a model does not know).
 
 The evaluation vocabulary is held compactly (`CompactVocabulary`: no Python
 object per token), and `ids` holds only the words of the optional files, so
@@ -15,22 +17,20 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from components.validator import eval_files
-from components.validator import metrics
-from components.validator.config import ValidatorConfig
 from tpu_embeddings.artifacts import compact_vocabulary
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.models import frequency_model
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
+from tpu_embeddings.quality import eval_files
+from tpu_embeddings.quality import metrics
 
 EVAL_SPLIT = heldout.EVAL_SPLIT
 
 
 @dataclasses.dataclass
 class EvalData:
-  """Everything both models are scored on.
+  """Everything every model is scored on.
 
   `tokens`: the evaluation vocabulary in row order; `ids`: {word: row} of
   the words of the similarity, related-pairs and analogy files that are
@@ -59,23 +59,36 @@ def trained_skipgram(model_uri: str) -> SkipGramConfig:
        if name in trained})
 
 
-def load(examples_uri: str, vocabulary_uri: str, config: ValidatorConfig,
+def compact(vocabulary) -> compact_vocabulary.CompactVocabulary:
+  """`vocabulary` (a TokenCounts or a CompactVocabulary), compactly."""
+  if isinstance(vocabulary, compact_vocabulary.CompactVocabulary):
+    return vocabulary
+  return compact_vocabulary.CompactVocabulary.from_tokens(vocabulary.tokens,
+                                                          vocabulary.counts)
+
+
+def load(examples_uris: Sequence[str], vocabulary, config: Any,
          skipgram: SkipGramConfig) -> EvalData:
-  """Reads the eval split and the optional files; one-line error if unusable."""
-  vocab = compact_vocabulary.CompactVocabulary.read(vocabulary_uri)
+  """Reads the eval split and the optional files; one-line error if unusable.
+
+  `config`: the validator's settings (max_eval_examples, max_recall_queries,
+  seed and the three optional files).
+  """
+  vocab = compact(vocabulary)
   similarity = (eval_files.read_similarity_file(config.similarity_file)
                 if config.similarity_file else None)
   related = (eval_files.read_related_pairs(config.related_pairs_file)
              if config.related_pairs_file else None)
   analogies = (eval_files.read_analogy_file(config.analogy_file)
                if config.analogy_file else None)
-  pairs = heldout.read_pairs([examples_uri], vocab, vocab.counts,
+  pairs = heldout.read_pairs(list(examples_uris), vocab, vocab.counts,
                              skipgram, config.max_eval_examples, config.seed)
   if pairs.targets.size == 0:
     raise ValueError(
-        f'examples {examples_uri}: split {EVAL_SPLIT!r} gives no skip-gram '
-        f'pairs ({pairs.sequences} sequences read, {pairs.oov_tokens} tokens '
-        f'not in the vocabulary {vocabulary_uri}); check the eval data')
+        f'examples {", ".join(examples_uris)}: split {EVAL_SPLIT!r} gives no '
+        f'skip-gram pairs ({pairs.sequences} sequences read, '
+        f'{pairs.oov_tokens} tokens not in the vocabulary); check the eval '
+        'data')
   rows = np.arange(pairs.targets.size)
   if rows.size > config.max_recall_queries:
     rng = np.random.default_rng(config.seed + 1)
@@ -86,16 +99,6 @@ def load(examples_uri: str, vocabulary_uri: str, config: ValidatorConfig,
   ids = vocab.ids_of(words + [w.lower() for w in words])
   return EvalData(vocab, ids, pairs, rows, similarity, related, analogies,
                   vocab.counts)
-
-
-def model_tokens(model_uri: str, vocabulary_uri: str,
-                 data: EvalData) -> Sequence[str]:
-  """The tokens of the Model's own vocabulary.tsv: `data.tokens` itself
-  when the file is the Vocabulary artifact's (the trainer copies it), so
-  their tables need no alignment and no second vocabulary is held."""
-  if vocabulary_file.same_files(model_uri, vocabulary_uri):
-    return data.tokens
-  return compact_vocabulary.CompactVocabulary.read(model_uri)
 
 
 def frequency(data: EvalData, skipgram: SkipGramConfig) -> Dict[str, Any]:
@@ -112,50 +115,45 @@ def popularity(data: EvalData, k: int) -> Dict[str, Any]:
       p.targets[data.recall_rows], p.contexts[data.recall_rows], k)}
 
 
-def recall_hits(aligned: np.ndarray, data: EvalData, k: int) -> np.ndarray:
-  """`metrics.recall_hits` of a table aligned to `data.tokens` on the
-  recall pairs whose target is not their context."""
+def recall_hits(table: np.ndarray, data: EvalData, k: int) -> np.ndarray:
+  """`metrics.recall_hits` of a table of `data.tokens`' rows on the recall
+  pairs whose target is not their context."""
   p = data.pairs
   targets = p.targets[data.recall_rows]
   contexts = p.contexts[data.recall_rows]
   distinct = targets != contexts
-  return metrics.recall_hits(aligned, targets[distinct], contexts[distinct],
-                             k)
+  return metrics.recall_hits(table, targets[distinct], contexts[distinct], k)
 
 
-def quality(model_tokens: Sequence[str], table: np.ndarray, data: EvalData,
-            k: int, output_table: Optional[np.ndarray] = None,
+def quality(table: np.ndarray, data: EvalData, k: int,
+            output_table: Optional[np.ndarray] = None,
             hits: Optional[np.ndarray] = None) -> Dict[str, Any]:
-  """Quality metrics of one model's table on `data` (same code for both).
+  """Quality metrics of one model's table (rows of `data.tokens`) on `data`.
 
   `output_table`: the model's contexts table, which only the held-out loss
   reads (None: tied vectors, the loss reads `table` for both sides).
-  `hits`: `recall_hits` of the aligned table, if already computed.
+  `hits`: `recall_hits` of the table, if already computed.
   """
-  aligned = metrics.align_table(model_tokens, table, data.tokens)
-  aligned_output = (None if output_table is None else
-                    metrics.align_table(model_tokens, output_table,
-                                        data.tokens))
   p = data.pairs
   if hits is None:
-    hits = recall_hits(aligned, data, k)
+    hits = recall_hits(table, data, k)
   out = {
-      'eval_loss': heldout.skipgram_loss(aligned, p.targets, p.contexts,
-                                         p.negatives, aligned_output),
+      'eval_loss': heldout.skipgram_loss(table, p.targets, p.contexts,
+                                         p.negatives, output_table),
       'recall_at_k': int(hits.sum()) / hits.size if hits.size else None,
       'eval_vocabulary_coverage': float(
-          np.mean(metrics.row_norms(aligned) > metrics.ZERO_NORM)),
+          np.mean(metrics.row_norms(table) > metrics.ZERO_NORM)),
   }
   if data.similarity is not None:
-    sim = metrics.similarity_spearman(aligned, data.ids, data.similarity)
+    sim = metrics.similarity_spearman(table, data.ids, data.similarity)
     out['spearman'] = sim['spearman']
     out['similarity_covered_pairs'] = sim['covered_pairs']
   if data.related is not None:
-    rel = metrics.related_recall_at_k(aligned, data.ids, data.related, k)
+    rel = metrics.related_recall_at_k(table, data.ids, data.related, k)
     out['related_recall_at_k'] = rel['recall_at_k']
     out['related_covered_pairs'] = rel['covered_pairs']
   if data.analogies is not None:
-    ana = metrics.analogy_accuracy(aligned, data.ids, data.analogies)
+    ana = metrics.analogy_accuracy(table, data.ids, data.analogies)
     out['analogy_accuracy'] = ana['analogy_accuracy']
     out['analogy_covered_questions'] = ana['covered_questions']
   return out

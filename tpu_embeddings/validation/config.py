@@ -4,10 +4,10 @@ import dataclasses
 import json
 from typing import Any, Dict, Optional
 
-from components.validator.gates import Thresholds
 from tpu_embeddings.core import settings
 from tpu_embeddings.models.skipgram_config import EVAL_SEQUENCES
 from tpu_embeddings.models.skipgram_config import SEEDS
+from tpu_embeddings.validation.gates import Thresholds
 
 # Bounds of sparsecore_restore_info's numbers: the largest TPU pods have
 # under 10,000 chips, and a chip has at most a few SparseCores.

@@ -29,8 +29,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from components.validator import table_scan
 from tpu_embeddings.artifacts import compact_vocabulary
+from tpu_embeddings.quality import table_scan
 
 ZERO_NORM = table_scan.ZERO_NORM
 # Slack below the answer's score within which another row ties it (float32

@@ -1,10 +1,10 @@
 """What a person looks at to judge a table: neighbours, buckets, a map.
 
-Computed for the candidate and the pushed baseline alike, on tables aligned to
-the evaluation vocabulary (rows in count order, most frequent first):
+Computed for the candidate and the pushed baseline alike, on tables whose
+rows follow one vocabulary (rows in count order, most frequent first):
 
 * the nearest neighbours of a few frequent, mid and rare tokens;
-* recall@k of the held-out pairs by frequency bucket of the target (the
+* recall@k of held-out pairs by frequency bucket of the target (the
   vocabulary's thirds by rank), next to the popularity ranking's;
 * a 2-D map (PCA) of the most frequent tokens.
 """
@@ -13,8 +13,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from components.validator import metrics
-from components.validator import table_scan
+from tpu_embeddings.quality import metrics
+from tpu_embeddings.quality import table_scan
 
 BUCKETS = ('frequent', 'mid', 'rare')
 QUERIES_PER_BUCKET = 4
@@ -109,28 +109,17 @@ def pca_map(table: np.ndarray, tokens: Sequence[str],
           'xy': [[round(float(x), 4), round(float(y), 4)] for x, y in xy]}
 
 
-def inspect(tokens: Sequence[str], candidate: np.ndarray,
-            baseline: Optional[np.ndarray], targets: np.ndarray,
-            contexts: np.ndarray, k: int,
-            hits: Optional[Mapping[str, np.ndarray]] = None
-            ) -> Dict[str, Any]:
-  """The report's people section; tables aligned to `tokens` (a non-finite
-  value counts as 0). `hits`: as `by_frequency` takes them."""
-  tables = {'candidate': candidate}
-  if baseline is not None:
-    tables['baseline'] = baseline
-  queries = query_tokens(tokens, candidate)
-  found = {role: dict(zip(
-      [r for rows in queries.values() for r in rows],
-      neighbour_lists(t, tokens,
-                      [r for rows in queries.values() for r in rows])))
+def neighbours_by_bucket(tokens: Sequence[str],
+                         tables: Mapping[str, np.ndarray]
+                         ) -> Dict[str, List[Dict[str, Any]]]:
+  """{bucket: [{'token', <role>: neighbours}]} of a few tokens of each
+  frequency third, known to the first of `tables` ({role: rows of
+  `tokens`}; a non-finite value counts as 0), in every table alike."""
+  queries = query_tokens(tokens, next(iter(tables.values())))
+  rows = [r for found in queries.values() for r in found]
+  found = {role: dict(zip(rows, neighbour_lists(t, tokens, rows)))
            for role, t in tables.items()}
-  return {
-      'neighbours': {
-          bucket: [{'token': tokens[r],
+  return {bucket: [{'token': tokens[r],
                     **{role: found[role][r] for role in tables}}
-                   for r in rows]
-          for bucket, rows in queries.items()},
-      'by_frequency': by_frequency(tables, targets, contexts, k, hits),
-      'map': pca_map(candidate, tokens),
-  }
+                   for r in picked]
+          for bucket, picked in queries.items()}
