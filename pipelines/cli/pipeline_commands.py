@@ -109,35 +109,35 @@ def run_run(args) -> int:
   print(local_runner.format_summary(summary))
   if summary.get('pushed_version') is None:
     return 0
+  from tpu_embeddings.artifacts import serving_contract
+  from tpu_embeddings.push_root import consumer
   push_root = home_lib.push_root(args.home)
-  if args.module_file:
-    print_signatures(push_root, summary['pushed_version'])
+  version, model = consumer.load_serving(push_root, summary['pushed_version'])
+  # What the model declares: its neighbours, else what it answers.
+  if serving_contract.NEIGHBORS not in model.signatures:
+    print_signatures(push_root, version, model)
   elif args.neighbors:
-    print_neighbors(push_root, args.neighbors,
-                    version=summary['pushed_version'])
+    print_neighbors(push_root, args.neighbors, version=version, model=model)
   return 0
 
 
-def print_signatures(push_root: str, version: int):
-  """What the pushed serving model of a module file answers."""
-  import tensorflow as tf
-
+def print_signatures(push_root: str, version: int, model):
+  """What the pushed serving model (loaded: `model`) answers."""
   from tpu_embeddings.push_root import layout as push_layout
   path = push_layout.version_dir(push_root, 'serving', version)
   print(f'serving signatures (pushed version {version}, {path}):')
-  for name, fn in sorted(tf.saved_model.load(path).signatures.items()):
+  for name, fn in sorted(model.signatures.items()):
     inputs = ', '.join(sorted(fn.structured_input_signature[1]))
     outputs = ', '.join(sorted(fn.structured_outputs))
     print(f'  {name}({inputs}) -> {outputs}')
 
 
-def print_neighbors(push_root: str, n: int, k: int = 5, version=None):
-  """Nearest neighbours of `n` tokens spread over the pushed vocabulary of
-  `version` (this run's push; the latest version without it)."""
+def print_neighbors(push_root: str, n: int, version: int, model, k: int = 5):
+  """Nearest neighbours of `n` tokens spread over the vocabulary of pushed
+  `version` (loaded: `model`)."""
   from components.validator import baseline
   from tpu_embeddings.push_root import consumer
   from tpu_embeddings.push_root import layout as push_layout
-  version, model = consumer.load_serving(push_root, version)
   tokens = baseline.read_tokens(
       push_layout.version_dir(push_root, 'serving', version))
   print(f'nearest neighbours (pushed version {version}):')
