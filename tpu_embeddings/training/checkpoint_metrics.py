@@ -1,0 +1,70 @@
+"""A model's declared metrics (`eval_fn`, METRICS) of each checkpoint.
+
+The validator scores the final checkpoint through the signatures the model
+will serve; this scores every checkpoint of a run the same way, for
+TensorBoard's eval/ curves. The first checkpoint is restored on CPU into a
+serving model (tables, dense model, vocabularies as assets); each later one
+is read into the same variables, so the signatures are traced once.
+"""
+
+import shutil
+import tempfile
+from typing import Dict, Optional
+
+import tensorflow as tf
+
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.models import model_restore
+from tpu_embeddings.models.context import ModelContext
+
+
+class CheckpointMetrics:
+  """`module.evaluate` of the latest checkpoint under `model_uri`."""
+
+  def __init__(self, module, ctx: ModelContext, model_uri: str):
+    self.module = module
+    self.ctx = ctx
+    self.model_uri = model_uri
+    self._restored = None
+    self._serve = None
+    self._scored = ''
+    self._vocabularies = ''
+
+  @classmethod
+  def of(cls, module, ctx: Optional[ModelContext],
+         model_uri: str) -> Optional['CheckpointMetrics']:
+    """None when the module declares no evaluation (or nothing to read)."""
+    if not (module.has_eval and ctx is not None and model_uri):
+      return None
+    return cls(module, ctx, model_uri)
+
+  def _load(self, path: str):
+    if self._restored is None:
+      self._restored = model_restore.restore(self.model_uri, self.module,
+                                             self.ctx, path)
+      self._vocabularies = tempfile.mkdtemp(prefix='checkpoint-metrics-')
+      serving = self._restored.serving_model(
+          self._restored.write_vocabularies(self._vocabularies))
+      self._serve = serving.served()
+      return
+    objects = {model_layout.EMBEDDING_KEY: self._restored.embedding}
+    if self._restored.model is not None:
+      objects[model_layout.MODEL_KEY] = self._restored.model
+    tf.train.Checkpoint(**objects).restore(path).expect_partial()
+
+  def __call__(self) -> Dict[str, float]:
+    """{metric: value} of the latest checkpoint; {} when there is none yet
+    or it was scored already (a value of None is left out)."""
+    path = tf.train.latest_checkpoint(
+        model_layout.checkpoint_dir(self.model_uri))
+    if not path or path == self._scored:
+      return {}
+    self._load(path)
+    self._scored = path
+    values = self.module.evaluate(self._serve, self.ctx)
+    return {k: v for k, v in values.items() if v is not None}
+
+  def close(self):
+    if self._vocabularies:
+      shutil.rmtree(self._vocabularies, ignore_errors=True)
+      self._vocabularies = ''
