@@ -173,10 +173,13 @@ def run_retrain(args) -> int:
       if not decision.run:
         return 0
       warm, warning = retrain_lib.choose_warm_start(
-          decision, config.embedding_spec(),
+          decision, retrain_lib.planned_spec(config, args.module_file,
+                                             decision.warm_start_uri),
           config.trainer.warm_start_from_pushed)
       if warning:
         print(f'warning: {warning}', flush=True)
+      if not warm:
+        config = retrain_lib.cold_start(config)
       # TFX is imported only when there is something to run.
       from pipelines.local import runner as local_runner
       summary = local_runner.run(args.data, args.home, config,

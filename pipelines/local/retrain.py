@@ -145,29 +145,57 @@ def decide(data_root: str, push_root: str, pattern: str) -> Decision:
   return Decision(True, reason, data_span, pushed_span, version, warm)
 
 
+def planned_spec(config, module_file: str, base_uri: str):
+  """The tables, dims and optimizer the run will train: the model's own
+  `embedding_spec(ctx)` (skip-gram's from the settings, a module file's from
+  its code), the base's vocabularies standing in for those the run counts
+  (their sizes are not what a warm start compares)."""
+  from pipelines import model_settings
+  from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
+  from tpu_embeddings.models.context import ModelContext
+  module = model_settings.load(module_file)
+  try:
+    vocabularies = vocabularies_lib.read(base_uri) if base_uri else None
+  except ValueError:
+    vocabularies = None  # the trainer names what is wrong with the base
+  settings = config.trainer_config()
+  return module.embedding_spec(ModelContext(
+      features=module.features, vocabularies=vocabularies, settings=settings,
+      custom_config=dict(settings.custom_config), seed=settings.seed))
+
+
 def choose_warm_start(decision: Decision, spec, from_pushed: bool
                       ) -> Tuple[str, str]:
-  """(base model, warning): the pushed model's source when it can seed a
-  model with `spec` (an EmbeddingSpec), else a cold start and why.
+  """(base model, note): the pushed model's source when it can seed a
+  model with `spec` (an EmbeddingSpec, see planned_spec), else '' and why
+  the run starts cold (which it then does: see cold_start).
 
   `from_pushed` is `trainer.warm_start_from_pushed`: false asks for a cold
   start. A base whose tables or optimizer do not fit `spec` (another `dim`,
   tied vs a contexts table, another optimizer) cannot seed it: retraining
   then starts cold rather than failing.
   """
+  tables = ', '.join(t.name for t in spec.tables)
   if not decision.warm_start_uri:
     return '', ''
   if not from_pushed:
-    return '', ('cold start: trainer.warm_start_from_pushed=false (not '
-                f'warm-starting from {decision.warm_start_uri})')
+    return '', (f'cold start of tables {tables}: '
+                'trainer.warm_start_from_pushed=false (not warm-starting '
+                f'from {decision.warm_start_uri})')
   from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
   from tpu_embeddings.training import warm_start
   base = decision.warm_start_uri
   try:
     warm_start.check_compatible(spec, EmbeddingSpec.load(base), base)
   except ValueError as e:
-    return '', f'cold start: {e}'
+    return '', f'cold start of tables {tables}: {e}'
   return base, ''
+
+
+def cold_start(config):
+  """`config` for a run that retrain starts cold: without a base, the
+  trainer would otherwise look for one among older pushed versions."""
+  return config.replace(**{'trainer.warm_start_from_pushed': False})
 
 
 class LockHeld(Exception):

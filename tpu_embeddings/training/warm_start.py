@@ -59,6 +59,8 @@ class WarmStartReport:
   # The dense model's values: restored from the base, or initialized when
   # the base was trained with another module file ('' without a model).
   dense: str = ''
+  # The tables whose rows (and slots) were seeded from the base, by token.
+  tables: Tuple[str, ...] = ()
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -243,4 +245,4 @@ def write_initial_checkpoint(
       base_model=base_uri, base_checkpoint=base_path, kept_tokens=kept,
       new_tokens=sum(n for n, _, _ in base_sizes.values()) - kept,
       dropped_tokens=sum(b for _, b, _ in base_sizes.values()) - kept,
-      dense=dense_note)
+      dense=dense_note, tables=tuple(t.name for t in spec.tables))
