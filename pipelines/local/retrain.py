@@ -105,8 +105,14 @@ def check_span_files(data_root: str, patterns: Sequence[str]):
       'span\'s files there, or remove the empty folder')
 
 
+def _holds_files(path: str) -> bool:
+  """A file in `path` or below (the stock formats' train/ and eval/)."""
+  return any(files for _, _, files in os.walk(path))
+
+
 def latest_data_span(data_root: str, pattern: str) -> Optional[int]:
-  """Highest span folder that holds at least one file."""
+  """Highest span folder that holds at least one file (in it, or in a
+  folder of it)."""
   if not os.path.isdir(data_root):
     raise FileNotFoundError(f'data root {data_root} is not a directory')
   regex = span_regex(pattern)
@@ -114,8 +120,7 @@ def latest_data_span(data_root: str, pattern: str) -> Optional[int]:
   for name in os.listdir(data_root):
     m = regex.match(name)
     path = os.path.join(data_root, name)
-    if m and os.path.isdir(path) and any(
-        os.path.isfile(os.path.join(path, f)) for f in os.listdir(path)):
+    if m and os.path.isdir(path) and _holds_files(path):
       spans.append(int(m.group(1)))
   return max(spans) if spans else None
 

@@ -18,6 +18,14 @@ def test_span_regex_and_latest_span(tmp_path):
     retrain.span_regex('all/*')
 
 
+def test_a_span_of_the_stock_formats_holds_its_files_in_split_folders(
+    tmp_path):
+  (tmp_path / 'span-1' / 'train').mkdir(parents=True)
+  (tmp_path / 'span-1' / 'train' / 'part-00000.csv').write_text('a\n1\n')
+  (tmp_path / 'span-2' / 'train').mkdir(parents=True)  # no file yet
+  assert retrain.latest_data_span(str(tmp_path), 'span-{SPAN}/*') == 1
+
+
 def test_nothing_pushed_means_run(tmp_path):
   (tmp_path / 'span-1').mkdir()
   (tmp_path / 'span-1' / 'a.txt').write_text('a\n')
