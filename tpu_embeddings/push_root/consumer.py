@@ -12,6 +12,13 @@ damaged one raises
     from tpu_embeddings.push_root import consumer
     version, vectors = consumer.embed('/tmp/home/pushed', ['the cat sat'])
     version, rows = consumer.neighbors('/tmp/home/pushed', 'cat', k=5)
+    version, vectors = consumer.embed(          # a two-tower query
+        '/tmp/home/pushed', {'user_id': ['u1'], 'history': ['i1 i2']})
+
+`embed` and `neighbors` call what the version's SavedModel declares
+(tpu_embeddings/push_root/declared.py): a model without the signature asked
+for is a one-line error naming those it has; values are fed as each input
+declares them (tokens, integer ids).
 """
 
 import dataclasses
