@@ -12,8 +12,11 @@ import tempfile
 from typing import Dict, Optional
 
 import tensorflow as tf
+from absl import logging
 
 from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.artifacts import raw_features
+from tpu_embeddings.models import heldout
 from tpu_embeddings.models import model_restore
 from tpu_embeddings.models.context import ModelContext
 
@@ -35,6 +38,12 @@ class CheckpointMetrics:
          model_uri: str) -> Optional['CheckpointMetrics']:
     """None when the module declares no evaluation (or nothing to read)."""
     if not (module.has_eval and ctx is not None and model_uri):
+      return None
+    try:
+      raw_features.split_files(ctx.examples_uris, heldout.EVAL_SPLIT)
+    except FileNotFoundError:
+      logging.warning('EmbeddingTrainer: no %s in TensorBoard: the Examples '
+                      'have no eval split', ', '.join(sorted(module.metrics)))
       return None
     return cls(module, ctx, model_uri)
 

@@ -3,6 +3,7 @@ recall_at_10 under eval/ at each checkpoint, read by TensorBoard's own
 event reader, each point what a fresh restore of that checkpoint scores."""
 
 import os
+import shutil
 
 import pytest
 import tensorflow as tf
@@ -48,3 +49,14 @@ def test_declared_metrics_at_every_checkpoint(trained, tmp_path):
   for step in sorted(points):
     assert points[step] == pytest.approx(_fresh_recall(
         trained['model'], step, str(tmp_path / str(step))), abs=1e-6), step
+
+
+@pytest.mark.slow
+def test_without_an_eval_split_training_goes_on_without_metrics(tmp_path):
+  root = str(tmp_path)
+  interaction_fixtures.inputs(root)
+  shutil.rmtree(os.path.join(root, 'examples', 'Split-eval'))
+  metadata = interaction_fixtures.train(root, checkpoint_every=4,
+                                        train_steps=8)
+  assert metadata['steps'] == 8
+  assert not os.path.exists(os.path.join(root, 'model-run', 'eval'))
