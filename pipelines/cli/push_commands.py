@@ -9,7 +9,6 @@ import sys
 from pipelines.cli import arguments
 from pipelines.cli import failures
 from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.core import text
 from tpu_embeddings.push_root import consumer
 from tpu_embeddings.push_root import declared
 from tpu_embeddings.push_root import home_paths
@@ -197,12 +196,10 @@ def _row_json(rows, i: int) -> dict:
   return {'inputs': {n: values[i] for n, values in sorted(rows.items())}}
 
 
-def _warn_unknown(rows, unknown):
-  labels = _row_labels(rows)
+def _warn_unknown(rows, unknown, checked):
   what = 'text' if not isinstance(rows, dict) else 'row'
-  for n, (label, missing) in enumerate(zip(labels, unknown), 1):
+  for n, (missing, total) in enumerate(zip(unknown, checked), 1):
     if missing:
-      total = len(text.tokenize(label))
       print(f'warning: {what} {n}: {len(missing)} of {total} tokens not in '
             f'the vocabulary (zero vectors): {" ".join(missing[:10])}'
             + (' ...' if len(missing) > 10 else '') + '; tokens are '
@@ -215,8 +212,8 @@ def run_embed(args) -> int:
   rows = _embed_rows(args, declared.signature(model, args.signature))
   _, vectors = consumer.embed(root, rows, version=version, loaded=model,
                               signature=args.signature)
-  _, unknown = consumer.unknown_tokens(root, rows, version=version,
-                                       loaded=model, signature=args.signature)
+  _, unknown, checked = consumer.unknown_tokens(
+      root, rows, version=version, loaded=model, signature=args.signature)
   if args.json:
     print(json.dumps({'version': version, 'embeddings': [
         {**_row_json(rows, i), 'vector': [float(x) for x in row],
@@ -224,7 +221,7 @@ def run_embed(args) -> int:
         for i, (row, u) in enumerate(zip(vectors, unknown))]}))
     return 0
   print(f'pushed version {version}, dim {vectors.shape[1]}', file=sys.stderr)
-  _warn_unknown(rows, unknown)
+  _warn_unknown(rows, unknown, checked)
   for label, row in zip(_row_labels(rows), vectors):
     print(label + '\t' + ' '.join(f'{x:.6f}' for x in row))
   return 0

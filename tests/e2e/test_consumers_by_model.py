@@ -95,7 +95,7 @@ def test_two_tower_embed_answers_what_the_saved_model_answers(two_tower,
                                                 ['i3', 'nobody']]
   got = [[float(x) for x in l.split('\t')[2].split()] for l in lines]
   np.testing.assert_allclose(got, want, atol=1e-5)
-  assert ('warning: row 2: 1 of 2 tokens not in the vocabulary (zero '
+  assert ('warning: row 2: 1 of 1 tokens not in the vocabulary (zero '
           'vectors): nobody') in err
   assert 'row 1' not in err
 

@@ -159,18 +159,21 @@ def embed(push_root: str, rows: declared.Rows,
 def unknown_tokens(push_root: str, rows: declared.Rows,
                    version: Optional[Union[int, str]] = None, loaded=None,
                    signature: str = serving_contract.SERVING_DEFAULT
-                   ) -> Tuple[int, List[List[str]]]:
+                   ) -> Tuple[int, List[List[str]], List[int]]:
   """(version, the tokens of each row that the version's vocabularies
-  lack): they add a zero vector to `embed`'s result, so a typo or another
-  case ("Paris" for "paris") silently weakens it. Only string inputs whose
-  vocabulary the export ships are checked (`declared.vocabulary_path`)."""
+  lack, how many tokens of each row were checked): they add a zero vector
+  to `embed`'s result, so a typo or another case ("Paris" for "paris")
+  silently weakens it. Only string inputs whose vocabulary the export
+  ships are checked (`declared.vocabulary_path`)."""
   number, model = ((version, loaded) if loaded is not None else
                    load_serving(push_root, version))
   function = declared.signature(model, signature)
   specs = declared.inputs(function)
   found = declared.columns(function, signature, rows)
   serving_dir = push_layout.version_dir(push_root, 'serving', number)
-  unknown: List[List[str]] = [[] for _ in next(iter(found.values()))]
+  count = len(next(iter(found.values())))
+  unknown: List[List[str]] = [[] for _ in range(count)]
+  checked = [0] * count
   for key in sorted(found):
     path = (declared.vocabulary_path(serving_dir, key)
             if declared.is_text(specs[key]) else None)
@@ -178,7 +181,8 @@ def unknown_tokens(push_root: str, rows: declared.Rows,
       for row, missing in enumerate(declared.unknown_tokens(path,
                                                             found[key])):
         unknown[row] += missing
-  return number, unknown
+        checked[row] += len(text.tokenize(found[key][row]))
+  return number, unknown, checked
 
 
 def neighbors(push_root: str, query: Union[str, int], k: int = 10,
