@@ -212,7 +212,7 @@ def run_embed(args) -> int:
   rows = _embed_rows(args, declared.signature(model, args.signature))
   _, vectors = consumer.embed(root, rows, version=version, loaded=model,
                               signature=args.signature)
-  _, unknown, checked = consumer.unknown_tokens(
+  _, unknown, checked = consumer.token_check(
       root, rows, version=version, loaded=model, signature=args.signature)
   if args.json:
     print(json.dumps({'version': version, 'embeddings': [

@@ -15,6 +15,7 @@ from pipelines import demo_interactions
 from pipelines.cli.main import main
 from tests.support import interaction_fixtures
 from tests.support import tiny_pipeline
+from tpu_embeddings.push_root import consumer
 from tpu_embeddings.push_root import layout as push_layout
 
 SHAPE = demo_interactions.Shape(items=300, categories=10, sequences=300,
@@ -139,6 +140,9 @@ def test_skipgram_embed_and_neighbors_still_answer(skipgram, capsys):
   np.testing.assert_allclose([row['vector']], want, atol=1e-6)
   _one_line_error(*_cli(capsys, 'neighbors', '--home', skipgram['home'],
                         'no-such-token'), "is not in the vocabulary")
+  root = str(skipgram['home']) + '/pushed'
+  assert consumer.unknown_tokens(root, [f'{token} zzz', token]) == (
+      1, [['zzz'], []])
   assert 'nearest neighbours' in skipgram['ran']
 
 

@@ -159,12 +159,22 @@ def embed(push_root: str, rows: declared.Rows,
 def unknown_tokens(push_root: str, rows: declared.Rows,
                    version: Optional[Union[int, str]] = None, loaded=None,
                    signature: str = serving_contract.SERVING_DEFAULT
-                   ) -> Tuple[int, List[List[str]], List[int]]:
+                   ) -> Tuple[int, List[List[str]]]:
   """(version, the tokens of each row that the version's vocabularies
-  lack, how many tokens of each row were checked): they add a zero vector
-  to `embed`'s result, so a typo or another case ("Paris" for "paris")
-  silently weakens it. Only string inputs whose vocabulary the export
-  ships are checked (`declared.vocabulary_path`)."""
+  lack): they add a zero vector to `embed`'s result, so a typo or another
+  case ("Paris" for "paris") silently weakens it."""
+  number, unknown, _ = token_check(push_root, rows, version, loaded,
+                                   signature)
+  return number, unknown
+
+
+def token_check(push_root: str, rows: declared.Rows,
+                version: Optional[Union[int, str]] = None, loaded=None,
+                signature: str = serving_contract.SERVING_DEFAULT
+                ) -> Tuple[int, List[List[str]], List[int]]:
+  """(version, each row's unknown tokens, how many of its tokens were
+  checked): only string inputs whose vocabulary the export ships are
+  (`declared.vocabulary_path`)."""
   number, model = ((version, loaded) if loaded is not None else
                    load_serving(push_root, version))
   function = declared.signature(model, signature)
