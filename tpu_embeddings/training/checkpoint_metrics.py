@@ -5,6 +5,10 @@ will serve; this scores every checkpoint of a run the same way, for
 TensorBoard's eval/ curves. The first checkpoint is restored on CPU into a
 serving model (tables, dense model, vocabularies as assets); each later one
 is read into the same variables, so the signatures are traced once.
+
+The copy holds the tables once more (without slots) in the trainer's host
+memory, and `eval_fn` reads what it asks for (the eval split, a catalog)
+there too: the validator's cost, paid during training.
 """
 
 import shutil
