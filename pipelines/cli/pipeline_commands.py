@@ -172,10 +172,10 @@ def run_retrain(args) -> int:
       print(f'retrain: {decision.reason}', flush=True)
       if not decision.run:
         return 0
+      base = decision.warm_start_uri
       warm, warning = retrain_lib.choose_warm_start(
-          decision, retrain_lib.planned_spec(config, args.module_file,
-                                             decision.warm_start_uri),
-          config.trainer.warm_start_from_pushed)
+          decision, retrain_lib.planned_spec(config, args.module_file, base)
+          if base else None, config.trainer.warm_start_from_pushed)
       if warning:
         print(f'warning: {warning}', flush=True)
       if not warm:

@@ -172,17 +172,18 @@ def planned_spec(config, module_file: str, base_uri: str):
 def choose_warm_start(decision: Decision, spec, from_pushed: bool
                       ) -> Tuple[str, str]:
   """(base model, note): the pushed model's source when it can seed a
-  model with `spec` (an EmbeddingSpec, see planned_spec), else '' and why
-  the run starts cold (which it then does: see cold_start).
+  model with `spec` (an EmbeddingSpec, see planned_spec; None without a
+  source), else '' and why the run starts cold (which it then does: see
+  cold_start).
 
   `from_pushed` is `trainer.warm_start_from_pushed`: false asks for a cold
   start. A base whose tables or optimizer do not fit `spec` (another `dim`,
   tied vs a contexts table, another optimizer) cannot seed it: retraining
   then starts cold rather than failing.
   """
-  tables = ', '.join(t.name for t in spec.tables)
   if not decision.warm_start_uri:
     return '', ''
+  tables = ', '.join(t.name for t in spec.tables)
   if not from_pushed:
     return '', (f'cold start of tables {tables}: '
                 'trainer.warm_start_from_pushed=false (not warm-starting '

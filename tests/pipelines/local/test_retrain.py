@@ -89,6 +89,8 @@ def test_a_base_that_fits_the_spec_warm_starts(tmp_path):
   assert retrain.choose_warm_start(_decision(str(tmp_path)), spec,
                                    True) == (str(tmp_path), '')
   assert retrain.choose_warm_start(_decision(''), spec, True) == ('', '')
+  # Nothing to seed from: the model's spec is not needed.
+  assert retrain.choose_warm_start(_decision(''), None, True) == ('', '')
 
 
 @pytest.mark.parametrize('changed, words', [
