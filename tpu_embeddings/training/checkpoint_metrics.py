@@ -11,6 +11,7 @@ memory, and `eval_fn` reads what it asks for (the eval split, a catalog)
 there too: the validator's cost, paid during training.
 """
 
+import os
 import shutil
 import tempfile
 from typing import Dict, Optional
@@ -22,7 +23,9 @@ from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import raw_features
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models import model_restore
+from tpu_embeddings.models import user_code
 from tpu_embeddings.models.context import ModelContext
+from tpu_embeddings.models.user_code import UserCodeError
 
 
 class CheckpointMetrics:
@@ -35,6 +38,7 @@ class CheckpointMetrics:
     self._restored = None
     self._serve = None
     self._scored = ''
+    self._failed = False
     self._vocabularies = ''
 
   @classmethod
@@ -67,14 +71,25 @@ class CheckpointMetrics:
 
   def __call__(self) -> Dict[str, float]:
     """{metric: value} of the latest checkpoint; {} when there is none yet
-    or it was scored already (a value of None is left out)."""
+    or it was scored already (a value of None is left out).
+
+    A module whose signatures or eval_fn fail is not scored again: a
+    warning names the error, and training goes on (the validator, which
+    needs them, stops the run on it with its one line)."""
     path = tf.train.latest_checkpoint(
         model_layout.checkpoint_dir(self.model_uri))
-    if not path or path == self._scored:
+    if not path or path == self._scored or self._failed:
       return {}
-    self._load(path)
     self._scored = path
-    values = self.module.evaluate(self._serve, self.ctx)
+    try:
+      self._load(path)
+      values = self.module.evaluate(self._serve, self.ctx)
+    except (UserCodeError, ValueError, tf.errors.OpError) as e:
+      self._failed = True
+      logging.warning('EmbeddingTrainer: no %s in TensorBoard from %s on: '
+                      '%s', ', '.join(sorted(self.module.metrics)),
+                      os.path.basename(path), user_code.first_line(e))
+      return {}
     return {k: v for k, v in values.items() if v is not None}
 
   def close(self):

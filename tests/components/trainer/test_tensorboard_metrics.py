@@ -60,3 +60,26 @@ def test_without_an_eval_split_training_goes_on_without_metrics(tmp_path):
                                         train_steps=8)
   assert metadata['steps'] == 8
   assert not os.path.exists(os.path.join(root, 'model-run', 'eval'))
+
+
+@pytest.mark.slow
+def test_a_failing_eval_fn_is_warned_once_and_training_goes_on(tmp_path,
+                                                               caplog):
+  from components import module_file
+  with open(interaction_fixtures.MODULE_FILE, encoding='utf-8') as f:
+    source = f.read()
+  path = tmp_path / 'my_model.py'
+  path.write_text(source.replace(
+      'def eval_fn(serve, ctx):\n',
+      'def eval_fn(serve, ctx):\n  raise RuntimeError("boom")\n'))
+  module = module_file.from_exec_properties({'module_file': str(path)})
+  root = str(tmp_path / 'run')
+  metadata = interaction_fixtures.train(root, module_object=module,
+                                        checkpoint_every=4, train_steps=8)
+  assert metadata['steps'] == 8
+  warned = [r.getMessage() for r in caplog.records
+            if 'in TensorBoard from' in r.getMessage()]
+  assert warned == [
+      'EmbeddingTrainer: no recall_at_10 in TensorBoard from ckpt-4 on: '
+      f'module file {path}: eval_fn raised RuntimeError: boom'], warned
+  assert not os.path.exists(os.path.join(root, 'model-run', 'eval'))
