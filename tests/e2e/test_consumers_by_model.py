@@ -117,6 +117,8 @@ def test_two_tower_embed_of_another_signature_as_json(two_tower, capsys):
     (['--signature', 'neighbors', 'x'], "declares no 'neighbors' signature"),
     (['--input', 'user_id=u1'], 'missing: history'),
     (['--input', 'user_id'], "--input 'user_id': expected NAME=VALUE"),
+    (['--signature', 'examples', 'hello'], "signature 'examples' refused "
+     "its input: Could not parse example input, value: 'hello'"),
 ])
 def test_two_tower_embed_errors_are_one_line(two_tower, capsys, argv, words):
   _one_line_error(*_cli(capsys, 'embed', '--home', two_tower['home'], *argv),

@@ -147,7 +147,8 @@ def embed(push_root: str, rows: declared.Rows,
   number, model = ((version, loaded) if loaded is not None else
                    load_serving(push_root, version))
   function = declared.signature(model, signature)
-  out = function(**declared.feed(function, signature, rows))
+  out = declared.call(function, signature,
+                     declared.feed(function, signature, rows))
   if len(out) != 1 and serving_contract.EMBEDDINGS not in out:
     raise ValueError(f'signature {signature!r} answers {sorted(out)}; embed '
                      'reads a signature with one output')
@@ -223,7 +224,7 @@ def neighbors(push_root: str, query: Union[str, int], k: int = 10,
   if serving_contract.K in specs:
     feed[serving_contract.K] = declared.tensor(
         name, serving_contract.K, specs[serving_contract.K], [k])
-  out = function(**feed)
+  out = declared.call(function, name, feed)
   answers = [a for a in out if a != serving_contract.SCORES]
   if serving_contract.SCORES not in out or len(answers) != 1:
     raise ValueError(f'signature {name!r} answers {sorted(out)}; neighbors '

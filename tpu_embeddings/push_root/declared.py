@@ -119,6 +119,26 @@ def feed(function, name: str, rows: Rows) -> Dict[str, object]:
           for k, v in columns(function, name, rows).items()}
 
 
+_NOT_THE_CAUSE = ('Graph execution error', 'Detected at node', '<stack',
+                  '[[', 'File ')
+
+
+def call(function, name: str, feed: Mapping[str, object]):
+  """`function(**feed)`; an input the model's ops refuse (e.g. text that
+  is not a serialized tf.Example) is one line naming the signature and
+  TensorFlow's reason."""
+  import tensorflow as tf
+  try:
+    return function(**feed)
+  except tf.errors.InvalidArgumentError as e:
+    lines = [line.strip() for line in e.message.splitlines()]
+    reason = next((line for line in reversed(lines)
+                   if line and not line.startswith(_NOT_THE_CAUSE)),
+                  type(e).__name__)
+    raise ValueError(f'signature {name!r} refused its input: '
+                     f'{reason}') from e
+
+
 def is_text(spec) -> bool:
   import tensorflow as tf
   return spec.dtype == tf.string

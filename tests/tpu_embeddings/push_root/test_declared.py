@@ -37,6 +37,12 @@ class _IdModel(tf.Module):
     return {'embedding': tf.stack([tf.strings.length(user),
                                    tf.strings.length(item)], axis=1)}
 
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  def parse(self, examples):
+    parsed = tf.io.parse_example(examples, {
+        'id': tf.io.FixedLenFeature([], tf.int64, default_value=0)})
+    return {'embeddings': tf.gather(self.table, parsed['id'])}
+
 
 @pytest.fixture(scope='module')
 def models(tmp_path_factory):
@@ -44,8 +50,8 @@ def models(tmp_path_factory):
   module = _IdModel()
   tf.saved_model.save(module, str(base / 'ids'), signatures={
       'serving_default': module.embed, 'neighbors': module.neighbors})
-  tf.saved_model.save(module, str(base / 'pair'),
-                      signatures={'serving_default': module.pair})
+  tf.saved_model.save(module, str(base / 'pair'), signatures={
+      'serving_default': module.pair, 'examples': module.parse})
   return {name: tf.saved_model.load(str(base / name))
           for name in ('ids', 'pair')}
 
@@ -84,7 +90,7 @@ def test_a_model_without_the_signature_names_those_it_declares(models):
   with pytest.raises(ValueError) as e:
     consumer.neighbors('', 'cat', version=1, loaded=models['pair'])
   assert str(e.value) == ("this model declares no 'neighbors' signature "
-                          '(it declares: serving_default)')
+                          '(it declares: examples, serving_default)')
   with pytest.raises(ValueError, match="declares no 'lookup' signature"):
     consumer.embed('', ['x'], version=1, loaded=models['ids'],
                    signature='lookup')
@@ -119,3 +125,16 @@ def test_a_vocabulary_is_the_inputs_own_or_the_only_one(tmp_path):
   assert declared.vocabulary_path(str(tmp_path), 'user_id') == str(
       assets / 'user_id.txt')
   assert declared.vocabulary_path(str(tmp_path), 'history') is None
+
+
+def test_an_input_the_models_ops_refuse_is_one_line(models):
+  example = tf.train.Example(features=tf.train.Features(feature={
+      'id': tf.train.Feature(int64_list=tf.train.Int64List(value=[2]))}))
+  _, vectors = consumer.embed('', [example.SerializeToString()], version=1,
+                              loaded=models['pair'], signature='examples')
+  np.testing.assert_array_equal(vectors, TABLE[[2]])
+  with pytest.raises(ValueError) as e:
+    consumer.embed('', ['hello'], version=1, loaded=models['pair'],
+                   signature='examples')
+  assert str(e.value) == ("signature 'examples' refused its input: Could not "
+                          "parse example input, value: 'hello'")
