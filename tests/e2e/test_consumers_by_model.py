@@ -166,6 +166,7 @@ def test_pushed_and_lineage_show_each_models_own_fields(request, capsys,
 
 def test_two_tower_retrain_says_which_tables_it_warm_started(two_tower,
                                                              capsys):
+  """Last in this module: it pushes version 2 into the shared home."""
   demo_interactions.write_examples(two_tower['data'], SHAPE, span=2)
   code, out, _ = _cli(capsys, 'retrain', '--data', two_tower['data'],
                       '--home', two_tower['home'], *TWO_TOWER)
