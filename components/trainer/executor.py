@@ -212,7 +212,8 @@ def train(args: TrainerArgs, config: TrainerConfig,
                            run.module)
   logs = tensorboard_logs.RunLogs.create(
       args.model_run_uri, config, run.spec, run.vocabularies, run.module,
-      model_inputs.heldout_pairs(run.module, run.ctx))
+      model_inputs.heldout_pairs(run.module, run.ctx), ctx=run.ctx,
+      model_uri=args.model_uri)
   key = resume.resume_key(args.examples, keys.TRAIN_SPLIT, run.vocabularies,
                           base, config, run.module.sha256)
   kept.check_owner(args.model_uri, key)

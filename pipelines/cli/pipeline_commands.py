@@ -109,35 +109,35 @@ def run_run(args) -> int:
   print(local_runner.format_summary(summary))
   if summary.get('pushed_version') is None:
     return 0
+  from tpu_embeddings.artifacts import serving_contract
+  from tpu_embeddings.push_root import consumer
   push_root = home_lib.push_root(args.home)
-  if args.module_file:
-    print_signatures(push_root, summary['pushed_version'])
+  version, model = consumer.load_serving(push_root, summary['pushed_version'])
+  # What the model declares: its neighbours, else what it answers.
+  if serving_contract.NEIGHBORS not in model.signatures:
+    print_signatures(push_root, version, model)
   elif args.neighbors:
-    print_neighbors(push_root, args.neighbors,
-                    version=summary['pushed_version'])
+    print_neighbors(push_root, args.neighbors, version=version, model=model)
   return 0
 
 
-def print_signatures(push_root: str, version: int):
-  """What the pushed serving model of a module file answers."""
-  import tensorflow as tf
-
+def print_signatures(push_root: str, version: int, model):
+  """What the pushed serving model (loaded: `model`) answers."""
   from tpu_embeddings.push_root import layout as push_layout
   path = push_layout.version_dir(push_root, push_layout.SERVED, version)
   print(f'serving signatures (pushed version {version}, {path}):')
-  for name, fn in sorted(tf.saved_model.load(path).signatures.items()):
+  for name, fn in sorted(model.signatures.items()):
     inputs = ', '.join(sorted(fn.structured_input_signature[1]))
     outputs = ', '.join(sorted(fn.structured_outputs))
     print(f'  {name}({inputs}) -> {outputs}')
 
 
-def print_neighbors(push_root: str, n: int, k: int = 5, version=None):
-  """Nearest neighbours of `n` tokens spread over the pushed vocabulary of
-  `version` (this run's push; the latest version without it)."""
+def print_neighbors(push_root: str, n: int, version: int, model, k: int = 5):
+  """Nearest neighbours of `n` tokens spread over the vocabulary of pushed
+  `version` (loaded: `model`)."""
   from tpu_embeddings.push_root import consumer
   from tpu_embeddings.push_root import layout as push_layout
   from tpu_embeddings.validation import baseline
-  version, model = consumer.load_serving(push_root, version)
   tokens = baseline.read_tokens(
       push_layout.version_dir(push_root, push_layout.SERVED, version))
   print(f'nearest neighbours (pushed version {version}):')
@@ -172,11 +172,14 @@ def run_retrain(args) -> int:
       print(f'retrain: {decision.reason}', flush=True)
       if not decision.run:
         return 0
+      base = decision.warm_start_uri
       warm, warning = retrain_lib.choose_warm_start(
-          decision, config.embedding_spec(),
-          config.trainer.warm_start_from_pushed)
+          decision, retrain_lib.planned_spec(config, args.module_file, base)
+          if base else None, config.trainer.warm_start_from_pushed)
       if warning:
         print(f'warning: {warning}', flush=True)
+      if not warm:
+        config = retrain_lib.cold_start(config)
       # TFX is imported only when there is something to run.
       from pipelines.local import runner as local_runner
       summary = local_runner.run(args.data, args.home, config,

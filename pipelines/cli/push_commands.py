@@ -8,10 +8,11 @@ import sys
 
 from pipelines.cli import arguments
 from pipelines.cli import failures
+from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts.export_kinds import HUB
 from tpu_embeddings.artifacts.export_kinds import SERVING
-from tpu_embeddings.core import text
 from tpu_embeddings.push_root import consumer
+from tpu_embeddings.push_root import declared
 from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
@@ -132,49 +133,113 @@ def run_pushed(args) -> int:
   return code
 
 
-# -- embed: sentence vectors from the latest (or a given) pushed version.
+# -- embed: vectors from a signature of the latest (or a given) version.
 
 def _register_embed(sub):
-  p = sub.add_parser('embed', help='sentence vectors from a pushed version')
+  p = sub.add_parser('embed', help='vectors from a signature of a pushed '
+                     'version (skip-gram: sentence vectors)')
   arguments.add_root_arguments(p)
   p.add_argument('--version', help='pushed version (default: the latest)')
+  p.add_argument('--signature', default=serving_contract.SERVING_DEFAULT,
+                 help='the signature to call (default: '
+                 f'{serving_contract.SERVING_DEFAULT}); `run` lists them')
+  p.add_argument('--input', action='append', default=[], metavar='NAME=VALUE',
+                 help='one value of an input of a signature that takes '
+                 'several, once per row and input, e.g. --input user_id=u1 '
+                 '--input "history=i1 i2"')
   p.add_argument('--json', action='store_true', help='print JSON')
-  p.add_argument('sentences', nargs='+', metavar='TEXT',
-                 help='sentences to embed, one argument each')
+  p.add_argument('sentences', nargs='*', metavar='TEXT',
+                 help='values of the signature\'s one input (skip-gram: '
+                 'sentences), one argument each')
   p.set_defaults(func=run_embed)
+
+
+def _named_inputs(items) -> dict:
+  """`--input NAME=VALUE` items as {name: [values]}, in the order given."""
+  found = {}
+  for item in items:
+    name, sep, value = item.partition('=')
+    if not sep or not name:
+      raise ValueError(f'--input {item!r}: expected NAME=VALUE')
+    found.setdefault(name, []).append(value)
+  return found
+
+
+def _embed_rows(args, function):
+  """The rows `embed` feeds: TEXT arguments for a one-input signature, else
+  --input values by name."""
+  if args.sentences and args.input:
+    raise ValueError('embed: give TEXT arguments or --input NAME=VALUE, not '
+                     'both')
+  if args.input:
+    return _named_inputs(args.input)
+  names = sorted(declared.inputs(function))
+  if len(names) != 1:
+    raise ValueError(f'embed: signature {args.signature!r} takes inputs '
+                     f'{", ".join(names)}: give each as --input NAME=VALUE, '
+                     'once per row')
+  if not args.sentences:
+    raise ValueError(f'embed: give at least one value of input {names[0]!r}')
+  return args.sentences
+
+
+def _row_labels(rows) -> list:
+  """Each row's values, tab-separated (inputs in name order)."""
+  if not isinstance(rows, dict):
+    return list(rows)
+  names = sorted(rows)
+  return ['\t'.join(str(rows[n][i]) for n in names)
+          for i in range(len(rows[names[0]]))]
+
+
+def _row_json(rows, i: int) -> dict:
+  if not isinstance(rows, dict):
+    return {'text': rows[i]}
+  return {'inputs': {n: values[i] for n, values in sorted(rows.items())}}
+
+
+def _warn_unknown(rows, unknown, checked):
+  what = 'text' if not isinstance(rows, dict) else 'row'
+  for n, (missing, total) in enumerate(zip(unknown, checked), 1):
+    if missing:
+      print(f'warning: {what} {n}: {len(missing)} of {total} tokens not in '
+            f'the vocabulary (zero vectors): {" ".join(missing[:10])}'
+            + (' ...' if len(missing) > 10 else '') + '; tokens are '
+            'case-sensitive', file=sys.stderr)
 
 
 def run_embed(args) -> int:
   root = arguments.root_from_args(args)
-  version, vectors = consumer.embed(root, args.sentences, version=args.version)
-  _, unknown = consumer.unknown_tokens(root, args.sentences, version=version)
+  version, model = consumer.load_serving(root, args.version)
+  rows = _embed_rows(args, declared.signature(model, args.signature))
+  _, vectors = consumer.embed(root, rows, version=version, loaded=model,
+                              signature=args.signature)
+  _, unknown, checked = consumer.token_check(
+      root, rows, version=version, loaded=model, signature=args.signature)
   if args.json:
     print(json.dumps({'version': version, 'embeddings': [
-        {'text': s, 'vector': [float(x) for x in row], 'unknown_tokens': u}
-        for s, row, u in zip(args.sentences, vectors, unknown)]}))
+        {**_row_json(rows, i), 'vector': [float(x) for x in row],
+         'unknown_tokens': u}
+        for i, (row, u) in enumerate(zip(vectors, unknown))]}))
     return 0
   print(f'pushed version {version}, dim {vectors.shape[1]}', file=sys.stderr)
-  for n, (sentence, missing) in enumerate(zip(args.sentences, unknown), 1):
-    if missing:
-      total = len(text.tokenize(sentence))
-      print(f'warning: text {n}: {len(missing)} of {total} tokens not in the '
-            f'vocabulary (zero vectors): {" ".join(missing[:10])}'
-            + (' ...' if len(missing) > 10 else '') + '; tokens are '
-            'case-sensitive', file=sys.stderr)
-  for sentence, row in zip(args.sentences, vectors):
-    print(sentence + '\t' + ' '.join(f'{x:.6f}' for x in row))
+  _warn_unknown(rows, unknown, checked)
+  for label, row in zip(_row_labels(rows), vectors):
+    print(label + '\t' + ' '.join(f'{x:.6f}' for x in row))
   return 0
 
 
-# -- neighbors: the nearest tokens of one token in a pushed version.
+# -- neighbors: the nearest tokens (or ids) of one in a pushed version.
 
 def _register_neighbors(sub):
-  p = sub.add_parser('neighbors', help='nearest tokens by cosine similarity')
+  p = sub.add_parser('neighbors', help='nearest tokens by cosine similarity, '
+                     'from a model that declares a neighbors signature')
   arguments.add_root_arguments(p)
   p.add_argument('--version', help='pushed version (default: the latest)')
   p.add_argument('-k', type=int, default=10, help='how many (default 10)')
   p.add_argument('--json', action='store_true', help='print JSON')
-  p.add_argument('token', help='the query token (one word)')
+  p.add_argument('token', help='the query: one token, or an integer id when '
+                 'the signature takes ids')
   p.set_defaults(func=run_neighbors)
 
 

@@ -105,8 +105,14 @@ def check_span_files(data_root: str, patterns: Sequence[str]):
       'span\'s files there, or remove the empty folder')
 
 
+def _holds_files(path: str) -> bool:
+  """A file in `path` or below (the stock formats' train/ and eval/)."""
+  return any(files for _, _, files in os.walk(path))
+
+
 def latest_data_span(data_root: str, pattern: str) -> Optional[int]:
-  """Highest span folder that holds at least one file."""
+  """Highest span folder that holds at least one file (in it, or in a
+  folder of it)."""
   if not os.path.isdir(data_root):
     raise FileNotFoundError(f'data root {data_root} is not a directory')
   regex = span_regex(pattern)
@@ -114,8 +120,7 @@ def latest_data_span(data_root: str, pattern: str) -> Optional[int]:
   for name in os.listdir(data_root):
     m = regex.match(name)
     path = os.path.join(data_root, name)
-    if m and os.path.isdir(path) and any(
-        os.path.isfile(os.path.join(path, f)) for f in os.listdir(path)):
+    if m and os.path.isdir(path) and _holds_files(path):
       spans.append(int(m.group(1)))
   return max(spans) if spans else None
 
@@ -145,10 +150,31 @@ def decide(data_root: str, push_root: str, pattern: str) -> Decision:
   return Decision(True, reason, data_span, pushed_span, version, warm)
 
 
+def planned_spec(config, module_file: str, base_uri: str):
+  """The tables, dims and optimizer the run will train: the model's own
+  `embedding_spec(ctx)` (skip-gram's from the settings, a module file's from
+  its code), the base's vocabularies standing in for those the run counts
+  (their sizes are not what a warm start compares)."""
+  from pipelines import model_settings
+  from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
+  from tpu_embeddings.models.context import ModelContext
+  module = model_settings.load(module_file)
+  try:
+    vocabularies = vocabularies_lib.read(base_uri) if base_uri else None
+  except ValueError:
+    vocabularies = None  # the trainer names what is wrong with the base
+  settings = config.trainer_config()
+  return module.embedding_spec(ModelContext(
+      features=module.features, vocabularies=vocabularies, settings=settings,
+      custom_config=dict(settings.custom_config), seed=settings.seed))
+
+
 def choose_warm_start(decision: Decision, spec, from_pushed: bool
                       ) -> Tuple[str, str]:
-  """(base model, warning): the pushed model's source when it can seed a
-  model with `spec` (an EmbeddingSpec), else a cold start and why.
+  """(base model, note): the pushed model's source when it can seed a
+  model with `spec` (an EmbeddingSpec, see planned_spec; None without a
+  source), else '' and why the run starts cold (which it then does: see
+  cold_start).
 
   `from_pushed` is `trainer.warm_start_from_pushed`: false asks for a cold
   start. A base whose tables or optimizer do not fit `spec` (another `dim`,
@@ -157,17 +183,25 @@ def choose_warm_start(decision: Decision, spec, from_pushed: bool
   """
   if not decision.warm_start_uri:
     return '', ''
+  tables = ', '.join(t.name for t in spec.tables)
   if not from_pushed:
-    return '', ('cold start: trainer.warm_start_from_pushed=false (not '
-                f'warm-starting from {decision.warm_start_uri})')
+    return '', (f'cold start of tables {tables}: '
+                'trainer.warm_start_from_pushed=false (not warm-starting '
+                f'from {decision.warm_start_uri})')
   from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
   from tpu_embeddings.training import warm_start
   base = decision.warm_start_uri
   try:
     warm_start.check_compatible(spec, EmbeddingSpec.load(base), base)
   except ValueError as e:
-    return '', f'cold start: {e}'
+    return '', f'cold start of tables {tables}: {e}'
   return base, ''
+
+
+def cold_start(config):
+  """`config` for a run that retrain starts cold: without a base, the
+  trainer would otherwise look for one among older pushed versions."""
+  return config.replace(**{'trainer.warm_start_from_pushed': False})
 
 
 class LockHeld(Exception):

@@ -269,6 +269,7 @@ def format_summary(summary: Dict[str, Any]) -> str:
     if training.get('resumed_from'):
       lines.append(f'resumed: from step {training.get("resumed_from_step")} '
                    f'of interrupted {training["resumed_from"]}')
+    lines.append(summary_notes.start(summary))
   if summary.get('cached'):
     lines.append(f'cached (inputs unchanged): {", ".join(summary["cached"])}')
   t = summary.get('timing')

@@ -1,5 +1,6 @@
 """What the run summary adds to its figures: warnings about the input, the
-store and passed-over versions, and the training's final loss in words."""
+store and passed-over versions, how the training started, and its final
+loss in words."""
 
 import json
 import os
@@ -57,3 +58,27 @@ def final_loss(summary: Dict[str, Any]) -> str:
   named = ', '.join(map(repr, tables))
   return (f'NaN/Inf (table {named} holds NaN/Inf)' if len(tables) == 1 else
           f'NaN/Inf (tables {named} hold NaN/Inf)')
+
+
+def start(summary: Dict[str, Any]) -> str:
+  """How the model's training started: the tables seeded from a base model
+  (with what became of its dense model), or every table initialized; ''
+  without a training."""
+  training = summary.get('training') or {}
+  if not training:
+    return ''
+  warm = training.get('warm_start')
+  if warm:
+    tables = ', '.join(warm.get('tables') or [])
+    dense = f'; dense model {warm["dense"]}' if warm.get('dense') else ''
+    return (f'warm start: {f"tables {tables} " if tables else ""}from '
+            f'{warm.get("base_model")} ({warm.get("kept_tokens")} tokens '
+            f'kept, {warm.get("new_tokens")} new, '
+            f'{warm.get("dropped_tokens")} dropped{dense})')
+  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+  try:
+    tables = ', '.join(t.name for t in EmbeddingSpec.load(
+        summary.get('model') or '').tables)
+  except (OSError, ValueError):
+    tables = ''
+  return f'cold start: {f"tables {tables} " if tables else ""}initialized'

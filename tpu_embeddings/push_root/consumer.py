@@ -12,17 +12,24 @@ damaged one raises
     from tpu_embeddings.push_root import consumer
     version, vectors = consumer.embed('/tmp/home/pushed', ['the cat sat'])
     version, rows = consumer.neighbors('/tmp/home/pushed', 'cat', k=5)
+    version, vectors = consumer.embed(          # a two-tower query
+        '/tmp/home/pushed', {'user_id': ['u1'], 'history': ['i1 i2']})
+
+`embed` and `neighbors` call what the version's SavedModel declares
+(tpu_embeddings/push_root/declared.py): a model without the signature asked
+for is a one-line error naming those it has; values are fed as each input
+declares them (tokens, integer ids).
 """
 
 import dataclasses
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from tpu_embeddings.artifacts import serving_contract
-from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.artifacts.export_kinds import HUB
 from tpu_embeddings.artifacts.export_kinds import SERVING
 from tpu_embeddings.core import file_system
 from tpu_embeddings.core import text
+from tpu_embeddings.push_root import declared
 from tpu_embeddings.push_root import integrity
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import publish
@@ -130,64 +137,112 @@ def load_serving(push_root: str, version: Optional[Union[int, str]] = None):
                                            cause) from e
 
 
-def embed(push_root: str, sentences: Sequence[str],
-          version: Optional[Union[int, str]] = None, loaded=None):
-  """(version, float32 [len(sentences), dim]) from `serving_default`."""
-  import tensorflow as tf
-  if isinstance(sentences, str):
-    raise ValueError('embed: pass a list of sentences, not one string')
-  if not sentences:
-    raise ValueError('embed: give at least one sentence')
+def embed(push_root: str, rows: declared.Rows,
+          version: Optional[Union[int, str]] = None, loaded=None,
+          signature: str = serving_contract.SERVING_DEFAULT):
+  """(version, float32 [rows, dim]) from the model's `signature`.
+
+  `rows`: the values of the signature's one input, one per row (skip-gram's
+  sentences), or {input: values} for every input of a signature that takes
+  several (the two-tower query's `user_id` and `history`), each a string or
+  an integer id as the input declares.
+  """
   number, model = ((version, loaded) if loaded is not None else
                    load_serving(push_root, version))
-  out = model.signatures[serving_contract.SERVING_DEFAULT](**{
-      serving_contract.SENTENCES: tf.constant(list(sentences), tf.string)})
-  return number, out[serving_contract.EMBEDDINGS].numpy()
+  function = declared.signature(model, signature)
+  out = declared.call(function, signature,
+                     declared.feed(function, signature, rows))
+  if len(out) != 1 and serving_contract.EMBEDDINGS not in out:
+    raise ValueError(f'signature {signature!r} answers {sorted(out)}; embed '
+                     'reads a signature with one output')
+  key = (serving_contract.EMBEDDINGS if serving_contract.EMBEDDINGS in out
+         else next(iter(out)))
+  return number, out[key].numpy()
 
 
-def unknown_tokens(push_root: str, sentences: Sequence[str],
-                   version: Optional[Union[int, str]] = None
+def unknown_tokens(push_root: str, rows: declared.Rows,
+                   version: Optional[Union[int, str]] = None, loaded=None,
+                   signature: str = serving_contract.SERVING_DEFAULT
                    ) -> Tuple[int, List[List[str]]]:
-  """(version, the tokens of each sentence that the version's vocabulary
-  lacks): they add a zero vector to `embed`'s result, so a typo or another
+  """(version, the tokens of each row that the version's vocabularies
+  lack): they add a zero vector to `embed`'s result, so a typo or another
   case ("Paris" for "paris") silently weakens it."""
-  number = resolve_version(push_root, version)
-  path = push_layout.join(
-      push_layout.version_dir(push_root, SERVING.name, number),
-      f'{serving_contract.ASSETS_DIR}/{serving_contract.TOKENS_ASSET_FILENAME}')
-  tokens = [text.tokenize(s) for s in sentences]
-  wanted = {t.encode('utf-8') for found in tokens for t in found}
-  known = set()
-  # Streamed: a set of a 10M-token vocabulary would cost about a GiB.
-  for block in vocabulary_file.line_blocks(path):
-    known |= wanted.intersection(block.split(b'\n'))
-  return number, [[t for t in found if t.encode('utf-8') not in known]
-                  for found in tokens]
+  number, unknown, _ = token_check(push_root, rows, version, loaded,
+                                   signature)
+  return number, unknown
 
 
-def neighbors(push_root: str, token: str, k: int = 10,
+def token_check(push_root: str, rows: declared.Rows,
+                version: Optional[Union[int, str]] = None, loaded=None,
+                signature: str = serving_contract.SERVING_DEFAULT
+                ) -> Tuple[int, List[List[str]], List[int]]:
+  """(version, each row's unknown tokens, how many of its tokens were
+  checked): only string inputs whose vocabulary the export ships are
+  (`declared.vocabulary_path`)."""
+  number, model = ((version, loaded) if loaded is not None else
+                   load_serving(push_root, version))
+  function = declared.signature(model, signature)
+  specs = declared.inputs(function)
+  found = declared.columns(function, signature, rows)
+  serving_dir = push_layout.version_dir(push_root, SERVING.name, number)
+  count = len(next(iter(found.values())))
+  unknown: List[List[str]] = [[] for _ in range(count)]
+  checked = [0] * count
+  for key in sorted(found):
+    path = (declared.vocabulary_path(serving_dir, key)
+            if declared.is_text(specs[key]) else None)
+    if path:
+      for row, missing in enumerate(declared.unknown_tokens(path,
+                                                            found[key])):
+        unknown[row] += missing
+        checked[row] += len(text.tokenize(found[key][row]))
+  return number, unknown, checked
+
+
+def neighbors(push_root: str, query: Union[str, int], k: int = 10,
               version: Optional[Union[int, str]] = None,
-              loaded=None) -> Tuple[int, List[Tuple[str, float]]]:
-  """(version, [(token, cosine)] best first) from the `neighbors` signature."""
-  import tensorflow as tf
+              loaded=None) -> Tuple[int, List[Tuple[Any, float]]]:
+  """(version, [(token or id, cosine)] best first) from the model's
+  `neighbors` signature: its one query input (a token, or an integer id, as
+  it declares) and `k`."""
   if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= _MAX_K:
     raise ValueError(f'neighbors: k must be an integer >= 1 and <= {_MAX_K} '
                      f'(at most the whole vocabulary is returned), got {k!r}')
-  if text.tokenize(token) != [token]:
-    raise ValueError(f'neighbors: give one token without whitespace, got '
-                     f'{token!r}')
   number, model = ((version, loaded) if loaded is not None else
                    load_serving(push_root, version))
-  out = model.signatures[serving_contract.NEIGHBORS](**{
-      serving_contract.TOKENS: tf.constant([token], tf.string),
-      serving_contract.K: tf.constant(k, tf.int32)})
-  tokens = [t.decode('utf-8')
-            for t in out[serving_contract.TOKENS].numpy()[0]]
-  scores = [float(s) for s in out[serving_contract.SCORES].numpy()[0]]
-  if not any(tokens):
-    raise ValueError(f'neighbors: token {token!r} is not in the vocabulary of '
-                     f'pushed version {number}')
-  return number, [(t, s) for t, s in zip(tokens, scores) if t]
+  name = serving_contract.NEIGHBORS
+  function = declared.signature(model, name)
+  specs = declared.inputs(function)
+  queries = sorted(set(specs) - {serving_contract.K})
+  if len(queries) != 1:
+    raise ValueError(f'signature {name!r} takes {", ".join(sorted(specs))}; '
+                     f'neighbors needs one query input besides '
+                     f'{serving_contract.K!r}')
+  key = queries[0]
+  text_query = declared.is_text(specs[key])
+  if text_query and text.tokenize(str(query)) != [query]:
+    raise ValueError(f'neighbors: give one token without whitespace, got '
+                     f'{query!r}')
+  feed = {key: declared.tensor(name, key, specs[key], [query])}
+  if serving_contract.K in specs:
+    feed[serving_contract.K] = declared.tensor(
+        name, serving_contract.K, specs[serving_contract.K], [k])
+  out = declared.call(function, name, feed)
+  answers = [a for a in out if a != serving_contract.SCORES]
+  if serving_contract.SCORES not in out or len(answers) != 1:
+    raise ValueError(f'signature {name!r} answers {sorted(out)}; neighbors '
+                     f'reads {serving_contract.SCORES!r} and one other output')
+  found = [t.decode('utf-8') if isinstance(t, bytes) else int(t)
+           for t in out[answers[0]].numpy()[0][:k]]
+  scores = [float(s) for s in out[serving_contract.SCORES].numpy()[0][:k]]
+  # Padding when fewer than k are known: '' or a negative id.
+  kept = [(t, s) for t, s in zip(found, scores)
+          if (t if text_query else t >= 0)]
+  if not kept:
+    raise ValueError(f'neighbors: {"token" if text_query else "id"} '
+                     f'{query!r} is not in the vocabulary of pushed version '
+                     f'{number}')
+  return number, kept
 
 
 def rollback(push_root: str, to_version: Union[int, str],

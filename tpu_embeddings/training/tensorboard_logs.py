@@ -7,9 +7,11 @@
       metadata*.tsv, ...       skip-gram's exported table,
                                or every table of a module file, its
                                `projector_tokens` most frequent tokens
-    <model_run>/eval/          loss: skip-gram's held-out loss
-                               (tpu_embeddings.models.heldout) at the start
-                               and at every checkpoint
+    <model_run>/eval/          what the model declares, at the start and
+                               at every checkpoint: skip-gram's held-out
+                               loss (tpu_embeddings.models.heldout), and
+                               the METRICS of a module's eval_fn, scored
+                               through its signatures (checkpoint_metrics)
 
     tensorboard --logdir <pipeline root>/EmbeddingTrainer
 
@@ -33,6 +35,7 @@ from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models.skipgram_features import skipgram_tables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+from tpu_embeddings.training import checkpoint_metrics
 from tpu_embeddings.training import projector
 from tpu_embeddings.training.config import TrainerConfig
 
@@ -120,14 +123,17 @@ class RunLogs:
 
   def __init__(self, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
                projected: Sequence[projector.Projected],
-               eval_pairs: Optional[heldout.EvalPairs] = None):
+               eval_pairs: Optional[heldout.EvalPairs] = None,
+               declared: Optional[checkpoint_metrics.CheckpointMetrics] = None):
     """`projected`: (table, vocabulary) of the tables the projector shows;
-    `eval_pairs`: skip-gram's held-out sample (its first table scores it)."""
+    `eval_pairs`: skip-gram's held-out sample (its first table scores it);
+    `declared`: the module's declared metrics of each checkpoint."""
     self.run_uri = run_uri
     self.config = config
     self.spec = spec
     self.projected = list(projected)
     self.eval_pairs = eval_pairs
+    self.declared = declared
     if eval_pairs is not None:
       self.table, self.output_table = skipgram_tables(spec)
     self._writers = {}
@@ -136,13 +142,17 @@ class RunLogs:
   @classmethod
   def create(cls, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
              vocabularies: vocabularies_lib.Vocabularies, module,
-             eval_pairs: Optional[heldout.EvalPairs] = None) -> 'RunLogs':
+             eval_pairs: Optional[heldout.EvalPairs] = None,
+             ctx=None, model_uri: str = '') -> 'RunLogs':
     """Skip-gram scores `eval_pairs`, its held-out sample (None: no eval
     split, no eval scalars) and projects its exported table; a module
-    projects every table."""
+    projects every table. A module that declares an evaluation (eval_fn)
+    scores each checkpoint under `model_uri` with its `ctx`."""
+    declared = checkpoint_metrics.CheckpointMetrics.of(module, ctx, model_uri)
     if not module.builtin:
       return cls(run_uri, config, spec, [
-          (t.name, vocabularies[t.vocabulary]) for t in spec.tables])
+          (t.name, vocabularies[t.vocabulary]) for t in spec.tables],
+                 declared=declared)
     if eval_pairs is None:
       logging.warning('EmbeddingTrainer: no held-out loss in TensorBoard: '
                       'the Examples have no eval split')
@@ -150,7 +160,7 @@ class RunLogs:
       eval_pairs = None
     vocabulary = vocabularies[vocabularies_lib.SINGLE]
     return cls(run_uri, config, spec,
-               [(skipgram_tables(spec)[0], vocabulary)], eval_pairs)
+               [(skipgram_tables(spec)[0], vocabulary)], eval_pairs, declared)
 
   def _scalars(self, subdir: str = '') -> _Scalars:
     if subdir not in self._writers:
@@ -164,7 +174,8 @@ class RunLogs:
       hp.hparams_config(
           hparams=[hp.HParam(name) for name in sorted(
               hparams(self.config, self.spec, self.projected[0][0]))],
-          metrics=[hp.Metric(tag, group=group) for group, tag in METRICS])
+          metrics=[hp.Metric(tag, group=group)
+                   for group, tag in self.metric_tags()])
       hp.hparams(hparams(self.config, self.spec, self.projected[0][0]),
                  trial_id=self.run_uri.rstrip('/').rsplit('/', 1)[-1],
                  start_time_secs=time.time())
@@ -187,18 +198,30 @@ class RunLogs:
       train.write('examples_per_sec', [first_step + losses.size],
                   [examples_per_sec])
 
-  def evaluate(self, step: int, embedding) -> Optional[float]:
-    """Held-out loss of the current table (TPU: call right after a save)."""
-    if self.eval_pairs is None:
-      return None
-    inputs = table_variable(embedding, self.table)
-    outputs = table_variable(embedding, self.output_table)
-    loss = heldout.loss_of_rows(
-        lambda ids: read_rows(inputs, ids), self.eval_pairs,
-        None if outputs is inputs else lambda ids: read_rows(outputs, ids))
-    if loss is not None:
-      self._scalars(EVAL_SUBDIR).write('loss', [step], [loss])
-    return loss
+  def metric_tags(self):
+    """(group, tag) of every scalar: METRICS and the declared metrics."""
+    declared = sorted(self.declared.module.metrics) if self.declared else []
+    return list(METRICS) + [(EVAL_SUBDIR, name) for name in declared
+                            if (EVAL_SUBDIR, name) not in METRICS]
+
+  def evaluate(self, step: int, embedding) -> Dict[str, float]:
+    """What the model declares of the current state, written under eval/:
+    skip-gram's held-out loss of the current table (TPU: call right after a
+    save), a module's METRICS of the latest checkpoint."""
+    values = {}
+    if self.eval_pairs is not None:
+      inputs = table_variable(embedding, self.table)
+      outputs = table_variable(embedding, self.output_table)
+      loss = heldout.loss_of_rows(
+          lambda ids: read_rows(inputs, ids), self.eval_pairs,
+          None if outputs is inputs else lambda ids: read_rows(outputs, ids))
+      if loss is not None:
+        values['loss'] = loss
+    if self.declared is not None:
+      values.update(self.declared())
+    for tag, value in sorted(values.items()):
+      self._scalars(EVAL_SUBDIR).write(tag, [step], [value])
+    return values
 
   def finish(self, step: int, embedding):
     """Last partial loss point, projector files, everything flushed."""
@@ -208,6 +231,8 @@ class RunLogs:
       self._pending = []
     if self.config.projector_tokens:
       self.write_projector(embedding)
+    if self.declared is not None:
+      self.declared.close()
     for scalars in self._writers.values():
       scalars.writer.flush()
 

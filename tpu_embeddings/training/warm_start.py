@@ -59,6 +59,8 @@ class WarmStartReport:
   # The dense model's values: restored from the base, or initialized when
   # the base was trained with another module file ('' without a model).
   dense: str = ''
+  # The tables whose rows (and slots) were seeded from the base, by token.
+  tables: Tuple[str, ...] = ()
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -73,7 +75,7 @@ def _source(push_root: str, version: int) -> Tuple[str, str]:
   model, never the original home's.
   """
   try:
-    manifest = push_layout.read_manifest(push_root, 'serving', version)
+    manifest = push_layout.read_manifest(push_root, push_layout.SERVED, version)
   except ValueError as e:
     return '', f'pushed version {version} skipped: {e}'
   return home_paths.resolve(manifest.get('source_model', ''), push_root), ''
@@ -85,7 +87,7 @@ def pushed_base(push_root: str, spec: EmbeddingSpec) -> Tuple[str, List[str]]:
   newer version was passed over (empty when the newest is used or nothing
   was pushed)."""
   notes: List[str] = []
-  versions = push_layout.list_versions(push_root, 'serving')
+  versions = push_layout.list_versions(push_root, push_layout.SERVED)
   if not versions:
     logging.info('Warm start: nothing pushed under %s yet; cold start',
                  push_root)
@@ -243,4 +245,4 @@ def write_initial_checkpoint(
       base_model=base_uri, base_checkpoint=base_path, kept_tokens=kept,
       new_tokens=sum(n for n, _, _ in base_sizes.values()) - kept,
       dropped_tokens=sum(b for _, b, _ in base_sizes.values()) - kept,
-      dense=dense_note)
+      dense=dense_note, tables=tuple(t.name for t in spec.tables))

@@ -98,14 +98,14 @@ def read_tokens(export_dir: str) -> List[str]:
 def read(push_root: str, version: int) -> Baseline:
   """Pushed serving version `version`, loaded (BaselineError if it cannot
   be)."""
-  path = push_layout.version_dir(push_root, 'serving', version)
+  path = push_layout.version_dir(push_root, push_layout.SERVED, version)
   try:
     loaded = tf.saved_model.load(path)
   except _LOAD_ERRORS as e:
     raise BaselineError(f'baseline {path} cannot be loaded '
                         f'({type(e).__name__}: {_first_line(e)})') from e
   return Baseline(path, version, loaded,
-                  push_layout.read_manifest(push_root, 'serving', version),
+                  push_layout.read_manifest(push_root, push_layout.SERVED, version),
                   push_root)
 
 
@@ -166,8 +166,8 @@ def find_baseline(push_root: str,
   unreadable: List[Unreadable] = []
   if not push_root:
     return None, unreadable
-  for version in reversed(push_layout.list_versions(push_root, 'serving')):
-    path = push_layout.version_dir(push_root, 'serving', version)
+  for version in reversed(push_layout.list_versions(push_root, push_layout.SERVED)):
+    path = push_layout.version_dir(push_root, push_layout.SERVED, version)
     # Both halves: a version is intact only when its Hub module is too.
     problems = integrity.version_problems(push_root, version)
     if not problems:

@@ -3,6 +3,7 @@ import shutil
 
 import pytest
 
+from pipelines.config import PipelineConfig
 from pipelines.local import retrain
 
 
@@ -15,6 +16,14 @@ def test_span_regex_and_latest_span(tmp_path):
   assert retrain.span_regex('data/day-{SPAN:3}/*.txt').match('day-007')
   with pytest.raises(ValueError, match='has no {SPAN}'):
     retrain.span_regex('all/*')
+
+
+def test_a_span_of_the_stock_formats_holds_its_files_in_split_folders(
+    tmp_path):
+  (tmp_path / 'span-1' / 'train').mkdir(parents=True)
+  (tmp_path / 'span-1' / 'train' / 'part-00000.csv').write_text('a\n1\n')
+  (tmp_path / 'span-2' / 'train').mkdir(parents=True)  # no file yet
+  assert retrain.latest_data_span(str(tmp_path), 'span-{SPAN}/*') == 1
 
 
 def test_nothing_pushed_means_run(tmp_path):
@@ -80,21 +89,24 @@ def test_a_base_that_fits_the_spec_warm_starts(tmp_path):
   assert retrain.choose_warm_start(_decision(str(tmp_path)), spec,
                                    True) == (str(tmp_path), '')
   assert retrain.choose_warm_start(_decision(''), spec, True) == ('', '')
+  # Nothing to seed from: the model's spec is not needed.
+  assert retrain.choose_warm_start(_decision(''), None, True) == ('', '')
 
 
 @pytest.mark.parametrize('changed, words', [
-    ({'dim': 16}, 'dim'),
-    ({'context_table': True}, "no table 'contexts'"),
+    ({'dim': 16}, 'tokens: warm start from'),
+    ({'context_table': True}, "tokens, contexts: warm start from"),
     ({'optimizer': 'sgd'}, 'optimizer'),
 ])
-def test_a_changed_spec_cold_starts_saying_why(tmp_path, changed, words):
+def test_a_changed_spec_cold_starts_naming_its_tables(tmp_path, changed,
+                                                      words):
   from tpu_embeddings.training.config import TableConfig
   TableConfig(context_table=False).embedding_spec().save(str(tmp_path))
   spec = TableConfig(**{'context_table': False, **changed}).embedding_spec()
   uri, warning = retrain.choose_warm_start(_decision(str(tmp_path)), spec,
                                            True)
   assert uri == ''
-  assert warning.startswith('cold start: ') and words in warning
+  assert warning.startswith('cold start of tables tokens') and words in warning
 
 
 def test_warm_start_from_pushed_false_is_honoured(tmp_path):
@@ -104,6 +116,37 @@ def test_warm_start_from_pushed_false_is_honoured(tmp_path):
   uri, warning = retrain.choose_warm_start(_decision(str(tmp_path)), spec,
                                            False)
   assert uri == '' and 'warm_start_from_pushed=false' in warning
+
+
+def test_the_planned_spec_is_the_module_files_own(tmp_path):
+  """A two-tower module retrained over a skip-gram base: named by its own
+  tables, not skip-gram's."""
+  from pipelines import model_settings
+  from tests.support import interaction_fixtures
+  from tpu_embeddings.training.config import TableConfig
+  module_file = interaction_fixtures.MODULE_FILE
+  config = model_settings.with_module_defaults({}, module_file)
+  spec = retrain.planned_spec(config, module_file, '')
+  assert [t.name for t in spec.tables] == ['user', 'item', 'category']
+  TableConfig().embedding_spec().save(str(tmp_path / 'skipgram'))
+  uri, warning = retrain.choose_warm_start(
+      _decision(str(tmp_path / 'skipgram')), spec, True)
+  assert uri == '' and warning.startswith(
+      "cold start of tables user, item, category: warm start from ")
+  assert "it has no table 'user'" in warning
+  spec.save(str(tmp_path / 'two-tower'))
+  assert retrain.choose_warm_start(_decision(str(tmp_path / 'two-tower')),
+                                   spec, True) == (str(tmp_path / 'two-tower'),
+                                                   '')
+  skipgram = retrain.planned_spec(PipelineConfig.from_dict({'dim': 16}), '',
+                                  '')
+  assert [(t.name, t.dim) for t in skipgram.tables] == [('tokens', 16),
+                                                       ('contexts', 16)]
+
+
+def test_a_cold_start_is_one_the_trainer_keeps():
+  config = retrain.cold_start(PipelineConfig())
+  assert config.trainer.warm_start_from_pushed is False
 
 
 def test_a_copied_home_warm_starts_from_its_own_model(tmp_path):

@@ -79,3 +79,26 @@ def test_a_nan_loss_names_the_tables_holding_nan(tmp_path):
           "'tokens' holds NaN/Inf)") in text
   summary['training']['final_loss'] = 2.5
   assert 'final loss 2.5,' in local_runner.format_summary(summary)
+
+
+def test_the_summary_names_the_tables_warm_started(tmp_path):
+  summary = _summary(tmp_path, {}, training={'steps': 5, 'warm_start': {
+      'base_model': '/h/model/3', 'kept_tokens': 7, 'new_tokens': 2,
+      'dropped_tokens': 1, 'dense': 'restored from the base (same module '
+      'file)', 'tables': ['user', 'item']}})
+  assert ('warm start: tables user, item from /h/model/3 (7 tokens kept, 2 '
+          'new, 1 dropped; dense model restored from the base (same module '
+          'file))') in local_runner.format_summary(summary).splitlines()
+
+
+def test_the_summary_names_the_tables_cold_started(tmp_path):
+  from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
+  from tpu_embeddings.spec.embedding_spec import FeatureSpec
+  from tpu_embeddings.spec.embedding_spec import TableSpec
+  EmbeddingSpec(tables=(TableSpec('user', 4), TableSpec('item', 4)),
+                features=(FeatureSpec('user_id', 'user'),
+                          FeatureSpec('item_id', 'item'))).save(str(tmp_path))
+  summary = _summary(tmp_path, {}, training={'steps': 5, 'warm_start': None})
+  summary['model'] = str(tmp_path)
+  assert 'cold start: tables user, item initialized' in (
+      local_runner.format_summary(summary).splitlines())

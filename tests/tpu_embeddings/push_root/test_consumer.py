@@ -10,6 +10,7 @@ import tensorflow_hub as hub
 
 from tests.support import pushed_home
 from tpu_embeddings.push_root import consumer
+from tpu_embeddings.push_root import declared
 from tpu_embeddings.push_root import layout as push_layout
 
 
@@ -77,16 +78,14 @@ def test_pushed_hub_module_loads_with_hub_load_and_keras_layer(pushed):
 
 def test_unknown_tokens_streams_the_vocabulary(tmp_path):
   import tracemalloc
-  assets = tmp_path / 'serving' / '1' / 'assets'
-  assets.mkdir(parents=True)
+  path = tmp_path / 'vocabulary.txt'
   rows = 1_500_000  # 18 MB of tokens
-  (assets / 'vocabulary.txt').write_text(
-      ''.join(f'token{i}\n' for i in range(rows)))
+  path.write_text(''.join(f'token{i}\n' for i in range(rows)))
   tracemalloc.start()
-  version, unknown = consumer.unknown_tokens(
-      str(tmp_path), ['token7 nope token1499999', 'Token7'], version=1)
+  unknown = declared.unknown_tokens(
+      str(path), ['token7 nope token1499999', 'Token7'])
   _, peak = tracemalloc.get_traced_memory()
   tracemalloc.stop()
-  assert (version, unknown) == (1, [['nope'], ['Token7']])
+  assert unknown == [['nope'], ['Token7']]
   # A set of every token takes about 100 MB here; a block of lines 20.
   assert peak < 40 << 20
