@@ -36,12 +36,8 @@ from tpu_embeddings.exports import staging
 from tpu_embeddings.exports import table_hub
 from tpu_embeddings.exports.module_source import ModuleSource
 from tpu_embeddings.exports.table_source import TableSource
-from tpu_embeddings.models.model_module import ModelModuleError
+from tpu_embeddings.models import exported_table
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
-
-# The optional capability a module declares to be exported as one table
-# (tpu_embeddings/exports/__init__.py).
-EXPORTED_TABLE = 'exported_table'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,28 +58,12 @@ class ExportOptions:
   separate_checks: bool = False
 
 
-def _exported_table(module, spec: EmbeddingSpec):
-  """(table, vocabulary) the module declares, checked; None without."""
-  declared = module.hook(EXPORTED_TABLE)
-  if declared is None:
-    return None
-  found = declared(spec)
-  names = {t.name for t in spec.tables}
-  if not (isinstance(found, tuple) and len(found) == 2 and
-          found[0] in names and isinstance(found[1], str)):
-    raise ModelModuleError(
-        f'module file {module.path}: {EXPORTED_TABLE}: returned {found!r}; '
-        f'it must return (table name, vocabulary name), the table one of '
-        f'{sorted(names)}')
-  return found
-
-
 def source_of(model_uri: str, module, scratch_dir: str,
               options: ExportOptions):
   """The Model restored as its module declares: a `TableSource` for a
   module with `exported_table`, else a `ModuleSource`."""
   spec = EmbeddingSpec.load(model_uri)
-  table = _exported_table(module, spec)
+  table = exported_table.declared_table(module, spec)
   if table is None:
     return ModuleSource(model_uri, module, scratch_dir)
   return TableSource(model_uri, spec, *table, scratch_dir,

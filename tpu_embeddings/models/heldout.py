@@ -23,6 +23,10 @@ from tpu_embeddings.models import skipgram
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_loss import loss as batch_loss
 
+# The optional module hook that gives the trainer a held-out sample of
+# (target, context, negatives) pairs to score in TensorBoard.
+HELDOUT_PAIRS = 'heldout_pairs'
+
 # Pairs scored at most: beyond this a seeded uniform sample of the pairs. The
 # loss's standard error on it is about 0.003 nats; both models of a
 # comparison are scored on the same pairs.

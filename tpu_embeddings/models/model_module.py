@@ -28,17 +28,16 @@ exports; the module defines the model:
                         beside the ids, e.g. labels parsed from `examples`,
                         the batch's serialized tf.Examples (optional).
   input_fn(ctx, epochs[, input_context]) -> tf.data.Dataset of (ids, extras)
-                        batches in place of reading FEATURES (optional), one
-                        call per input pipeline (TPU host). With a parameter
-                        `input_context` (tf.distribute.InputContext) it reads
-                        that pipeline's part of the data into batches of
-                        global_batch_size / num_input_pipelines rows; without,
-                        each pipeline keeps its rows of every global batch.
+                        batches in place of FEATURES, called per input
+                        pipeline (TPU host); with `input_context` it reads its
+                        share into batches of global_batch_size / pipelines.
   SETTINGS              {'trainer.epochs': 3, ...}: pipeline settings the
                         model trains well with; --set and --config override.
   SPEC_FROM_SETTINGS    True: embedding_spec reads trainer.embedding_spec.
   AUTOGRAPH             False: the loss functions are graph code as written.
   FUSED_STEP            a fused CPU op computing the whole step (fused_step).
+  exported_table(spec)  -> (table, vocabulary) served as text embeddings,
+                        streamed, with `neighbors` (models/exported_table.py).
 
 Required: embedding_spec, loss_fn, signatures, and FEATURES unless the module
 gives an input_fn. Every other name is optional.

@@ -18,6 +18,7 @@ from tpu_embeddings.core import input_pipelines
 from tpu_embeddings.core import splits
 from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.models import feature_input
+from tpu_embeddings.models import heldout
 from tpu_embeddings.models import spec_vocabularies
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.model_module import ModelModule
@@ -148,7 +149,7 @@ def heldout_pairs(module: ModelModule, ctx: ModelContext):
   """The module's held-out sample of pairs (heldout.EvalPairs, skip-gram's
   `heldout_pairs`), read once per run; None when it declares none or there
   is no eval split."""
-  hook = module.hook('heldout_pairs')
+  hook = module.hook(heldout.HELDOUT_PAIRS)
   return hook(ctx) if hook else None
 
 

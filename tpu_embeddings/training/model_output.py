@@ -15,9 +15,9 @@ import tensorflow as tf
 
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
+from tpu_embeddings.models import exported_table
 from tpu_embeddings.models import module_files
 from tpu_embeddings.models.model_module import ModelModule
-from tpu_embeddings.models.skipgram_features import skipgram_tables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 
@@ -59,11 +59,14 @@ def check_rerun(model_uri: str, spec: EmbeddingSpec,
 def model_figures(spec: EmbeddingSpec,
                   vocabularies: vocabularies_lib.Vocabularies,
                   module: ModelModule) -> Dict[str, Any]:
-  """`dim` and `vocabulary_size` of metadata.json: skip-gram's exported
-  table's, else {table: dim} and {vocabulary: tokens}."""
-  if module.builtin:
-    return {'dim': spec.table(skipgram_tables(spec)[0]).dim,
-            'vocabulary_size': len(vocabularies[vocabularies_lib.SINGLE])}
+  """`dim` and `vocabulary_size` of metadata.json: those of the table the
+  module declares exported (`exported_table`), else {table: dim} and
+  {vocabulary: tokens}."""
+  exported = exported_table.declared_table(module, spec)
+  if exported is not None:
+    table, vocabulary = exported
+    return {'dim': spec.table(table).dim,
+            'vocabulary_size': len(vocabularies[vocabulary])}
   return {'dim': {t.name: t.dim for t in spec.tables},
           'vocabulary_size': {n: len(vocabularies[n])
                               for n in vocabularies.names}}

@@ -32,6 +32,7 @@ from tensorboard.plugins.scalar import metadata as scalar_metadata
 
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
+from tpu_embeddings.models import exported_table
 from tpu_embeddings.models import heldout
 from tpu_embeddings.models.skipgram_features import skipgram_tables
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
@@ -144,23 +145,25 @@ class RunLogs:
              vocabularies: vocabularies_lib.Vocabularies, module,
              eval_pairs: Optional[heldout.EvalPairs] = None,
              ctx=None, model_uri: str = '') -> 'RunLogs':
-    """Skip-gram scores `eval_pairs`, its held-out sample (None: no eval
-    split, no eval scalars) and projects its exported table; a module
-    projects every table. A module that declares an evaluation (eval_fn)
-    scores each checkpoint under `model_uri` with its `ctx`."""
+    """A module that declares `exported_table` projects that table, any
+    other every table; `eval_pairs` (a `heldout_pairs` hook's held-out
+    sample; None: no eval split, no held-out loss) are scored at each
+    checkpoint, and a module that declares an evaluation (eval_fn) scores
+    each checkpoint under `model_uri` with its `ctx`."""
     declared = checkpoint_metrics.CheckpointMetrics.of(module, ctx, model_uri)
-    if not module.builtin:
+    exported = exported_table.declared_table(module, spec)
+    if exported is None:
       return cls(run_uri, config, spec, [
           (t.name, vocabularies[t.vocabulary]) for t in spec.tables],
                  declared=declared)
-    if eval_pairs is None:
+    if eval_pairs is None and module.hook(heldout.HELDOUT_PAIRS):
       logging.warning('EmbeddingTrainer: no held-out loss in TensorBoard: '
                       'the Examples have no eval split')
-    elif not eval_pairs.targets.size:
+    elif eval_pairs is not None and not eval_pairs.targets.size:
       eval_pairs = None
-    vocabulary = vocabularies[vocabularies_lib.SINGLE]
-    return cls(run_uri, config, spec,
-               [(skipgram_tables(spec)[0], vocabulary)], eval_pairs, declared)
+    table, vocabulary = exported
+    return cls(run_uri, config, spec, [(table, vocabularies[vocabulary])],
+               eval_pairs, declared)
 
   def _scalars(self, subdir: str = '') -> _Scalars:
     if subdir not in self._writers:

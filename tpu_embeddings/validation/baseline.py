@@ -104,9 +104,8 @@ def read(push_root: str, version: int) -> Baseline:
   except _LOAD_ERRORS as e:
     raise BaselineError(f'baseline {path} cannot be loaded '
                         f'({type(e).__name__}: {_first_line(e)})') from e
-  return Baseline(path, version, loaded,
-                  push_layout.read_manifest(push_root, push_layout.SERVED, version),
-                  push_root)
+  manifest = push_layout.read_manifest(push_root, push_layout.SERVED, version)
+  return Baseline(path, version, loaded, manifest, push_root)
 
 
 def lookup_rows(baseline: Baseline, tokens: Sequence[str]
@@ -166,7 +165,8 @@ def find_baseline(push_root: str,
   unreadable: List[Unreadable] = []
   if not push_root:
     return None, unreadable
-  for version in reversed(push_layout.list_versions(push_root, push_layout.SERVED)):
+  served = push_layout.SERVED
+  for version in reversed(push_layout.list_versions(push_root, served)):
     path = push_layout.version_dir(push_root, push_layout.SERVED, version)
     # Both halves: a version is intact only when its Hub module is too.
     problems = integrity.version_problems(push_root, version)
