@@ -44,8 +44,11 @@ class CheckpointMetrics:
   @classmethod
   def of(cls, module, ctx: Optional[ModelContext],
          model_uri: str) -> Optional['CheckpointMetrics']:
-    """None when the module declares no evaluation (or nothing to read)."""
-    if not (module.has_eval and ctx is not None and model_uri):
+    """None when the module declares no evaluation, serves no signatures of
+    its own (a module served by its `exported_table`, like skip-gram, logs
+    its `heldout_pairs` loss instead) or has nothing to read."""
+    if not (module.has_eval and module.declared('signatures') and
+            ctx is not None and model_uri):
       return None
     try:
       raw_features.split_files(ctx.examples_uris, heldout.EVAL_SPLIT)

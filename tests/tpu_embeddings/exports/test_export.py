@@ -26,7 +26,9 @@ from tpu_embeddings.exports import load_check
 from tpu_embeddings.exports import module_canary
 from tpu_embeddings.exports import table_check
 from tpu_embeddings.exports import table_hub
+from tpu_embeddings.models import exported_table
 from tpu_embeddings.models import module_files
+from tpu_embeddings.models.model_module import ModelModuleError
 from tpu_embeddings.models.skipgram_features import skipgram_spec
 
 TOKENS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta']
@@ -248,10 +250,10 @@ def test_a_bad_exported_table_declaration_names_the_module(tmp_path):
     path = 'my_model.py'
 
     def hook(self, name):
-      assert name == export.EXPORTED_TABLE
+      assert name == exported_table.NAME
       return lambda spec: ('no_such_table', '')
 
-  with pytest.raises(export.ModelModuleError,
+  with pytest.raises(ModelModuleError,
                      match='my_model.py: exported_table: returned'):
     export.source_of(model_uri, Declares(), str(tmp_path),
                      export.ExportOptions())
