@@ -55,6 +55,7 @@ from pipelines.kubeflow import credentials
 from pipelines.kubeflow import parameters as kubeflow_parameters
 from pipelines.kubeflow import resources as kubeflow_resources
 from pipelines.kubeflow import spec_edits
+from pipelines.kubeflow import spec_file
 from pipelines.kubeflow import tpu_hosts
 from pipelines.kubeflow.flags import TPU_RESOURCE
 from pipelines.kubeflow.flags import TpuRequest
@@ -251,7 +252,7 @@ def compile_pipeline(output: str,
   `task_resources` default to `kubeflow_resources.estimate(config, tpu)`.
   """
   tpu_hosts.check_single_host(tpu)
-  out_dir = check_output(output)
+  check_output(output)
   image = check_image(image)
   pipeline_root = check_uri('--pipeline-root', pipeline_root)
   data_root = check_uri('--data-root', data_root)
@@ -278,16 +279,7 @@ def compile_pipeline(output: str,
   docs = [spec] + ([platform] if platform else [])
   text = _header(spec, image, tpu, trainer.id, task_resources) + (
       yaml.safe_dump_all(docs, sort_keys=True, default_flow_style=False))
-  fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(output) + '.',
-                             dir=out_dir)
-  try:
-    with os.fdopen(fd, 'w') as f:
-      f.write(text)
-    os.replace(tmp, output)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
+  spec_file.write(output, text)
   return CompiledPipeline(
       path=output, pipeline_name=spec['pipelineInfo']['name'], image=image,
       tasks=sorted(spec['root']['dag']['tasks']), trainer_task=trainer.id,

@@ -27,6 +27,7 @@ from kfp import dsl
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from pipelines.kubeflow import spec_edits
+from pipelines.kubeflow import spec_file
 from pipelines.kubeflow import tpu_hosts
 from pipelines.kubeflow.flags import TPU_RESOURCE
 from pipelines.kubeflow.flags import TpuRequest
@@ -118,14 +119,5 @@ def compile_selftest(output: str, image: str, pipeline_root: str,
           f'--selftest`)\n# Image: {image}\n# Device: {where}; {resources}\n'
           + yaml.safe_dump_all([spec] + ([platform] if platform else []),
                                sort_keys=True, default_flow_style=False))
-  fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(output) + '.',
-                             dir=os.path.dirname(os.path.abspath(output)))
-  try:
-    with os.fdopen(fd, 'w') as f:
-      f.write(text)
-    os.replace(tmp, output)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
+  spec_file.write(output, text)
   return output

@@ -1,0 +1,19 @@
+"""A compiled spec written whole or not at all."""
+
+import os
+import tempfile
+
+
+def write(output: str, text: str):
+  """Writes `text` to `output` through a temporary file beside it, so that a
+  failed or interrupted compile leaves the previous spec (or none)."""
+  fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(output) + '.',
+                             dir=os.path.dirname(os.path.abspath(output)))
+  try:
+    with os.fdopen(fd, 'w') as f:
+      f.write(text)
+    os.replace(tmp, output)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
