@@ -36,6 +36,7 @@ from pipelines.local import home as home_lib
 from pipelines.local import home_lock
 from pipelines.local import launches
 from pipelines.local import metadata_queries
+from pipelines.local import push_outcome
 from pipelines.local import store_guard
 from pipelines.local import summary_notes
 from pipelines.local.progress_line import ProgressLine
@@ -224,12 +225,8 @@ def summarize(home: str, pipeline_name: str,
       with open(meta_path) as f:
         summary['training'] = json.load(f)
   if 'EmbeddingPusher' in outputs:
-    pushed = outputs['EmbeddingPusher']
-    first = next(iter(pushed.values())).artifact
-    summary['pushed'] = bool(cp(first, 'pushed'))
-    summary['pushed_version'] = cp(first, 'pushed_version')
-    summary['pushed_destinations'] = {
-        k: cp(o.artifact, 'pushed_destination') for k, o in pushed.items()}
+    summary.update(push_outcome.read(outputs['EmbeddingPusher'],
+                                     p['push_root']))
   return summary
 
 
@@ -245,12 +242,7 @@ def format_summary(summary: Dict[str, Any]) -> str:
         f'{g.get("name")}: {g.get("reason", "failed")}'
         for g in summary.get('failed_gates', [])) or 'see report'
     lines.append(f'validation: NOT BLESSED ({reasons})')
-  if summary.get('pushed'):
-    lines.append(f'pushed: version {summary.get("pushed_version")}')
-    for k, v in sorted(summary.get('pushed_destinations', {}).items()):
-      lines.append(f'  {k}: {v}')
-  else:
-    lines.append('pushed: nothing (model not blessed)')
+  lines += push_outcome.lines(summary)
   metrics = summary.get('metrics') or {}
   for role in ('candidate', 'baseline', 'popularity', 'untrained'):
     shown = {k: v for k, v in (metrics.get(role) or {}).items()
