@@ -51,11 +51,11 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from components import keys
 from pipelines import pipeline as pipeline_lib
+from pipelines import whole_file
 from pipelines.kubeflow import credentials
 from pipelines.kubeflow import parameters as kubeflow_parameters
 from pipelines.kubeflow import resources as kubeflow_resources
 from pipelines.kubeflow import spec_edits
-from pipelines.kubeflow import spec_file
 from pipelines.kubeflow import tpu_hosts
 from pipelines.kubeflow.flags import TPU_RESOURCE
 from pipelines.kubeflow.flags import TpuRequest
@@ -279,7 +279,7 @@ def compile_pipeline(output: str,
   docs = [spec] + ([platform] if platform else [])
   text = _header(spec, image, tpu, trainer.id, task_resources) + (
       yaml.safe_dump_all(docs, sort_keys=True, default_flow_style=False))
-  spec_file.write(output, text)
+  whole_file.write(output, text)
   return CompiledPipeline(
       path=output, pipeline_name=spec['pipelineInfo']['name'], image=image,
       tasks=sorted(spec['root']['dag']['tasks']), trainer_task=trainer.id,

@@ -26,8 +26,8 @@ from kfp import compiler
 from kfp import dsl
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+from pipelines import whole_file
 from pipelines.kubeflow import spec_edits
-from pipelines.kubeflow import spec_file
 from pipelines.kubeflow import tpu_hosts
 from pipelines.kubeflow.flags import TPU_RESOURCE
 from pipelines.kubeflow.flags import TpuRequest
@@ -119,5 +119,5 @@ def compile_selftest(output: str, image: str, pipeline_root: str,
           f'--selftest`)\n# Image: {image}\n# Device: {where}; {resources}\n'
           + yaml.safe_dump_all([spec] + ([platform] if platform else []),
                                sort_keys=True, default_flow_style=False))
-  spec_file.write(output, text)
+  whole_file.write(output, text)
   return output

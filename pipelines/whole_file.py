@@ -1,4 +1,4 @@
-"""A compiled spec written whole or not at all."""
+"""A file written whole or not at all: a compiled spec, a home's record."""
 
 import os
 import tempfile
@@ -6,7 +6,7 @@ import tempfile
 
 def write(output: str, text: str):
   """Writes `text` to `output` through a temporary file beside it, so that a
-  failed or interrupted compile leaves the previous spec (or none)."""
+  failed or interrupted write leaves the previous file (or none)."""
   fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(output) + '.',
                              dir=os.path.dirname(os.path.abspath(output)))
   try:
