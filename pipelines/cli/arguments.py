@@ -42,7 +42,20 @@ def settings_of(items) -> dict:
 def config_from_args(args):
   """PipelineConfig from --config, --set and --tpu, over the SETTINGS of
   --module-file."""
+  return config_of(given_settings(args), args.module_file)
+
+
+def config_of(values, module_file: str):
+  """PipelineConfig of the settings `values` over the SETTINGS of
+  `module_file`."""
   from pipelines import model_settings
+  return model_settings.with_module_defaults(values, module_file)
+
+
+def given_settings(args) -> dict:
+  """The settings of --config, --set and --tpu, flat ({"trainer.window": 5}),
+  in the order they apply; --module-file is checked to exist."""
+  from pipelines.config import PipelineConfig
   if args.module_file and not os.path.isfile(args.module_file):
     raise FileNotFoundError(f'--module-file {args.module_file}: no such file')
   values = {}
@@ -61,10 +74,11 @@ def config_from_args(args):
       raise ValueError(f'--config {args.config}: expected a JSON object of '
                        f'settings, got {type(loaded).__name__}')
     values.update(loaded)
+  values = PipelineConfig.flat(values)
   values.update(settings_of(args.set))
   if args.tpu is not None:
     values['trainer.tpu'] = args.tpu
-  return model_settings.with_module_defaults(values, args.module_file)
+  return values
 
 
 def check_data_root(data_root: str, pattern: str):

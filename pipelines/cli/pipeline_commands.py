@@ -8,6 +8,7 @@ import time
 from pipelines import demo_data
 from pipelines import demo_interactions
 from pipelines.cli import arguments
+from pipelines.cli import home_settings
 from pipelines.local import home as home_lib
 from pipelines.local import retrain as retrain_lib
 from pipelines.local import store_guard
@@ -93,7 +94,8 @@ def _add_pipeline_arguments(p, home_help: str):
 
 def run_run(args) -> int:
   from pipelines import config as config_lib
-  config = arguments.config_from_args(args)
+  resolved = home_settings.resolve(args, 'run')
+  config = resolved.config
   arguments.check_data_root(args.data, config.example_gen.pattern)
   if args.neighbors < 0:
     raise ValueError(f'--neighbors must be >= 0, got {args.neighbors}')
@@ -104,7 +106,8 @@ def run_run(args) -> int:
   summary = local_runner.run(args.data, args.home, config,
                              beam_pipeline_args=args.beam_arg or None,
                              verbose=args.verbose,
-                             module_file=args.module_file)
+                             module_file=resolved.module_file)
+  home_settings.record(args.home, resolved)
   summary['timing']['total_seconds'] = round(time.monotonic() - STARTED, 1)
   print(local_runner.format_summary(summary))
   if summary.get('pushed_version') is None:
@@ -160,7 +163,8 @@ def _register_retrain(sub):
 
 
 def run_retrain(args) -> int:
-  config = arguments.config_from_args(args)
+  resolved = home_settings.resolve(args, 'retrain')
+  config = resolved.config
   arguments.check_data_root(args.data, config.example_gen.pattern)
   # Before the decision, which reads the home's push root.
   store_guard.check_owner(args.home)
@@ -174,7 +178,7 @@ def run_retrain(args) -> int:
         return 0
       base = decision.warm_start_uri
       warm, warning = retrain_lib.choose_warm_start(
-          decision, retrain_lib.planned_spec(config, args.module_file, base)
+          decision, retrain_lib.planned_spec(config, resolved.module_file, base)
           if base else None, config.trainer.warm_start_from_pushed)
       if warning:
         print(f'warning: {warning}', flush=True)
@@ -186,7 +190,8 @@ def run_retrain(args) -> int:
                                  warm_start_uri=warm,
                                  beam_pipeline_args=args.beam_arg or None,
                                  verbose=args.verbose,
-                                 module_file=args.module_file)
+                                 module_file=resolved.module_file)
+      home_settings.record(args.home, resolved)
       summary['timing']['total_seconds'] = round(
           time.monotonic() - STARTED, 1)
       print(local_runner.format_summary(summary))

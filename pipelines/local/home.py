@@ -3,6 +3,7 @@
     <home>/metadata.sqlite   ML Metadata
     <home>/pipeline/         pipeline root (artifacts)
     <home>/pushed/           push root (serving/<v>/, hub/<v>/)
+    <home>/home.json         the model and settings runs reuse
 
 Plain paths, no TFX: consumer commands given `--home` read the push root
 with nothing but TensorFlow installed.
@@ -14,6 +15,7 @@ from typing import Dict
 METADATA_FILENAME = 'metadata.sqlite'
 PIPELINE_DIRNAME = 'pipeline'
 PUSHED_DIRNAME = 'pushed'
+RECORD_FILENAME = 'home.json'
 
 
 def metadata_path(home: str) -> str:
@@ -32,3 +34,8 @@ def paths(home: str) -> Dict[str, str]:
       'pipeline_root': os.path.join(home, PIPELINE_DIRNAME),
       'push_root': push_root(home),
   }
+
+
+def record_path(home: str) -> str:
+  """What the home remembers of its runs (home_record.py)."""
+  return os.path.join(os.path.abspath(home), RECORD_FILENAME)
