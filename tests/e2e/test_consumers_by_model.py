@@ -164,13 +164,19 @@ def test_pushed_and_lineage_show_each_models_own_fields(request, capsys,
   assert 'EmbeddingTrainer (execution' in out and 'warm start' not in out
 
 
-def test_two_tower_retrain_says_which_tables_it_warm_started(two_tower,
-                                                             capsys):
-  """Last in this module: it pushes version 2 into the shared home."""
+def test_two_tower_retrain_reuses_the_homes_model_and_warm_starts(two_tower,
+                                                                 capsys):
+  """Last in this module: it pushes version 2 into the shared home. Given
+  no flags, retrain runs the module file and settings `run` recorded."""
   demo_interactions.write_examples(two_tower['data'], SHAPE, span=2)
   code, out, _ = _cli(capsys, 'retrain', '--data', two_tower['data'],
-                      '--home', two_tower['home'], *TWO_TOWER)
+                      '--home', two_tower['home'])
   assert code == 0, out
+  assert out.startswith(
+      'retrain: reusing what the home records: module file '
+      f'{interaction_fixtures.MODULE_FILE}, example_gen.format="csv", '
+      'batch_size=128, epochs=2, regression_margin=0.5\n'), out
+  assert 'validation: BLESSED\npushed: version 2\n' in out, out
   assert 'cold start' not in out, out
   assert 'warm start: tables user, item, category from ' in out, out
   code, out, _ = _cli(capsys, 'lineage', '--home', two_tower['home'])
