@@ -10,9 +10,9 @@ run that completes, whole or not at all:
 `settings` are those of `--config`, `--set` and `--tpu`, flat: the data
 format among them when given (`example_gen.format`; one set by the module's
 SETTINGS comes with the module, and is not pinned when the model changes).
-A later `run` or `retrain`
-in the home takes what it is not given from there and says so in one line;
-what it is given wins, setting by setting, and is recorded in turn.
+A later `run` or `retrain` in the home takes what it is not given from there
+and says so in one line; what it is given wins, setting by setting, and is
+recorded in turn. A run that fails records nothing.
 
 A recorded module file is read again from its path, never from the copy:
   * changed since it was recorded, it is used (it is the user's current
@@ -72,7 +72,7 @@ def read(home: str) -> Optional[Record]:
   path = home_lib.record_path(home)
   if not os.path.exists(path):
     return None
-  fix = ('delete it and give --module-file, --config and --set again')
+  fix = 'delete it and give --module-file, --config and --set again'
   try:
     with open(path, 'rb') as f:
       loaded = json.loads(f.read().decode('utf-8'))
