@@ -241,10 +241,8 @@ def format_summary(summary: Dict[str, Any]) -> str:
   elif blessed:
     lines.append('validation: BLESSED')
   else:
-    reasons = '; '.join(
-        f'{g.get("name")}: {g.get("reason", "failed")}'
-        for g in summary.get('failed_gates', [])) or 'see report'
-    lines.append(f'validation: NOT BLESSED ({reasons})')
+    lines.append(
+        f'validation: NOT BLESSED ({summary_notes.refused_by(summary)})')
   if summary.get('pushed'):
     lines.append(f'pushed: version {summary.get("pushed_version")}')
     for k, v in sorted(summary.get('pushed_destinations', {}).items()):
