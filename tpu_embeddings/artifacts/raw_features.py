@@ -72,7 +72,8 @@ def feature_kinds(files: Sequence[str], features: Iterable[str],
     if kinds[name] not in DTYPES:
       raise FeatureError(
           f'examples {where}: feature {name!r} holds floats; a looked-up '
-          'feature must be strings or integers')
+          'feature must be strings or integers: write its ids without a '
+          'decimal point, or drop it from FEATURES')
   return kinds
 
 
