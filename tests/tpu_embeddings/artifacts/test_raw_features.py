@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tpu_embeddings.artifacts import raw_features
+from tpu_embeddings.models import context
 
 
 def _example(**features) -> bytes:
@@ -69,3 +70,29 @@ def test_float_ids_are_refused_naming_the_feature_and_the_fix(tmp_path):
                      match="feature 'rating' holds floats.*without a decimal "
                      'point, or drop it from FEATURES'):
     raw_features.feature_kinds([path], ['rating'])
+
+
+def test_files_that_disagree_on_a_kind_are_refused_naming_it(tmp_path):
+  ints = _write(tmp_path / 'a.gz', [_example(history=[149])])
+  text = _write(tmp_path / 'b.gz', [_example(history=['149 181'])])
+  with pytest.raises(raw_features.FeatureError,
+                     match="feature 'history' is int64 in .*a.gz but bytes "
+                     'in .*b.gz; write the column the same way'):
+    raw_features.feature_kinds([ints, text], ['history'])
+
+
+def test_an_eval_split_is_read_with_its_own_kinds(tmp_path):
+  """CsvExampleGen infers each split's column types apart: a history of one
+  item everywhere in eval is int64 there, bytes in train."""
+  for split, history in (('train', ['149 181']), ('eval', [181])):
+    (tmp_path / f'Split-{split}').mkdir()
+    _write(tmp_path / f'Split-{split}' / 'a.gz',
+           [_example(user_id=[149], history=history)])
+  features = {'user_id': 'user_id', 'history': 'item_id'}
+  ctx = context.ModelContext(
+      features=features, examples_uris=(str(tmp_path),),
+      feature_kinds=raw_features.feature_kinds(
+          raw_features.split_files([str(tmp_path)], 'train'), features))
+  rows = ctx.read_split('eval')
+  np.testing.assert_array_equal(rows['history'], ['181'])
+  np.testing.assert_array_equal(rows['user_id'], ['149'])
