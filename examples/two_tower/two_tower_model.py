@@ -115,8 +115,8 @@ def loss_fn(model, activations, extras, ctx, training):
 
 
 def signatures(model, embed, ctx):
-  """Raw features in: ids and categories as strings, a history bag as its
-  items separated by spaces."""
+  """Raw features in: ids and categories as strings (an integer id as its
+  decimal string), a history bag as its items separated by spaces."""
   del ctx
   text = tf.TensorSpec([None], tf.string)
 

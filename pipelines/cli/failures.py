@@ -15,6 +15,8 @@
          line names the module file (the user's path), the function and
          the exception. (A module file that breaks the contract when it
          is loaded, e.g. a required name missing, is 2.)
+    6    `run` or `retrain` trained a model that validation did not bless:
+         nothing was pushed; the line says which gates refused it
     130  stopped by SIGINT (Ctrl-C), 143 by SIGTERM; the line says what was
          kept for the rerun
     141  stdout was closed (`pushed | head -3`)
@@ -31,6 +33,7 @@ EXIT_INPUT = 2
 EXIT_MACHINE = 3
 EXIT_FAILED = 4
 EXIT_USER_CODE = 5
+EXIT_NOT_BLESSED = 6
 
 _MACHINE = {
     errno.ENOSPC: ('no space left on device', 'free space there'),

@@ -3,6 +3,8 @@
 Every flag and setting is checked before TFX is imported.
 """
 
+import sys
+
 from pipelines.cli import arguments
 from pipelines.cli import selftest_command
 from pipelines.kubeflow import credentials
@@ -90,8 +92,10 @@ def run_compile(args) -> int:
       kubeflow_resources.estimate(config, tpu is not None), args.cpu,
       args.memory)
   if args.selftest:
-    return selftest_command.run_compile_selftest(args, tpu, task_resources,
+    code = selftest_command.run_compile_selftest(args, tpu, task_resources,
                                                  DEFAULT_OUTPUT)
+    _warn_local_roots({'--pipeline-root': root})
+    return code
   from pipelines.kubeflow import compile as kubeflow_compile
   compiled = kubeflow_compile.compile_pipeline(
       args.output, image=args.image, pipeline_root=args.pipeline_root,
@@ -107,7 +111,15 @@ def run_compile(args) -> int:
   print('requests = limits: ' + ', '.join(
       f'{task} {r}' for task, r in compiled.resources.items()))
   print('run-time parameters: ' + ', '.join(compiled.parameters))
+  _warn_local_roots({'--pipeline-root': root, '--data-root': data_root,
+                     '--push-root': push_root})
   return 0
+
+
+def _warn_local_roots(roots):
+  """After the package is written: a line on stderr for each local root."""
+  for line in kubeflow_flags.local_root_warnings(roots):
+    print(line, file=sys.stderr, flush=True)
 
 
 # -- submit: start one run of the compiled pipeline on Kubeflow Pipelines.

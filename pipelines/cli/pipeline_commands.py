@@ -3,11 +3,13 @@
 import dataclasses
 import json
 import os
+import sys
 import time
 
 from pipelines import demo_data
 from pipelines import demo_interactions
 from pipelines.cli import arguments
+from pipelines.cli import failures
 from pipelines.cli import home_settings
 from pipelines.local import home as home_lib
 from pipelines.local import retrain as retrain_lib
@@ -111,7 +113,7 @@ def run_run(args) -> int:
   summary['timing']['total_seconds'] = round(time.monotonic() - STARTED, 1)
   print(local_runner.format_summary(summary))
   if summary.get('pushed_version') is None:
-    return 0
+    return verdict_code(summary)
   from tpu_embeddings.artifacts import serving_contract
   from tpu_embeddings.push_root import consumer
   push_root = home_lib.push_root(args.home)
@@ -122,6 +124,18 @@ def run_run(args) -> int:
   elif args.neighbors:
     print_neighbors(push_root, args.neighbors, version=version, model=model)
   return 0
+
+
+def verdict_code(summary) -> int:
+  """The exit code of a run that ended with `summary`: EXIT_NOT_BLESSED, after
+  one line on stderr saying which gates refused the model, when validation
+  did not bless it (nothing was pushed); else 0."""
+  if summary.get('blessed') is not False:
+    return 0
+  from pipelines.local import summary_notes
+  print('error: the model was not blessed, nothing was pushed: '
+        f'{summary_notes.refused_by(summary)}', file=sys.stderr, flush=True)
+  return failures.EXIT_NOT_BLESSED
 
 
 def print_signatures(push_root: str, version: int, model):
@@ -195,7 +209,7 @@ def run_retrain(args) -> int:
       summary['timing']['total_seconds'] = round(
           time.monotonic() - STARTED, 1)
       print(local_runner.format_summary(summary))
-      return 0
+      return verdict_code(summary)
   except retrain_lib.LockHeld as e:
     print(f'retrain: {e}')
     return 0

@@ -7,7 +7,7 @@ costs a fraction of a second and writes nothing.
 import dataclasses
 import os
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from pipelines.kubeflow import credentials
 
@@ -17,6 +17,9 @@ DEFAULT_EXPERIMENT = 'tpu-embeddings'
 DEFAULT_TIMEOUT_SECONDS = 10.0
 GKE_TPU_ACCELERATOR_LABEL = 'cloud.google.com/gke-tpu-accelerator'
 GKE_TPU_TOPOLOGY_LABEL = 'cloud.google.com/gke-tpu-topology'
+# A root the cluster's pods reach: a URI with a scheme (gs://, s3://,
+# hdfs://, ...) other than file://.
+_REMOTE_ROOT = re.compile(r'(?!file://)[A-Za-z][A-Za-z0-9+.-]*://', re.I)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +87,15 @@ def check_uri(flag: str, value: str) -> str:
                      'gs://bucket/path')
   credentials.check_uri(flag, value)
   return value.rstrip('/') if len(value) > 1 else value
+
+
+def local_root_warnings(roots: Dict[str, str]) -> List[str]:
+  """One line for each of `roots` (flag -> value) that is a path on this
+  machine's disk, which the pods that run the package cannot see."""
+  return [f'warning: {flag} {value} is a local path: the pods cannot see '
+          'this machine\'s disk; give a root they can reach, e.g. '
+          'gs://bucket/path' for flag, value in roots.items()
+          if not _REMOTE_ROOT.match(value)]
 
 
 def check_image(image: str) -> str:

@@ -238,10 +238,8 @@ def format_summary(summary: Dict[str, Any]) -> str:
   elif blessed:
     lines.append('validation: BLESSED')
   else:
-    reasons = '; '.join(
-        f'{g.get("name")}: {g.get("reason", "failed")}'
-        for g in summary.get('failed_gates', [])) or 'see report'
-    lines.append(f'validation: NOT BLESSED ({reasons})')
+    lines.append(
+        f'validation: NOT BLESSED ({summary_notes.refused_by(summary)})')
   lines += push_outcome.lines(summary)
   metrics = summary.get('metrics') or {}
   for role in ('candidate', 'baseline', 'popularity', 'untrained'):

@@ -44,6 +44,14 @@ def warnings(summary: Dict[str, Any]) -> List[str]:
   return out
 
 
+def refused_by(summary: Dict[str, Any]) -> str:
+  """Why validation did not bless the model: each failed gate and its
+  reason."""
+  return '; '.join(
+      f'{g.get("name")}: {g.get("reason", "failed")}'
+      for g in summary.get('failed_gates', [])) or 'see report'
+
+
 def final_loss(summary: Dict[str, Any]) -> str:
   """The training's last loss; for a NaN/Inf one (recorded as None), which
   of the validated tables hold NaN/Inf."""

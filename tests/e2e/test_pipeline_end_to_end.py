@@ -121,13 +121,17 @@ def test_a_diverged_model_is_refused_by_its_health_gate(tmp_path, capsys):
   """SGD at the highest learning rate fills the tables with NaN/Inf: the run
   ends with the validator's verdict, which says so, as the training line
   does (not "max row norm none", "final loss None"); the exporter does not
-  export a model it refused."""
+  export a model it refused, and the command exits 6 with one line saying
+  which gate refused it."""
   demo_data.generate(str(tmp_path / 'data'), spans=1, seed=5, shape=TINY)
   rc = main(['run', '--data', str(tmp_path / 'data'), '--home',
              str(tmp_path / 'home'), '--set', 'optimizer=sgd',
              '--set', 'learning_rate=10000'] + FAST)
-  out = capsys.readouterr().out
-  assert rc == 0, out
+  out, err = capsys.readouterr()
+  assert rc == 6, out
+  assert err.startswith('error: the model was not blessed, nothing was '
+                        'pushed: health/tokens/finite: '), err
+  assert len(err.splitlines()) == 1, err
   assert 'validation: NOT BLESSED (health/tokens/finite: ' in out, out
   assert 'NaN/Inf values' in out
   assert ("row norms not measured: table 'tokens' holds NaN/Inf" in out and

@@ -61,7 +61,7 @@ def test_a_verdict_cached_without_a_baseline_is_redone_against_the_served(
   # 3. The weak command again: its trainer and exports are reused, its
   #    verdict is not: validated against version 1, it is refused.
   again = _run(data, home, WEAK)
-  assert again.returncode == 0, again.stderr[-2000:]
+  assert again.returncode == 6, again.stderr[-2000:]
   cached = _line(again.stdout, 'cached (inputs unchanged):').split(', ')
   assert 'EmbeddingTrainer' in cached
   assert 'CheckpointValidator' not in cached

@@ -18,8 +18,10 @@ def saved_model_cli() -> str:
 def cli_run(export_dir: str, signature: str,
             inputs: Mapping[str, np.ndarray]) -> np.ndarray:
   """`saved_model_cli run` of one signature; the numbers it printed."""
-  exprs = ';'.join(f'{k}={[str(x) for x in v.tolist()]!r}'
-                   for k, v in inputs.items())
+  # Bytes (serialized tf.Examples) as bytes literals, the rest as str.
+  exprs = ';'.join(
+      f'{k}={[x if isinstance(x, bytes) else str(x) for x in v.tolist()]!r}'
+      for k, v in inputs.items())
   done = subprocess.run(
       [saved_model_cli(), 'run', '--dir', export_dir, '--tag_set', 'serve',
        '--signature_def', signature, '--input_exprs', exprs],

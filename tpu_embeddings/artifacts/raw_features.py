@@ -9,7 +9,7 @@ token "42". Vocabulary counting, training, evaluation and both exports read
 features through this module, so they agree on every token.
 """
 
-from typing import Dict, Iterable, Mapping, Sequence
+from typing import Dict, Iterable, Mapping, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -44,17 +44,13 @@ def _kind(feature: tf.train.Feature) -> str:
           'float_list': 'float'}.get(feature.WhichOneof('kind'), '')
 
 
-def feature_kinds(files: Sequence[str], features: Iterable[str],
-                  max_records: int = KIND_RECORDS) -> Dict[str, str]:
-  """{feature: BYTES or INT64}, from the first records that hold each one.
-
-  Raises FeatureError naming the feature when no record read holds it, or
-  when it holds floats (an embedding looks up tokens, not numbers).
-  """
-  wanted = set(features)
+def _file_kinds(path: str, wanted: set, max_records: int
+                ) -> Tuple[Dict[str, str], set]:
+  """({feature: kind} from the first records of one file that hold each
+  wanted feature, every feature name seen there)."""
   kinds: Dict[str, str] = {}
   seen = set()
-  for serialized in records(files).take(max_records).as_numpy_iterator():
+  for serialized in records([path]).take(max_records).as_numpy_iterator():
     example = tf.train.Example.FromString(serialized)
     for name, feature in example.features.feature.items():
       seen.add(name)
@@ -63,16 +59,45 @@ def feature_kinds(files: Sequence[str], features: Iterable[str],
         kinds[name] = kind
     if len(kinds) == len(wanted):
       break
+  return kinds, seen
+
+
+def feature_kinds(files: Sequence[str], features: Iterable[str],
+                  max_records: int = KIND_RECORDS) -> Dict[str, str]:
+  """{feature: BYTES or INT64}, from the first records of each file that
+  hold each one; every file must agree.
+
+  Raises FeatureError naming the feature when no record read holds it, when
+  it holds floats (an embedding looks up tokens, not numbers), or when files
+  disagree (CsvExampleGen infers each split's column types on its own).
+  """
+  wanted = set(features)
+  kinds: Dict[str, str] = {}
+  first: Dict[str, str] = {}
+  seen = set()
+  for path in files:
+    found, names = _file_kinds(path, wanted, max_records)
+    seen |= names
+    for name, kind in found.items():
+      if kinds.setdefault(name, kind) != kind:
+        raise FeatureError(
+            f'examples: feature {name!r} is {kinds[name]} in {first[name]} '
+            f'but {kind} in {path}; write the column the same way in every '
+            'split and span (CsvExampleGen makes a column int64 where all '
+            'its cells are integers)')
+      first.setdefault(name, path)
   where = files[0] if len(files) == 1 else f'{files[0]} (+{len(files) - 1})'
   for name in sorted(wanted):
     if name not in kinds:
       raise FeatureError(
-          f'examples {where}: no record among the first {max_records} has '
-          f'feature {name!r}; features there: {sorted(seen) or "none"}')
+          f'examples {where}: no record among the first {max_records} of a '
+          f'file has feature {name!r}; features there: '
+          f'{sorted(seen) or "none"}')
     if kinds[name] not in DTYPES:
       raise FeatureError(
           f'examples {where}: feature {name!r} holds floats; a looked-up '
-          'feature must be strings or integers')
+          'feature must be strings or integers: write its ids without a '
+          'decimal point, or drop it from FEATURES')
   return kinds
 
 

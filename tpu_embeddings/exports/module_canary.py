@@ -11,6 +11,7 @@ warm-up requests replayed, the Hub module through
 `hub.load(...).signatures['default']`.
 """
 
+import base64
 import dataclasses
 import json
 from typing import Dict
@@ -26,6 +27,16 @@ RTOL, ATOL = 1e-5, 1e-5
 _HUB_CALL = 'hub_call'
 
 Arrays = Dict[str, np.ndarray]
+
+
+def _as_bytes(value) -> bytes:
+  return value if isinstance(value, bytes) else str(value).encode('utf-8')
+
+
+def _bytes_array(saved: np.ndarray) -> np.ndarray:
+  """An object array of bytes from its saved base64 JSON list."""
+  return np.array([base64.b64decode(v) for v in json.loads(str(saved))],
+                  dtype=object)
 
 
 @dataclasses.dataclass
@@ -44,12 +55,13 @@ class ModelCanary:
         names[part] = {}
         for key, value in values.items():
           slot = f'a{len(arrays)}'
-          # Strings as JSON text: numpy string arrays drop trailing NULs.
+          # Strings as base64 in JSON: numpy string arrays drop trailing
+          # NULs, and a serialized tf.Example is bytes, not UTF-8 text.
           if np.asarray(value).dtype == object:
             arrays[slot] = np.array(json.dumps(
-                [v.decode('utf-8') if isinstance(v, bytes) else v
+                [base64.b64encode(_as_bytes(v)).decode('ascii')
                  for v in np.asarray(value).tolist()]))
-            names[part][key] = [slot, 'text']
+            names[part][key] = [slot, 'bytes']
           else:
             arrays[slot] = np.asarray(value)
             names[part][key] = [slot, 'array']
@@ -64,8 +76,8 @@ class ModelCanary:
     with np.load(path) as d:
       index = json.loads(str(d['index']))
       def get(names):
-        return {part: {key: (np.array(json.loads(str(d[slot])), dtype=object)
-                             if how == 'text' else d[slot])
+        return {part: {key: (_bytes_array(d[slot]) if how == 'bytes'
+                             else d[slot])
                        for key, (slot, how) in keys.items()}
                 for part, keys in names.items()}
       return cls({n: get(g) for n, g in index['signatures'].items()},

@@ -147,12 +147,9 @@ class ModelContext:
     key = ('read_split', split, names, limit)
     if key not in self.cache:  # eval_fn scores several models on it
       files = raw_features.split_files(self.examples_uris, split)
-      kinds = {n: self.feature_kinds[n] for n in names
-               if n in self.feature_kinds}
-      if len(kinds) < len(names):
-        kinds.update(raw_features.feature_kinds(
-            files, [n for n in names if n not in kinds]))
-      self.cache[key] = raw_features.read_joined(files, kinds, limit)
+      # The split's own kinds: CsvExampleGen infers each split's apart.
+      self.cache[key] = raw_features.read_joined(
+          files, raw_features.feature_kinds(files, names), limit)
     return self.cache[key]
 
   def eval_examples(self, features: Sequence[str] = ()

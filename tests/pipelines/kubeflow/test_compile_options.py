@@ -70,8 +70,9 @@ def test_compile_command(tmp_path, capsys):
   # Data and push roots default under the pipeline root.
   assert _param(spec, 'FileBasedExampleGen', 'input_base') == 'gs://b/tfx/data'
   assert _param(spec, 'EmbeddingPusher', 'push_root') == 'gs://b/tfx/pushed'
-  printed = capsys.readouterr().out
+  printed, warned = capsys.readouterr()
   assert 'EmbeddingTrainer on 4 google.com/tpu chip(s)' in printed
+  assert warned == ''  # gs:// roots: no local-path warning
   assert sorted(os.listdir(tmp_path)) == ['pipeline.yaml']  # no temp left
 
   rc = cli.main(['compile', '--output', str(out), '--image', IMAGE,
@@ -79,6 +80,23 @@ def test_compile_command(tmp_path, capsys):
   err = capsys.readouterr().err.strip()
   assert rc == 2 and err.startswith('error: --tpu-topology')
   assert len(err.splitlines()) == 1
+
+
+def test_local_roots_compile_with_one_warning_each(tmp_path, capsys):
+  """Pods cannot read this machine's disk: each local root is named on
+  stderr; the package is still written."""
+  out = tmp_path / 'pipeline.yaml'
+  local = str(tmp_path / 'tfx')
+  rc = cli.main(['compile', '--output', str(out), '--image', IMAGE,
+                 '--pipeline-root', local, '--push-root', 's3://b/pushed'])
+  warned = capsys.readouterr().err.splitlines()
+  assert rc == 0 and out.exists()
+  assert [line.split(' ', 3)[:3] for line in warned] == [
+      ['warning:', '--pipeline-root', local],
+      ['warning:', '--data-root', f'{local}/data']], warned
+  assert all(line.endswith("is a local path: the pods cannot see this "
+                           "machine's disk; give a root they can reach, "
+                           "e.g. gs://bucket/path") for line in warned)
 
 
 def test_committed_example_package():

@@ -106,3 +106,21 @@ def test_the_command_never_overwrites_the_pipeline_package(tmp_path):
   assert refused.returncode == 2
   assert 'error: --config with --selftest: give the settings as --set' in (
       refused.stderr)
+
+
+def test_a_local_pipeline_root_is_named_on_stderr(tmp_path):
+  """The self-test package has one root, the pipeline root: a local one is
+  warned about once; the package is still written."""
+  (tmp_path / 'kubeflow').mkdir()
+  done = subprocess.run(
+      [sys.executable, '-m', 'pipelines', 'compile', '--selftest', '--image',
+       IMAGE, '--pipeline-root', str(tmp_path / 'tfx')], cwd=tmp_path,
+      capture_output=True, text=True, timeout=120,
+      env={**os.environ, 'PYTHONPATH': paths.REPO})
+  assert done.returncode == 0, done.stderr
+  assert os.listdir(tmp_path / 'kubeflow') == ['selftest.yaml']
+  warned = [line for line in done.stderr.splitlines()
+            if line.startswith('warning: ')]
+  assert warned == [f'warning: --pipeline-root {tmp_path / "tfx"} is a local '
+                    "path: the pods cannot see this machine's disk; give a "
+                    'root they can reach, e.g. gs://bucket/path'], done.stderr

@@ -1,0 +1,98 @@
+"""Tests for tpu_embeddings/artifacts/raw_features.py: int64 features (what
+CsvExampleGen infers for integer id columns) read as decimal string tokens,
+the same tokens a bytes feature of the same ids gives."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpu_embeddings.artifacts import raw_features
+from tpu_embeddings.models import context
+
+
+def _example(**features) -> bytes:
+  feature = {}
+  for name, values in features.items():
+    if all(isinstance(v, int) for v in values):
+      feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(
+          value=values))
+    elif all(isinstance(v, float) for v in values):
+      feature[name] = tf.train.Feature(float_list=tf.train.FloatList(
+          value=values))
+    else:
+      feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(
+          value=[v.encode('utf-8') for v in values]))
+  return tf.train.Example(features=tf.train.Features(
+      feature=feature)).SerializeToString()
+
+
+def _write(path, records):
+  with tf.io.TFRecordWriter(str(path), tf.io.TFRecordOptions(
+      compression_type='GZIP')) as w:
+    for r in records:
+      w.write(r)
+  return str(path)
+
+
+def test_int64_values_become_decimal_string_tokens():
+  dense = raw_features.tokens(tf.constant([149, -3, 0], tf.int64))
+  assert dense.to_list() == [[b'149'], [b'-3'], [b'0']]
+  bags = raw_features.tokens(tf.ragged.constant([[149, 181], [], [7]],
+                                                tf.int64))
+  assert bags.to_list() == [[b'149', b'181'], [], [b'7']]
+
+
+def test_int64_and_bytes_examples_give_the_same_tokens():
+  ints = tf.constant([_example(user_id=[149, 2**40]), _example(user_id=[])])
+  text = tf.constant([_example(user_id=['149', str(2**40)]),
+                      _example(user_id=[''])])
+  got = raw_features.parse_tokens(ints, {'user_id': raw_features.INT64})
+  want = raw_features.parse_tokens(text, {'user_id': raw_features.BYTES})
+  assert got['user_id'].to_list() == want['user_id'].to_list() == [
+      [b'149', b'1099511627776'], []]
+
+
+def test_kinds_and_joined_rows_of_int64_files(tmp_path):
+  path = _write(tmp_path / 'a.gz', [
+      _example(user_id=[149], history=['149 181']),
+      _example(user_id=[258], history=['7'])])
+  kinds = raw_features.feature_kinds([path], ['user_id', 'history'])
+  assert kinds == {'user_id': raw_features.INT64,
+                   'history': raw_features.BYTES}
+  rows = raw_features.read_joined([path], kinds)
+  np.testing.assert_array_equal(rows['user_id'], ['149', '258'])
+  np.testing.assert_array_equal(rows['history'], ['149 181', '7'])
+
+
+def test_float_ids_are_refused_naming_the_feature_and_the_fix(tmp_path):
+  path = _write(tmp_path / 'a.gz', [_example(rating=[4.5])])
+  with pytest.raises(raw_features.FeatureError,
+                     match="feature 'rating' holds floats.*without a decimal "
+                     'point, or drop it from FEATURES'):
+    raw_features.feature_kinds([path], ['rating'])
+
+
+def test_files_that_disagree_on_a_kind_are_refused_naming_it(tmp_path):
+  ints = _write(tmp_path / 'a.gz', [_example(history=[149])])
+  text = _write(tmp_path / 'b.gz', [_example(history=['149 181'])])
+  with pytest.raises(raw_features.FeatureError,
+                     match="feature 'history' is int64 in .*a.gz but bytes "
+                     'in .*b.gz; write the column the same way'):
+    raw_features.feature_kinds([ints, text], ['history'])
+
+
+def test_an_eval_split_is_read_with_its_own_kinds(tmp_path):
+  """CsvExampleGen infers each split's column types apart: a history of one
+  item everywhere in eval is int64 there, bytes in train."""
+  for split, history in (('train', ['149 181']), ('eval', [181])):
+    (tmp_path / f'Split-{split}').mkdir()
+    _write(tmp_path / f'Split-{split}' / 'a.gz',
+           [_example(user_id=[149], history=history)])
+  features = {'user_id': 'user_id', 'history': 'item_id'}
+  ctx = context.ModelContext(
+      features=features, examples_uris=(str(tmp_path),),
+      feature_kinds=raw_features.feature_kinds(
+          raw_features.split_files([str(tmp_path)], 'train'), features))
+  rows = ctx.read_split('eval')
+  np.testing.assert_array_equal(rows['history'], ['181'])
+  np.testing.assert_array_equal(rows['user_id'], ['149'])
