@@ -135,16 +135,6 @@ def test_incompatible_base_model_is_a_clear_error(tmp_path):
                                 base)
 
 
-@pytest.fixture()
-def small_inputs(tmp_path):
-  lines = [['a', 'b', 'c'], ['c', 'd', 'a']] * 10
-  fx.write_examples(str(tmp_path / 'examples'), {'train': lines})
-  fx.write_vocabulary(str(tmp_path / 'vocabulary'),
-                      collections.Counter(t for l in lines for t in l))
-  return ([fx.SpanlessExamples(str(tmp_path / 'examples'))],
-          str(tmp_path / 'vocabulary'))
-
-
 @pytest.mark.parametrize('config,message', [
     (dict(embedding_spec=skipgram_spec(vocabulary_size=9).to_json()),
      'vocabulary_size 9 but the vocabulary has 4'),

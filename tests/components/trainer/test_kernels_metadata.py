@@ -1,26 +1,14 @@
 """The trained Model's metadata and the trainer's summary line say whether
 the fused CPU ops or TensorFlow's trained the step."""
 
-import collections
 import logging
 
 import pytest
 
 from components.trainer import executor
-from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.kernels import library
 from tpu_embeddings.models.skipgram_features import skipgram_spec
-
-
-@pytest.fixture
-def small_inputs(tmp_path):
-  lines = [['a', 'b', 'c'], ['c', 'd', 'a']] * 10
-  fx.write_examples(str(tmp_path / 'examples'), {'train': lines})
-  fx.write_vocabulary(str(tmp_path / 'vocabulary'),
-                      collections.Counter(t for l in lines for t in l))
-  return ([fx.SpanlessExamples(str(tmp_path / 'examples'))],
-          str(tmp_path / 'vocabulary'))
 
 
 @pytest.mark.parametrize('optimizer,kernels,reason,said', [
