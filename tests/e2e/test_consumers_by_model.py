@@ -3,18 +3,25 @@ declares: the two-tower example and skip-gram, each run once through the
 pipeline (one home per model for the whole module)."""
 
 import contextlib
+import glob
 import io
 import json
+import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from components import module_file
 from pipelines import demo_data
 from pipelines import demo_interactions
 from pipelines.cli.main import main
 from tests.support import interaction_fixtures
 from tests.support import tiny_pipeline
+from tpu_embeddings.artifacts import export_kinds
+from tpu_embeddings.exports import export
+from tpu_embeddings.exports import fresh_process
+from tpu_embeddings.exports import limits
 from tpu_embeddings.push_root import consumer
 from tpu_embeddings.push_root import layout as push_layout
 
@@ -162,6 +169,27 @@ def test_pushed_and_lineage_show_each_models_own_fields(request, capsys,
   assert code == 0
   assert out.startswith('pushed version 1 <- trained on span(s) 1\n'), out
   assert 'EmbeddingTrainer (execution' in out and 'warm start' not in out
+
+
+def test_two_tower_large_export_path_checks_its_signatures(two_tower,
+                                                           tmp_path,
+                                                           monkeypatch):
+  """A module's exports above OVERLAP_MAX_BYTES are checked in the
+  exporting process with graph loaders, no fresh process started."""
+  model_uri = os.path.join(two_tower['home'], 'pipeline', 'EmbeddingTrainer',
+                           'model')
+  model_uri = max(glob.glob(os.path.join(model_uri, '*')),
+                  key=lambda p: int(os.path.basename(p)))
+  monkeypatch.setattr(limits, 'OVERLAP_MAX_BYTES', 0)
+  started = []
+  monkeypatch.setattr(fresh_process.FreshProcess, '__init__',
+                      lambda *args, **kwargs: started.append(args))
+  outputs = {kind: str(tmp_path / kind) for kind in export_kinds.NAMES}
+  dirs = export.export_model(model_uri, outputs,
+                             module_file.from_model(model_uri))
+  assert started == []
+  for kind in export_kinds.KINDS:
+    assert os.path.exists(os.path.join(dirs[kind.name], kind.marker))
 
 
 def test_two_tower_retrain_reuses_the_homes_model_and_warm_starts(two_tower,

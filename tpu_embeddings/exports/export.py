@@ -2,19 +2,23 @@
 
 One path for every model:
 
-1. a fresh Python process starts first, so its TensorFlow import overlaps
-   the export (`fresh_process`);
+1. for a table of at most `limits.OVERLAP_MAX_BYTES`, a fresh Python
+   process starts first, so its TensorFlow import overlaps the export
+   (`fresh_process`);
 2. the Model is restored as its module declares (`source_of`): one table
    of text embeddings (`table_source`, for a module with `exported_table`)
    or the module's own signatures (`module_source`);
 3. each kind of `tpu_embeddings.artifacts.export_kinds` is written in
    registry order into a temporary directory beside its output (a name
    starting with "."); freed memory is returned after each;
-4. each is loaded in a fresh process and checked against the model's
-   canary. Exports of at most `limits.OVERLAP_MAX_BYTES` are checked while
-   the next kind is written; larger ones after every kind is written, each
-   in a process of its own started after the previous one ended, so the pod
-   holds one copy of the table at a time;
+4. each is loaded and checked against the model's canary. A small table's
+   exports in the fresh process, with every loader of their kind, each
+   while the next kind is written. A larger table's exports in this
+   process once the table is released, one after the other, with the
+   graph loaders of TF Serving and TF1 Hub consumers (`graph_loaders`:
+   their graphs share nothing with this process's eager state): a second
+   interpreter with its own copy of the table would not fit in the pod
+   beside this one (TFX's executor imports alone hold about 0.7 GB);
 5. only then each moves into its output: `ExportKind.artifact_path` of the
    output URI (the SavedModel to `<uri>/Format-Serving/`, where TFX's
    `path_utils.serving_model_path` and the stock Pusher, Evaluator and
@@ -32,6 +36,8 @@ from tpu_embeddings.core import file_system
 from tpu_embeddings.core import tf_allocator
 from tpu_embeddings.exports import fresh_process
 from tpu_embeddings.exports import limits
+from tpu_embeddings.exports import load_check
+from tpu_embeddings.exports import load_errors
 from tpu_embeddings.exports import staging
 from tpu_embeddings.exports import table_hub
 from tpu_embeddings.exports.module_source import ModuleSource
@@ -73,28 +79,74 @@ def source_of(model_uri: str, module, scratch_dir: str,
 def _write_and_check(source, dirs: Mapping[str, str],
                      checkers: List[fresh_process.FreshProcess],
                      options: ExportOptions):
-  """Writes every kind and hands each to a load check (`checkers[0]` runs
-  already); returns once every check is submitted."""
-  overlap = source.table_bytes <= limits.OVERLAP_MAX_BYTES
+  """Writes every kind and hands each to a load check in a fresh process
+  (`checkers[0]` runs already) while the next is written; returns once
+  every check is submitted."""
   for i, kind in enumerate(export_kinds.NAMES):
-    if overlap and i and options.separate_checks:
+    if i and options.separate_checks:
       # Started now, so that it imports TensorFlow while `kind` is written.
       checkers.append(fresh_process.FreshProcess(checkers[0].timeout))
     with staging.phase(f'{kind} export'):
       source.writers[kind](dirs[kind])
     tf_allocator.release()
-    if overlap:
-      checkers[-1].submit(kind, dirs[kind], source.canary)
-  if overlap:
-    return
-  # One export loaded at a time, each in a process of its own: a loaded
-  # SavedModel's vocabulary tables stay until its process ends.
-  for i, kind in enumerate(export_kinds.NAMES):
-    if i:
-      checkers[-1].wait()
-      checkers[-1].close()
-      checkers.append(fresh_process.FreshProcess(checkers[0].timeout))
     checkers[-1].submit(kind, dirs[kind], source.canary)
+
+
+def _write(source, dirs: Mapping[str, str]):
+  """Writes every kind; returns the canary."""
+  for kind in export_kinds.NAMES:
+    with staging.phase(f'{kind} export'):
+      source.writers[kind](dirs[kind])
+    tf_allocator.release()
+  return source.canary
+
+
+def _check_here(dirs: Mapping[str, str], canary):
+  """Load-checks every kind in this process with its graph loaders, one
+  after the other, each export's memory freed before the next loads."""
+  for kind in export_kinds.NAMES:
+    with staging.phase(f'{kind} load check'):
+      try:
+        load_check.check(kind, dirs[kind], canary, graph_only=True)
+      except Exception as e:
+        raise load_errors.LoadCheckError(
+            f'load check failed: {kind} export {dirs[kind]}: '
+            f'{type(e).__name__}: {load_errors.reason(e)}') from e
+    tf_allocator.release()
+
+
+def _tables_bytes(model_uri: str) -> int:
+  """Bytes of every table of the Model's spec, known before a restore."""
+  spec = EmbeddingSpec.load(model_uri)
+  return sum(t.vocabulary_size * t.dim * 4 for t in spec.tables)
+
+
+def _export(model_uri: str, module, scratch_dir: str,
+            dirs: Mapping[str, str],
+            checkers: List[fresh_process.FreshProcess],
+            options: ExportOptions):
+  """Restores, writes every kind into `dirs` and checks each: in fresh
+  processes (`checkers`, still to be waited for) for a table of at most
+  `limits.OVERLAP_MAX_BYTES`, else here, once the table is released."""
+  small = _tables_bytes(model_uri) <= limits.OVERLAP_MAX_BYTES
+  if small:
+    # Imports TensorFlow while this process restores and exports.
+    checkers.append(
+        fresh_process.FreshProcess(options.load_check_timeout_seconds))
+  source = source_of(model_uri, module, scratch_dir, options)
+  if source.table_bytes <= limits.OVERLAP_MAX_BYTES:
+    if not small:
+      checkers.append(
+          fresh_process.FreshProcess(options.load_check_timeout_seconds))
+    _write_and_check(source, dirs, checkers, options)
+    return
+  for checker in checkers:
+    checker.close()
+  checkers.clear()
+  canary = _write(source, dirs)
+  del source
+  tf_allocator.release()
+  _check_here(dirs, canary)
 
 
 def check_outputs(outputs: Mapping[str, str]):
@@ -125,13 +177,8 @@ def export_model(model_uri: str, outputs: Mapping[str, str], module,
       stages[kind] = file_system.staging_dir(outputs[kind], 'exporting')
     dirs = {kind: os.path.join(stage, 'export')
             for kind, stage in stages.items()}
-    # Imports TensorFlow while this process restores and exports.
-    checkers.append(
-        fresh_process.FreshProcess(options.load_check_timeout_seconds))
-    source = source_of(model_uri, module, stages[export_kinds.NAMES[0]],
-                       options)
-    _write_and_check(source, dirs, checkers, options)
-    del source
+    _export(model_uri, module, stages[export_kinds.NAMES[0]], dirs,
+            checkers, options)
     with staging.phase('load check (rest)'):
       for checker in checkers:
         checker.wait()

@@ -19,6 +19,7 @@ from typing import Dict
 import numpy as np
 
 from tpu_embeddings.artifacts import export_kinds
+from tpu_embeddings.exports import graph_loaders
 from tpu_embeddings.exports import warmup
 from tpu_embeddings.exports.load_errors import LoadCheckError
 
@@ -108,7 +109,6 @@ def _tensors(inputs: Arrays):
 def check_serving(export_dir: str, canary: ModelCanary):
   """Every signature through `tf.saved_model.load` and a session loader;
   the warm-up requests in the session too."""
-  import tensorflow as tf
   loaded = export_kinds.SERVING.loader(export_dir)
   for name, group in canary.signatures.items():
     if name not in loaded.signatures:
@@ -116,16 +116,15 @@ def check_serving(export_dir: str, canary: ModelCanary):
     out = loaded.signatures[name](**_tensors(group['inputs']))
     compare(f'serving {name}', {k: v.numpy() for k, v in out.items()},
             group['outputs'])
+  del loaded
+  check_serving_in_a_session(export_dir, canary)
+
+
+def check_serving_in_a_session(export_dir: str, canary: ModelCanary):
+  """Every signature and the warm-up requests through a session loader, in
+  this process (`graph_loaders`)."""
   requests = warmup.read(export_dir)
-  with tf.Graph().as_default() as graph, tf.compat.v1.Session(
-      graph=graph) as session:
-    meta_graph = tf.compat.v1.saved_model.load(
-        session, [tf.saved_model.SERVING], export_dir)
-    def run(name, inputs):
-      signature = meta_graph.signature_def[name]
-      return session.run(
-          {k: v.name for k, v in signature.outputs.items()},
-          {signature.inputs[k].name: v for k, v in inputs.items()})
+  with graph_loaders.serving_session(export_dir, 'serving') as run:
     for name, group in canary.signatures.items():
       compare(f'serving {name} (session)', run(name, group['inputs']),
               group['outputs'])
@@ -141,6 +140,18 @@ def check_hub(export_dir: str, canary: ModelCanary):
           canary.hub['outputs'])
 
 
+def check_hub_in_a_graph(export_dir: str, canary: ModelCanary):
+  """The Hub module's `default` signature through `hub.Module` in a TF1
+  graph, in this process (`graph_loaders`)."""
+  outputs = graph_loaders.hub_module_outputs(
+      export_dir, {'default': canary.hub['inputs']})
+  compare('hub default (hub.Module)', outputs['default'],
+          canary.hub['outputs'])
+
+
 # {export kind: its check}: every registered kind has one.
 CHECKS = {export_kinds.SERVING.name: check_serving,
           export_kinds.HUB.name: check_hub}
+# {export kind: its check through graph loaders only, in this process}.
+GRAPH_CHECKS = {export_kinds.SERVING.name: check_serving_in_a_session,
+                export_kinds.HUB.name: check_hub_in_a_graph}

@@ -17,6 +17,7 @@ import numpy as np
 from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.core import tf_allocator
+from tpu_embeddings.exports import graph_loaders
 from tpu_embeddings.exports import limits
 from tpu_embeddings.exports import warmup
 from tpu_embeddings.exports.load_errors import LoadCheckError
@@ -36,12 +37,9 @@ def _compare(what: str, got, want):
         f'{what}: differs from the checkpoint by up to {worst}')
 
 
-def check_serving(export_dir: str, canary: Canary):
-  """Both ways a serving export is loaded: `tf.saved_model.load`, and a
-  session loader (TF Serving, `saved_model_cli run`), which runs the init op
-  once and then each request, warm-up requests included. The two loads must
-  return the same neighbours; they run on two threads, or one after the
-  other for a table over `limits.OVERLAP_MAX_BYTES`."""
+def _warmup_requests(export_dir: str):
+  """The serving export's warm-up requests; LoadCheckError if unreadable
+  or empty."""
   try:
     requests = warmup.read(export_dir)
   except Exception as e:
@@ -50,6 +48,16 @@ def check_serving(export_dir: str, canary: Canary):
   if not requests:
     raise LoadCheckError(
         f'serving export: {warmup.warmup_path(export_dir)} is empty')
+  return requests
+
+
+def check_serving(export_dir: str, canary: Canary):
+  """Both ways a serving export is loaded: `tf.saved_model.load`, and a
+  session loader (TF Serving, `saved_model_cli run`), which runs the init op
+  once and then each request, warm-up requests included. The two loads must
+  return the same neighbours; they run on two threads, or one after the
+  other for a table over `limits.OVERLAP_MAX_BYTES`."""
+  requests = _warmup_requests(export_dir)
   if limits.variables_bytes(export_dir) > limits.OVERLAP_MAX_BYTES:
     # The session's load first: closing the session frees its table (and
     # vocabulary tables) before the second load; a `tf.saved_model.load`
@@ -98,37 +106,20 @@ def _check_serving_saved_model(export_dir: str, canary: Canary) -> np.ndarray:
 
 def _check_serving_in_a_session(export_dir: str, canary: Canary,
                                 requests) -> np.ndarray:
-  """The canary, then each warm-up request, through a TF1 session loader."""
-  import tensorflow as tf
-  # One op at a time: the vocabulary's two resources are then built one
-  # after the other (a 10M-token vocabulary costs 0.35 GB less at its peak).
-  config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=1)
-  with tf.Graph().as_default() as graph, tf.compat.v1.Session(
-      graph=graph, config=config) as session:
-    try:
-      meta_graph = tf.compat.v1.saved_model.load(
-          session, [tf.saved_model.SERVING], export_dir)
-    except Exception as e:
-      raise LoadCheckError(f'serving export: session loader: '
-                           f'{type(e).__name__}: {reason(e)}') from e
-
-    def run(name, **inputs):
-      if name not in meta_graph.signature_def:
-        raise LoadCheckError(
-            f'serving export lacks signature {name!r} in a session')
-      signature = meta_graph.signature_def[name]
-      try:
-        return session.run(
-            {k: v.name for k, v in signature.outputs.items()},
-            {signature.inputs[k].name: v for k, v in inputs.items()})
-      except Exception as e:
-        raise LoadCheckError(f'serving {name} in a session: '
-                             f'{type(e).__name__}: {reason(e)}') from e
-
-    neighbors = _check_serving_answers('serving (session)', run, canary)
+  """The canary, then each warm-up request, through a TF1 session loader;
+  returns the neighbour tokens of the first canary token."""
+  with graph_loaders.serving_session(export_dir, 'serving') as run:
+    neighbors = _check_serving_answers(
+        'serving (session)', lambda name, **inputs: run(name, inputs), canary)
     for name, inputs in requests:
-      run(name, **inputs)
+      run(name, inputs)
     return neighbors
+
+
+def check_serving_in_a_session(export_dir: str, canary: Canary):
+  """The canary and the warm-up requests through a session loader only, in
+  this process (`graph_loaders`)."""
+  _check_serving_in_a_session(export_dir, canary, _warmup_requests(export_dir))
 
 
 def _check_serving_answers(what: str, call, canary: Canary):
@@ -156,15 +147,33 @@ def check_hub(export_dir: str, canary: Canary):
   """The canary through `hub.load(export_dir).signatures`."""
   import tensorflow as tf
   loaded = export_kinds.HUB.loader(export_dir)
-  for name, key, inputs, want in (
-      (serving_contract.HUB_DEFAULT, serving_contract.SENTENCES,
-       canary.sentences, canary.sentence_embeddings),
-      (serving_contract.HUB_TOKENS, serving_contract.TOKENS, canary.tokens,
-       canary.token_embeddings)):
+  for name, key, inputs, want in _hub_calls(canary):
     out = loaded.signatures[name](**{key: tf.constant(inputs)})
     _compare(f'hub signature {name}', out[serving_contract.HUB_OUTPUT], want)
+
+
+def _hub_calls(canary: Canary):
+  """(signature, input, canary values, expected outputs) of the Hub check."""
+  return ((serving_contract.HUB_DEFAULT, serving_contract.SENTENCES,
+           canary.sentences, canary.sentence_embeddings),
+          (serving_contract.HUB_TOKENS, serving_contract.TOKENS, canary.tokens,
+           canary.token_embeddings))
+
+
+def check_hub_in_a_graph(export_dir: str, canary: Canary):
+  """The canary through `hub.Module` in a TF1 graph, in this process
+  (`graph_loaders`)."""
+  calls = _hub_calls(canary)
+  outputs = graph_loaders.hub_module_outputs(
+      export_dir, {name: {key: inputs} for name, key, inputs, _ in calls})
+  for name, _, _, want in calls:
+    _compare(f'hub signature {name} (hub.Module)',
+             outputs[name][serving_contract.HUB_OUTPUT], want)
 
 
 # {export kind: its check}: every registered kind has one.
 CHECKS = {export_kinds.SERVING.name: check_serving,
           export_kinds.HUB.name: check_hub}
+# {export kind: its check through graph loaders only, in this process}.
+GRAPH_CHECKS = {export_kinds.SERVING.name: check_serving_in_a_session,
+                export_kinds.HUB.name: check_hub_in_a_graph}

@@ -179,27 +179,27 @@ def test_hub_check_in_its_own_process(run, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_large_table_is_checked_after_both_exports(run, tmp_path,
-                                                     monkeypatch):
-  """Above OVERLAP_MAX_BYTES the pod holds one copy of the table at a time:
-  the checks start once the Hub module is written, the Hub module's in a
-  process of its own started after the serving check's ended."""
+def test_a_large_table_is_checked_here_after_both_exports(run, tmp_path,
+                                                          monkeypatch):
+  """Above OVERLAP_MAX_BYTES no second interpreter holds a copy of the
+  table: once both kinds are written and the table released, this process
+  checks each with its graph loaders, one after the other."""
   _, model_uri, _, _, table = run
   monkeypatch.setattr(limits, 'OVERLAP_MAX_BYTES', 0)
-  submitted, started = [], []
-  hub_stage = []
+  started, checked, hub_stage = [], [], []
 
-  class Watched(fresh_process.FreshProcess):
+  class Counted(fresh_process.FreshProcess):
 
     def __init__(self, *args, **kwargs):
       started.append(self)
       super().__init__(*args, **kwargs)
 
-    def submit(self, kind, export_dir, canary):
-      alive = [p for p in started if p._proc.poll() is None]
-      submitted.append((kind, len(alive), os.path.exists(os.path.join(
-          hub_stage[0], 'tfhub_module.pb'))))
-      super().submit(kind, export_dir, canary)
+  original_check = load_check.check
+
+  def check(kind, export_dir, canary, graph_only=False):
+    checked.append((kind, graph_only, os.path.exists(os.path.join(
+        hub_stage[0], 'tfhub_module.pb'))))
+    return original_check(kind, export_dir, canary, graph_only=graph_only)
 
   original = table_hub.export_hub_module
 
@@ -207,16 +207,42 @@ def test_a_large_table_is_checked_after_both_exports(run, tmp_path,
     hub_stage.append(export_dir)
     return original(rows, tokens_path, export_dir, **kwargs)
 
-  monkeypatch.setattr(fresh_process, 'FreshProcess', Watched)
+  monkeypatch.setattr(fresh_process, 'FreshProcess', Counted)
+  monkeypatch.setattr(load_check, 'check', check)
   monkeypatch.setattr(table_hub, 'export_hub_module', export_hub_module)
   dirs = _export(model_uri, _outputs(tmp_path))
-  # (kind, check processes alive, Hub module written) at each submission.
-  assert submitted == [('serving', 1, True), ('hub', 1, True)]
-  assert len(started) == 2
+  assert started == []
+  # (kind, graph loaders only, Hub module written) at each check.
+  assert checked == [('serving', True, True), ('hub', True, True)]
   served = tf.saved_model.load(dirs['serving'])
   np.testing.assert_allclose(served.signatures['lookup'](
       tokens=tf.constant(TOKENS))['embeddings'], table, atol=1e-6)
   assert os.path.exists(os.path.join(dirs['hub'], 'tfhub_module.pb'))
+
+
+@pytest.mark.slow
+def test_a_damaged_large_export_publishes_nothing(run, tmp_path,
+                                                  monkeypatch):
+  """The checks in this process refuse an export whose rows are not the
+  checkpoint's, and no output receives anything."""
+  _, model_uri, _, _, _ = run
+  monkeypatch.setattr(limits, 'OVERLAP_MAX_BYTES', 0)
+  original = table_hub.export_hub_module
+
+  def export_hub_module(rows, tokens_path, export_dir, **kwargs):
+    original(rows, tokens_path, export_dir, **kwargs)
+    assets = os.path.join(export_dir, 'assets')
+    for name in os.listdir(assets):  # rows answer for other tokens
+      with open(os.path.join(assets, name)) as f:
+        lines = f.read().splitlines()
+      with open(os.path.join(assets, name), 'w') as f:
+        f.write('\n'.join(reversed(lines)) + '\n')
+
+  monkeypatch.setattr(table_hub, 'export_hub_module', export_hub_module)
+  with pytest.raises(load_check.LoadCheckError,
+                     match=r'load check failed: hub export .*differs'):
+    _export(model_uri, _outputs(tmp_path))
+  assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.slow
