@@ -121,11 +121,18 @@ def test_compile_reuses_the_model_and_settings_a_home_records(
   assert 'two_tower_model@' in text  # the recorded module, packaged
 
 
-def test_compile_refuses_a_home_that_is_not_there(tmp_path, capsys):
-  rc, out = _compile(tmp_path, '--home', str(tmp_path / 'nope'))
+@pytest.mark.parametrize('extra, message', [
+    ((), 'no such directory'),
+    (('--selftest',), 'compile --selftest reads no home')])
+def test_compile_refuses_a_home_it_cannot_reuse(tmp_path, capsys, extra,
+                                                message):
+  home = tmp_path / ('home' if extra else 'nope')
+  if extra:
+    home.mkdir()
+  rc, out = _compile(tmp_path, '--home', str(home), *extra)
   err = capsys.readouterr().err.strip().splitlines()
   assert rc == 2 and len(err) == 1, err
-  assert f'--home {tmp_path / "nope"}: no such directory' in err[0]
+  assert f'--home {home}: {message}' in err[0], err
   assert not os.path.exists(out)
 
 
