@@ -75,6 +75,10 @@ def test_a_module_model_s_package_carries_no_skip_gram_setting(
           configs['validator_config']['regression_margin']) == (
               3, 512, 5000, 0.05)
   assert configs['exporter_config'] == {}
+  # The vocabularies the module's FEATURES name, which VocabularyGen counts.
+  assert configs['vocabulary_config']['vocabularies'] == {
+      'item_category': ['item_category'], 'item_id': ['history', 'item_id'],
+      'user_id': ['user_id']}
 
 
 def test_a_run_may_not_set_what_the_compiled_model_does_not_use(
