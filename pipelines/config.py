@@ -68,6 +68,12 @@ class PipelineConfig:
         for section, fields in changes.items()})
 
   @classmethod
+  def located(cls, name: str) -> List[str]:
+    """The settings ("section.field") that a name as in `from_dict` sets.
+    """
+    return [f'{section}.{field}' for section, field in _locate(name)]
+
+  @classmethod
   def flat(cls, values: Mapping[str, Any]) -> Dict[str, Any]:
     """{"trainer": {"window": 5}} -> {"trainer.window": 5}; flat names
     ("trainer.window", "window") stay."""

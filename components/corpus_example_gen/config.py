@@ -25,6 +25,10 @@ class ExampleGenConfig(settings.Settings):
   """
   WHAT = 'ExampleGen'
   FORMATS = ('text', 'csv', 'tfrecord')
+  # What only the corpus ExampleGen of format 'text' reads: it reads several
+  # spans, splits by hash and checks symlinks itself.
+  TEXT_ONLY = ('span_window', 'train_buckets', 'eval_buckets',
+               'follow_symlinks')
 
   pattern: str = 'span-{SPAN}/*'
   # Ten years of daily spans.
@@ -45,6 +49,12 @@ class ExampleGenConfig(settings.Settings):
     if self.format not in self.FORMATS:
       raise ValueError(f'{self.WHAT} parameter format must be one of '
                        f'{self.FORMATS}, got {self.format!r}')
-    if self.format != 'text' and self.span_window != 1:
-      raise ValueError(f'{self.WHAT}: span_window > 1 reads several spans '
-                       'of text only; stock ExampleGens read one')
+    if self.format != 'text':
+      for field in dataclasses.fields(self):
+        if field.name in self.TEXT_ONLY and (
+            getattr(self, field.name) != field.default):
+          raise ValueError(
+              f'example_gen.{field.name} applies only to format "text" (the '
+              'corpus ExampleGen); stock ExampleGens read one span\'s '
+              f'pre-split train/ and eval/ files: remove it for format '
+              f'{self.format!r}')

@@ -3,6 +3,7 @@
 import json
 import os
 
+from pipelines import model_settings
 from pipelines.local import home as home_lib
 from pipelines.local import retrain as retrain_lib
 from pipelines.local import store_guard
@@ -45,11 +46,10 @@ def config_from_args(args):
   return config_of(given_settings(args), args.module_file)
 
 
-def config_of(values, module_file: str):
+def config_of(values, module_file: str, source: str = model_settings.GIVEN):
   """PipelineConfig of the settings `values` over the SETTINGS of
-  `module_file`."""
-  from pipelines import model_settings
-  return model_settings.with_module_defaults(values, module_file)
+  `module_file`; one the model does not use is refused, naming `source`."""
+  return model_settings.with_module_defaults(values, module_file, source)
 
 
 def given_settings(args) -> dict:

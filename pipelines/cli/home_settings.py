@@ -1,10 +1,13 @@
-"""The model and settings of `run` and `retrain`: those given, over what
-the home records of its earlier runs (pipelines/local/home_record.py)."""
+"""The model and settings of `run`, `retrain` and `compile`: those given,
+over what the home records of its earlier runs
+(pipelines/local/home_record.py)."""
 
 import dataclasses
 from typing import Any, Dict
 
+from pipelines import model_settings
 from pipelines.cli import arguments
+from pipelines.local import home as home_lib
 from pipelines.local import home_record
 
 
@@ -16,12 +19,15 @@ class HomeSettings:
 
 
 def resolve(args, command: str) -> HomeSettings:
-  """What `command` runs with in `args.home`; prints one line naming what
-  it reuses from the home's record."""
+  """What `command` runs with in `args.home` (None: no home, only what is
+  given); prints one line naming what it reuses from the home's record."""
+  record = home_record.read(args.home) if args.home else None
   module_file, settings, note = home_record.merge(
-      home_record.read(args.home), args.module_file,
-      arguments.given_settings(args))
-  config = arguments.config_of(settings, module_file)
+      record, args.module_file, arguments.given_settings(args))
+  source = model_settings.GIVEN
+  if record is not None and record.settings:
+    source += f', or from {home_lib.record_path(args.home)}'
+  config = arguments.config_of(settings, module_file, source)
   if note:
     print(f'{command}: {note}', flush=True)
   return HomeSettings(config, module_file, settings)

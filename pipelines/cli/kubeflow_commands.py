@@ -3,9 +3,10 @@
 Every flag and setting is checked before TFX is imported.
 """
 
+import os
 import sys
 
-from pipelines.cli import arguments
+from pipelines.cli import home_settings
 from pipelines.cli import selftest_command
 from pipelines.kubeflow import credentials
 from pipelines.kubeflow import cron
@@ -53,6 +54,10 @@ def _register_compile(sub):
                  help='the model\'s module file (default: skip-gram); '
                  'packaged as a wheel under --pipeline-root, as TFX packages '
                  'its Trainer\'s module file')
+  p.add_argument('--home',
+                 help='a local pipeline home whose recorded module file, '
+                 'data format and settings (home.json) are reused; '
+                 '--module-file, --config and --set given here win')
   p.add_argument('--config', help='JSON file of settings, e.g. '
                  '{"trainer": {"window": 5}}')
   p.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
@@ -76,7 +81,12 @@ def run_compile(args) -> int:
   tpu = kubeflow_flags.TpuRequest.parse(
       args.tpu_accelerator, args.tpu_topology, args.tpu_count)
   tpu_hosts.check_single_host(tpu)
-  config = arguments.config_from_args(args)
+  if args.home and (args.selftest or not os.path.isdir(args.home)):
+    raise ValueError(f'--home {args.home}: ' + (
+        'compile --selftest reads no home; give --module-file and --set'
+        if args.selftest else 'no such directory'))
+  resolved = home_settings.resolve(args, 'compile')
+  config = resolved.config
   credentials.check_compiled(args.beam_arg, config)
   if config.trainer.tpu:
     raise ValueError('--set tpu=...: the compiled trainer\'s tpu follows '
@@ -101,7 +111,7 @@ def run_compile(args) -> int:
       args.output, image=args.image, pipeline_root=args.pipeline_root,
       data_root=data_root, push_root=push_root, config=config, tpu=tpu,
       beam_pipeline_args=args.beam_arg or None, task_resources=task_resources,
-      module_file=args.module_file)
+      module_file=resolved.module_file)
   where = (f'{compiled.trainer_task} on {tpu.count} google.com/tpu chip(s) '
            f'({tpu.accelerator}, {tpu.topology}), other tasks on CPU'
            if tpu else 'all tasks on CPU')

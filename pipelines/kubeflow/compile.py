@@ -23,7 +23,9 @@ What the YAML holds, beyond TFX's own compilation:
     config (pipelines/kubeflow/resources.py).
   * The data root, the push root and each component's config are run-time
     parameters defaulting to the compiled values
-    (pipelines/kubeflow/parameters.py), so a run or a schedule can set them.
+    (pipelines/kubeflow/parameters.py), so a run or a schedule can set them;
+    a config carries only the settings its model uses (a module model's
+    has no `window`, `negatives`, ...: pipelines/model_settings.py).
   * `defaultPipelineRoot` is the pipeline root, since a YAML package carries
     no runtimeConfig.
   * A TPU slice that spans more than one host is refused (tpu_hosts.py).
@@ -50,6 +52,7 @@ from tfx.orchestration import data_types
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from components import keys
+from pipelines import model_settings
 from pipelines import pipeline as pipeline_lib
 from pipelines import whole_file
 from pipelines.kubeflow import credentials
@@ -109,10 +112,12 @@ def _check_nodes(components):
           'it to a module under components/ so the image can import it')
 
 
-def _runtime_parameters(components, data_root: str,
-                        push_root: str) -> Dict[str, str]:
+def _runtime_parameters(components, data_root: str, push_root: str,
+                        module_file: str) -> Dict[str, str]:
   """Data root, push root and each config become STRING RuntimeParameters
-  defaulting to the compiled values (kubeflow_parameters); name -> default."""
+  defaulting to the compiled values (kubeflow_parameters), each config
+  without the settings the model of `module_file` does not use; name ->
+  default."""
   defaults = {}
 
   def parameter(name: str, default: str):
@@ -126,9 +131,12 @@ def _runtime_parameters(components, data_root: str,
   for c in components:
     if c.exec_properties.get(keys.PUSH_ROOT):
       c.exec_properties[keys.PUSH_ROOT] = push
+  unused = model_settings.unused_settings(model_settings.load(module_file))
   for name, (task, _) in kubeflow_parameters.CONFIG_PARAMETERS.items():
     props = by_id[task].exec_properties
-    props[settings.CONFIG_KEY] = parameter(name, props[settings.CONFIG_KEY])
+    props[settings.CONFIG_KEY] = parameter(
+        name, kubeflow_parameters.compiled_config(
+            name, props[settings.CONFIG_KEY], unused))
   return defaults
 
 
@@ -156,7 +164,8 @@ def build_pipeline(pipeline_root: str, data_root: str, push_root: str,
   if ids != sorted(kubeflow_resources.TASKS):
     raise RuntimeError(f'pipeline tasks {ids} are not the ones sized in '
                        'pipelines/kubeflow/resources.py')
-  defaults = _runtime_parameters(pipeline.components, data_root, push_root)
+  defaults = _runtime_parameters(pipeline.components, data_root, push_root,
+                                 module_file)
   for c in pipeline.components:
     sized = task_resources[c.id]
     resource_spec = _ResourceSpec(

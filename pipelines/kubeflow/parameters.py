@@ -24,7 +24,7 @@ or TFX.
 """
 
 import json
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Iterable, Mapping, Optional
 
 from components.exporter.config import ExporterConfig
 from components.pusher.config import PusherConfig
@@ -46,6 +46,8 @@ CONFIG_PARAMETERS = {
     'pusher_config': (resources.PUSHER, PusherConfig),
 }
 PARAMETERS = (DATA_ROOT, PUSH_ROOT) + tuple(CONFIG_PARAMETERS)
+# A config parameter is its section's name ('trainer') and this.
+CONFIG_SUFFIX = '_config'
 # (parameter, field) -> why a run may not change it.
 FIXED = {
     ('trainer_config', 'tpu'): 'it follows the node pool of --tpu-accelerator',
@@ -86,9 +88,22 @@ def _typed(name: str, kind: str, value: Any) -> Any:
   return value
 
 
+def compiled_config(name: str, config_json: str,
+                    unused: Iterable[str]) -> str:
+  """The compiled default of config parameter `name`: `config_json`
+  without the settings ("section.field") in `unused`, those the model does
+  not use (pipelines/model_settings.py), which a run may not set either."""
+  section = name[:-len(CONFIG_SUFFIX)]
+  values = json.loads(config_json)
+  return json.dumps({field: value for field, value in values.items()
+                     if f'{section}.{field}' not in set(unused)},
+                    sort_keys=True)
+
+
 def _merged_config(name: str, default: Optional[str],
                    changes: list) -> str:
-  """The compiled config JSON of parameter `name` with `changes` applied."""
+  """The compiled config JSON of parameter `name` with `changes` applied;
+  only the fields compiled in (those the model uses) may change."""
   _, config_class = CONFIG_PARAMETERS[name]
   values = json.loads(default) if default else {}
   compiled = dict(values)
@@ -105,15 +120,21 @@ def _merged_config(name: str, default: Optional[str],
     checked = config_class.from_dict(values)
   except ValueError as e:
     raise ValueError(f'--param {name}: {e}') from None
+  not_compiled = sorted(set(values) - set(compiled))
+  if not_compiled:
+    raise ValueError(f'--param {name}.{not_compiled[0]}: the compiled model '
+                     'does not use it (the package carries only the settings '
+                     'its model uses)')
   # Kubeflow Pipelines stores and shows a run's parameters.
   credentials.check_custom_config(getattr(checked, 'custom_config', None),
                                   f'--param {name} custom_config')
-  for field in checked.names():
+  for field in compiled:
     reason = FIXED.get((name, field))
     if reason and getattr(checked, field) != compiled.get(field):
       raise ValueError(f'--param {name}.{field}: fixed when compiling '
                        f'({reason}); recompile with --set instead')
-  return checked.to_json()
+  return json.dumps({field: value for field, value in json.loads(
+      checked.to_json()).items() if field in compiled}, sort_keys=True)
 
 
 def check_arguments(declared: Mapping[str, Any], types: Mapping[str, str],

@@ -10,9 +10,10 @@ run that completes, whole or not at all:
 `settings` are those of `--config`, `--set` and `--tpu`, flat: the data
 format among them when given (`example_gen.format`; one set by the module's
 SETTINGS comes with the module, and is not pinned when the model changes).
-A later `run` or `retrain` in the home takes what it is not given from there
-and says so in one line; what it is given wins, setting by setting, and is
-recorded in turn. A run that fails records nothing.
+A later `run`, `retrain` or `compile --home` takes what it is not given
+from there and says so in one line; what it is given wins, setting by
+setting, and is recorded in turn (`compile` records nothing). A run that
+fails records nothing.
 
 A recorded module file is read again from its path, never from the copy:
   * changed since it was recorded, it is used (it is the user's current

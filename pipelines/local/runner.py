@@ -29,6 +29,7 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import runtime_parameter_utils
 
 from components import keys
+from pipelines import model_settings
 from pipelines import pipeline as pipeline_lib
 from pipelines.local import csv_failure
 from pipelines.local import failure
@@ -109,7 +110,8 @@ def run(data_root: str,
   p = home_lib.paths(home)
   config = config or pipeline_lib.PipelineConfig()
   related = os.path.join(data_root, 'related_pairs.tsv')
-  if not config.validator.related_pairs_file and os.path.exists(related):
+  if (not config.validator.related_pairs_file and os.path.exists(related)
+      and model_settings.uses(module_file, 'validator.related_pairs_file')):
     config = config.replace(
         **{'validator.related_pairs_file': os.path.abspath(related)})
 

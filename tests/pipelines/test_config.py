@@ -236,3 +236,19 @@ def test_absurd_values_are_refused_naming_the_bound(name, value, message):
   with pytest.raises(ValueError) as e:
     PipelineConfig.from_dict({name: value})
   assert message in str(e.value)
+
+
+@pytest.mark.parametrize('field, value', [
+    ('span_window', 2), ('train_buckets', 4), ('eval_buckets', 2),
+    ('follow_symlinks', True)])
+def test_a_text_only_example_gen_setting_is_refused_for_stock_formats(
+    field, value):
+  """The stock ExampleGens read pre-split files: a hash split, several
+  spans or symlinks would change nothing."""
+  with pytest.raises(ValueError, match=(
+      rf'^example_gen.{field} applies only to format "text" .*remove it '
+      "for format 'csv'$")):
+    PipelineConfig.from_dict({'example_gen.format': 'csv',
+                              f'example_gen.{field}': value})
+  assert getattr(PipelineConfig.from_dict(
+      {f'example_gen.{field}': value}).example_gen, field) == value

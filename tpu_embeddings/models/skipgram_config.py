@@ -11,6 +11,20 @@ EVAL_SEQUENCES = 1000
 # Seeds: non-negative and within 31 bits, which every seeded library here
 # (NumPy, TensorFlow's stateless ops, Beam) takes.
 SEEDS = (0, 2**31 - 1)
+# The pipeline settings made for skip-gram: its pairs and negatives, and its
+# evaluation. Only a model that reads them uses them: the built-in model
+# declares them all as its SETTINGS_READ (skipgram_module.py); a module
+# file declares the ones its code reads (`ctx.settings`, `ctx.evaluation`),
+# and any other is refused before the pipeline runs
+# (pipelines/model_settings.py).
+SKIPGRAM_SETTINGS = (
+    'trainer.window', 'trainer.negatives', 'trainer.shared_negatives',
+    'trainer.negative_group', 'trainer.subsample',
+    'trainer.sequences_per_chunk', 'validator.k',
+    'validator.max_recall_queries', 'validator.similarity_file',
+    'validator.related_pairs_file', 'validator.analogy_file',
+    'validator.beat_frequency_model', 'validator.beat_popularity',
+    'validator.min_baseline_coverage')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,9 +10,9 @@ generic step differentiates `loss_fn` instead and is checked to agree.
 Its evaluation is the contract's too: METRICS, `eval_fn` and the optional
 validation hooks (`references_fn`, `floors_fn`, `details_fn`) of
 `tpu_embeddings.models.skipgram_eval`. What training and the exports treat
-differently is declared, as any module may: SPEC_FROM_SETTINGS, AUTOGRAPH,
-FUSED_STEP, `heldout_pairs`, and `exported_table` (its table exported
-streamed, multi-GB ones included, with `neighbors`).
+differently is declared, as any module may: SPEC_FROM_SETTINGS,
+SETTINGS_READ, AUTOGRAPH, FUSED_STEP, `heldout_pairs`, and `exported_table`
+(its table exported streamed, multi-GB ones included, with `neighbors`).
 """
 
 from typing import Optional, Sequence
@@ -27,6 +27,7 @@ from tpu_embeddings.models import skipgram_eval
 from tpu_embeddings.models import skipgram_input
 from tpu_embeddings.models import skipgram_loss
 from tpu_embeddings.models.skipgram_config import EVAL_SEQUENCES
+from tpu_embeddings.models.skipgram_config import SKIPGRAM_SETTINGS
 from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
 from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
 from tpu_embeddings.models.skipgram_features import SKIP_GRAM_STEP
@@ -39,6 +40,8 @@ BUILTIN = 'skipgram'
 # trainer's `embedding_spec` setting; the loss functions are graph code as
 # written; the CPU trainer's fused op computes the whole step.
 SPEC_FROM_SETTINGS = True
+# Every setting made for skip-gram is read here.
+SETTINGS_READ = SKIPGRAM_SETTINGS
 AUTOGRAPH = False
 FUSED_STEP = SKIP_GRAM_STEP
 # Passes after the first read the train split's looked-up ids from memory

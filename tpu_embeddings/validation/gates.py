@@ -23,6 +23,13 @@ from tpu_embeddings.core import settings
 # A held-out loss within this fraction of an untrained table's is a table
 # that learned nothing.
 UNTRAINED_FRACTION = 0.01
+# {Thresholds field: the metric it limits}: a limit applies only to a model
+# that declares its metric.
+ABSOLUTE_LIMITS = {'max_eval_loss': 'eval_loss',
+                   'min_recall_at_k': 'recall_at_k',
+                   'min_spearman': 'spearman',
+                   'min_related_recall_at_k': 'related_recall_at_k',
+                   'min_analogy_accuracy': 'analogy_accuracy'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,11 +78,8 @@ class Thresholds(settings.Settings):
 
   def absolute(self) -> Dict[str, float]:
     """{metric: limit} of the enabled absolute quality gates."""
-    limits = {'eval_loss': self.max_eval_loss,
-              'recall_at_k': self.min_recall_at_k,
-              'spearman': self.min_spearman,
-              'related_recall_at_k': self.min_related_recall_at_k,
-              'analogy_accuracy': self.min_analogy_accuracy}
+    limits = {metric: getattr(self, field)
+              for field, metric in ABSOLUTE_LIMITS.items()}
     return {m: v for m, v in limits.items() if v is not None}
 
 
