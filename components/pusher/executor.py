@@ -59,7 +59,7 @@ def manifest_fields(exports: Dict[str, types.Artifact],
   return {
       'source_model': source,
       'spans': spans,
-      'metrics': manifest_lib.read_blessing_metrics(blessing.uri),
+      **manifest_lib.read_blessing(blessing.uri),
       'pipeline_run_id': pipeline_run_id or '',
       'blessing': blessing.uri,
   }

@@ -2,7 +2,10 @@
 
 The validation itself is the library's (`tpu_embeddings.validation`), one
 path for every model; the executor loads the Model's module, records which
-served version the verdict was reached against, and writes the blessing.
+served version the verdict was reached against and on which span of the data
+the metrics were measured (the Examples' `span`, which ExampleGen sets:
+`eval_data.span` of the report, None when the Examples have none; the
+pusher records it beside the metrics), and writes the blessing.
 """
 
 from typing import Any, Dict, List
@@ -16,6 +19,7 @@ from components import keys
 from components import module_file
 from components.validator import blessing as blessing_lib
 from tpu_embeddings.push_root import served
+from tpu_embeddings.training import model_output
 from tpu_embeddings.validation import validate
 from tpu_embeddings.validation.config import ValidatorConfig
 
@@ -41,6 +45,8 @@ class Executor(base_executor.BaseExecutor):
                                module_file.from_model(model.uri), push_root)
     result.report[keys.VALIDATED_AGAINST] = validated_against
     result.report['eval_data']['vocabulary'] = vocabulary.uri
+    spans = model_output.spans([examples], keys.SPAN)
+    result.report['eval_data'][keys.SPAN] = spans[0] if spans else None
     # TFX passes input artifacts with their MLMD ids.
     blessing_lib.write(blessing, result, model_id=model.id)
     logging.info('CheckpointValidator: %s (%s)', result.report['summary'],

@@ -202,12 +202,7 @@ def summarize(home: str, pipeline_name: str,
     report_path = os.path.join(blessing.uri, 'report.json')
     if os.path.exists(report_path):
       with open(report_path) as f:
-        report = json.load(f)
-      summary['metrics'] = report.get('metrics', {})
-      summary['health'] = (report.get('health') or {}).get('candidate') or {}
-      summary['failed_gates'] = [
-          g for g in report.get('gates', []) if not g.get('passed', True)]
-      summary['warnings'] = report.get('warnings', [])
+        summary.update(summary_notes.from_report(json.load(f)))
     summary['report'] = os.path.join(blessing.uri, 'report.html')
   examples = outputs.get('FileBasedExampleGen', {}).get('examples')
   if examples:
@@ -234,14 +229,7 @@ def summarize(home: str, pipeline_name: str,
 
 def format_summary(summary: Dict[str, Any]) -> str:
   lines = summary_notes.warnings(summary)
-  blessed = summary.get('blessed')
-  if blessed is None:
-    lines.append('validation: not run')
-  elif blessed:
-    lines.append('validation: BLESSED')
-  else:
-    lines.append(
-        f'validation: NOT BLESSED ({summary_notes.refused_by(summary)})')
+  lines.append(summary_notes.verdict(summary))
   lines += push_outcome.lines(summary)
   metrics = summary.get('metrics') or {}
   for role in ('candidate', 'baseline', 'popularity', 'untrained'):

@@ -1,13 +1,28 @@
 """What the run summary adds to its figures: warnings about the input, the
-store and passed-over versions, how the training started, and its final
-loss in words."""
+store and passed-over versions, the verdict, how the training started, and
+its final loss in words."""
 
 import json
 import os
 from typing import Any, Dict, List
 
 from components import keys
+from tpu_embeddings.artifacts import model_layout
 from tpu_embeddings.core import text
+
+
+def from_report(report: Dict[str, Any]) -> Dict[str, Any]:
+  """The summary's fields from the validator's report.json: the metrics,
+  the candidate's health, the failed gates, the warnings and the note on a
+  blessed candidate worse than the baseline."""
+  return {
+      'metrics': report.get('metrics', {}),
+      'health': (report.get('health') or {}).get('candidate') or {},
+      'failed_gates': [g for g in report.get('gates', [])
+                       if not g.get('passed', True)],
+      'warnings': report.get('warnings', []),
+      'worse_than_baseline': report.get('worse_than_baseline', ''),
+  }
 
 
 def warnings(summary: Dict[str, Any]) -> List[str]:
@@ -44,6 +59,18 @@ def warnings(summary: Dict[str, Any]) -> List[str]:
   return out
 
 
+def verdict(summary: Dict[str, Any]) -> str:
+  """The `validation:` line: blessed (and worse than the baseline on which
+  metrics, within the margin, with both figures) or why not."""
+  blessed = summary.get('blessed')
+  if blessed is None:
+    return 'validation: not run'
+  if not blessed:
+    return f'validation: NOT BLESSED ({refused_by(summary)})'
+  worse = summary.get('worse_than_baseline')
+  return 'validation: BLESSED' + (f', but {worse}' if worse else '')
+
+
 def refused_by(summary: Dict[str, Any]) -> str:
   """Why validation did not bless the model: each failed gate and its
   reason."""
@@ -69,9 +96,9 @@ def final_loss(summary: Dict[str, Any]) -> str:
 
 
 def start(summary: Dict[str, Any]) -> str:
-  """How the model's training started: the tables seeded from a base model
-  (with what became of its dense model), or every table initialized; ''
-  without a training."""
+  """How the model's training started: every table seeded from a base model
+  (with what became of its dense model), or every table and the dense model
+  initialized; '' without a training."""
   training = summary.get('training') or {}
   if not training:
     return ''
@@ -89,4 +116,7 @@ def start(summary: Dict[str, Any]) -> str:
         summary.get('model') or '').tables)
   except (OSError, ValueError):
     tables = ''
-  return f'cold start: {f"tables {tables} " if tables else ""}initialized'
+  dense = ('; dense model initialized'
+           if training.get(model_layout.DENSE_MODEL_KEY) else '')
+  return (f'cold start: {f"tables {tables} " if tables else ""}initialized'
+          f'{dense}')

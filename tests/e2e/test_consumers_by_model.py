@@ -17,6 +17,7 @@ from pipelines import demo_data
 from pipelines import demo_interactions
 from pipelines.cli.main import main
 from tests.support import interaction_fixtures
+from tests.support import summary_lines
 from tests.support import tiny_pipeline
 from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.exports import export
@@ -192,6 +193,15 @@ def test_two_tower_large_export_path_checks_its_signatures(two_tower,
     assert os.path.exists(os.path.join(dirs[kind.name], kind.marker))
 
 
+@pytest.mark.parametrize('model, start', [
+    ('two_tower', 'cold start: tables user, item, category initialized; '
+     'dense model initialized'),
+    ('skipgram', 'cold start: tables tokens, contexts initialized')])
+def test_the_first_run_says_how_it_started(request, model, start):
+  ran = request.getfixturevalue(model)['ran']
+  assert start in ran.splitlines(), ran
+
+
 def test_two_tower_retrain_reuses_the_homes_model_and_warm_starts(two_tower,
                                                                  capsys):
   """Last in this module: it pushes version 2 into the shared home. Given
@@ -204,9 +214,20 @@ def test_two_tower_retrain_reuses_the_homes_model_and_warm_starts(two_tower,
       'retrain: reusing what the home records: module file '
       f'{interaction_fixtures.MODULE_FILE}, example_gen.format="csv", '
       'batch_size=128, epochs=2, regression_margin=0.5\n'), out
-  assert 'validation: BLESSED\npushed: version 2\n' in out, out
+  summary_lines.blessed_verdict(out, {'recall_at_10': 'higher'})
+  assert '\npushed: version 2\n' in out, out
   assert 'cold start' not in out, out
   assert 'warm start: tables user, item, category from ' in out, out
+  assert '; dense model restored from the base (same module file))' in out
+  # Version 1 was measured on span 1's eval data, version 2 on span 2's.
+  code, out, _ = _cli(capsys, 'pushed', '--home', two_tower['home'])
+  lines = out.splitlines()
+  assert ' eval span 2 ' in lines[1] and '(served)' in lines[1], out
+  first = lines.index(next(l for l in lines if l.startswith('      1  ')))
+  assert ' eval span 1 ' in lines[first], out
+  assert lines[first + 2] == ("         metrics measured on eval span 1, the "
+                              "served version's on eval span 2: not "
+                              "comparable"), out
   code, out, _ = _cli(capsys, 'lineage', '--home', two_tower['home'])
   assert out.startswith('pushed version 2 <- trained on span(s) 2'), out
   assert '<- warm start: ' in out

@@ -14,8 +14,10 @@ from pipelines import demo_data
 from pipelines.cli.main import main
 from pipelines.local import retrain
 from tests.support import paths
+from tests.support import summary_lines
 from tests.support.tiny_pipeline import FAST
 from tests.support.tiny_pipeline import TINY
+from tpu_embeddings.models import skipgram_eval
 from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
@@ -64,7 +66,9 @@ def test_run_blesses_and_pushes_version_1(home):
       push_layout.version_dir(_pushed(home.root), 'hub', 1),
       'tfhub_module.pb'))
   manifest = push_layout.read_manifest(_pushed(home.root), 'serving', 1)
-  assert manifest['spans'] == [2]
+  assert manifest['spans'] == [2] and manifest['eval_span'] == 2
+  assert 'cold start: tables tokens, contexts initialized' in (
+      out.splitlines()), out
 
 
 def test_retrain_on_a_new_span_warm_starts_version_2(home):
@@ -76,7 +80,11 @@ def test_retrain_on_a_new_span_warm_starts_version_2(home):
   assert push_layout.list_versions(pushed, 'serving') == [1, 2]
   assert push_layout.list_versions(pushed, 'hub') == [1, 2]
   manifest = push_layout.read_manifest(pushed, 'serving', 2)
-  assert manifest['spans'] == [3]
+  assert manifest['spans'] == [3] and manifest['eval_span'] == 3
+  summary_lines.blessed_verdict(out, skipgram_eval.METRICS)
+  start = next(l for l in out.splitlines() if l.startswith('warm start: '))
+  assert start.startswith('warm start: tables tokens, contexts from ') and (
+      'dense' not in start), start
   first = push_layout.read_manifest(pushed, 'serving', 1)
   with open(os.path.join(home_paths.resolve(manifest['source_model'], pushed),
                          'metadata.json')) as f:

@@ -86,8 +86,12 @@ def make_artifacts(base: str, scale: float, blessed: bool = True,
   return serving, hub_module, blessing
 
 
-def write_report(blessing_uri: str, metrics, validated_against):
-  """The blessing's report.json, as the validator writes its fields."""
+def write_report(blessing_uri: str, metrics, validated_against,
+                 eval_span=None):
+  """The blessing's report.json, as the validator writes its fields (its
+  eval data's span only when `eval_span` is given, as reports of before)."""
+  report = {'metrics': metrics, keys.VALIDATED_AGAINST: validated_against}
+  if eval_span is not None:
+    report['eval_data'] = {'split': 'eval', keys.SPAN: eval_span}
   with open(os.path.join(blessing_uri, 'report.json'), 'w') as f:
-    json.dump({'metrics': metrics,
-               keys.VALIDATED_AGAINST: validated_against}, f)
+    json.dump(report, f)

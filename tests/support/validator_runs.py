@@ -22,10 +22,13 @@ def artifact(cls, uri):
   return a
 
 
-def run(corpus, model_uri, out_uri, **props):
-  """Executor.Do with real artifacts; returns (blessing, report)."""
+def run(corpus, model_uri, out_uri, span=None, **props):
+  """Executor.Do with real artifacts; returns (blessing, report). `span`:
+  the Examples' span, as ExampleGen sets it (none by default)."""
   examples = artifact(standard_artifacts.Examples, corpus['examples'])
   examples.split_names = '["train", "eval"]'
+  if span is not None:
+    examples.set_int_custom_property(keys.SPAN, span)
   blessing = artifact(standard_artifacts.ModelBlessing, out_uri)
   os.makedirs(out_uri, exist_ok=True)
   props.setdefault('related_pairs_file', corpus['related'])

@@ -41,6 +41,9 @@ USER_MODULE_SHA256_KEY = 'user_module_sha256'
 # code in the copy, user_module.py).
 USER_MODULE_FILE_KEY = 'user_module_file'
 FEATURE_KINDS_KEY = 'feature_kinds'
+# ... whether the module's model has a dense part beside its tables (the
+# run summary says how it started: initialized, or as the warm start says).
+DENSE_MODEL_KEY = 'dense_model'
 # ... which ops trained the step: the kernels' fused op, TensorFlow's ops
 # (why not the fused one under KERNELS_REASON_KEY) or the TPU's.
 KERNELS_KEY = 'kernels'

@@ -42,8 +42,8 @@ SIZES_KEY = 'sizes'
 # Files whose damage TensorFlow finds itself when it restores them.
 _SELF_CHECKED = re.compile(r'^variables/variables\.data-\d+-of-\d+$')
 # Manifest fields both kinds of one push share.
-SHARED_FIELDS = ('source_model', 'spans', 'pipeline_run_id', 'pushed_at',
-                 'home')
+SHARED_FIELDS = ('source_model', 'spans', 'eval_span', 'pipeline_run_id',
+                 'pushed_at', 'home')
 
 Manifests = Dict[str, Optional[Dict[str, Any]]]
 

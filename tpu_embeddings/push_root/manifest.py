@@ -7,6 +7,8 @@
       "source_model": "<trainer Model URI>",
       "spans": [3, 4],                   data spans the model was trained on
       "metrics": {...},                  the blessing's report.json "metrics"
+      "eval_span": 4,                    the span of the eval data they were
+                                         measured on (null: not recorded)
       "files": {"saved_model.pb": "<sha256>", "variables/...": ...},
       "sizes": {"saved_model.pb": 81234, ...},   bytes of each file
       "pipeline_run_id": "...",
@@ -92,6 +94,7 @@ def sha256_file(path: str) -> str:
 def build(version: int, kind: str, files: Dict[str, str],
           source_model: str = '', spans: Iterable[int] = (),
           metrics: Optional[Dict[str, Any]] = None,
+          eval_span: Optional[int] = None,
           pipeline_run_id: Optional[str] = None,
           pushed_at: Optional[str] = None,
           sizes: Optional[Dict[str, int]] = None,
@@ -108,6 +111,7 @@ def build(version: int, kind: str, files: Dict[str, str],
       'source_model': source_model or '',
       'spans': sorted(int(s) for s in spans),
       'metrics': dict(metrics or {}),
+      'eval_span': None if eval_span is None else int(eval_span),
       'files': dict(sorted(files.items())),
       'sizes': dict(sorted((sizes or {}).items())),
       'pipeline_run_id': pipeline_run_id or '',
@@ -135,15 +139,21 @@ def verify(directory: str, manifest: Dict[str, Any]) -> List[str]:
   return bad
 
 
-def read_blessing_metrics(blessing_uri: str) -> Dict[str, Any]:
-  """`metrics` of `<blessing uri>/report.json`; {} when absent."""
+def read_blessing(blessing_uri: str) -> Dict[str, Any]:
+  """What a push records of `<blessing uri>/report.json`: its `metrics`, and
+  `eval_span`, the span of the eval data they were measured on (its
+  `eval_data.span`); {} and None when absent."""
   path = f'{blessing_uri.rstrip("/")}/report.json'
-  if not file_system.exists(path):
-    return {}
-  with file_system.open_file(path) as f:
-    try:
-      report = json.load(f)
-    except ValueError as e:
-      raise ValueError(f'blessing report {path} is not valid JSON ({e})') from e
-  metrics = report.get('metrics') if isinstance(report, dict) else None
-  return dict(metrics) if isinstance(metrics, dict) else {}
+  report: Any = {}
+  if file_system.exists(path):
+    with file_system.open_file(path) as f:
+      try:
+        report = json.load(f)
+      except ValueError as e:
+        raise ValueError(f'blessing report {path} is not valid JSON '
+                         f'({e})') from e
+  report = report if isinstance(report, dict) else {}
+  metrics, eval_data = report.get('metrics'), report.get('eval_data')
+  span = eval_data.get('span') if isinstance(eval_data, dict) else None
+  return {'metrics': dict(metrics) if isinstance(metrics, dict) else {},
+          'eval_span': span if isinstance(span, int) else None}

@@ -266,6 +266,7 @@ def rollback(root: str, to_version: int,
       'source_model': old.get('source_model', ''),
       'spans': old.get('spans', []),
       'metrics': old.get('metrics', {}),
+      'eval_span': old.get('eval_span'),
       'pipeline_run_id': pipeline_run_id,
       'rollback_of': number,
   }

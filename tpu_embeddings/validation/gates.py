@@ -11,6 +11,8 @@ one-line reason; the model is blessed only when every gate passes:
 * absolute limits a user sets (`Thresholds.absolute`) on declared metrics;
 * within `regression_margin` of the pushed baseline, in the direction the
   module's METRICS give. With no baseline the baseline gates do not apply.
+  A candidate worse than the baseline but within the margin passes, and
+  says so (baseline_note.py): with both figures.
 """
 
 import dataclasses
@@ -85,12 +87,24 @@ class Thresholds(settings.Settings):
 
 @dataclasses.dataclass
 class Gate:
+  """One check. `reference`: the baseline's own value, for a baseline gate
+  (its `limit` is that value less the margin)."""
   name: str
   passed: bool
   reason: str
   value: Optional[float] = None
   limit: Optional[float] = None
   comparison: str = ''
+  reference: Optional[float] = None
+
+  def worse_than_reference(self) -> bool:
+    """Whether `value` is on the wrong side of `reference`, in the gate's
+    direction (False without both)."""
+    if self.value is None or self.reference is None:
+      return False
+    if self.comparison == '>=':
+      return self.value < self.reference
+    return self.comparison == '<=' and self.value > self.reference
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -251,6 +265,9 @@ def baseline_gates(candidate: Dict[str, Optional[float]],
     limit = baseline_limit(base, margin, higher)
     gate = _compare(f'baseline/{metric}', candidate.get(metric), limit, higher,
                     f'{metric} vs baseline {_fmt(base)} (margin {margin:g})')
+    gate.reference = base
+    if gate.passed and gate.worse_than_reference():
+      gate.reason += ', but worse than the baseline'
     gates.append(gate)
   return gates
 
@@ -259,8 +276,10 @@ def blessed(gates: List[Gate]) -> bool:
   return bool(gates) and all(g.passed for g in gates)
 
 
-def summary(gates: List[Gate]) -> str:
+def summary(gates: List[Gate], note: str = '') -> str:
+  """Blessed, with `note` (baseline_note.py) after it, or why not."""
   failed = [g for g in gates if not g.passed]
   if not failed:
-    return f'blessed: all {len(gates)} gates passed'
+    return f'blessed: all {len(gates)} gates passed' + (
+        f', but {note}' if note else '')
   return 'not blessed: ' + '; '.join(g.reason for g in failed)

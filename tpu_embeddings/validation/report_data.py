@@ -12,6 +12,9 @@
     not_comparable            {metric: why the baseline's cannot be compared}
     inspection                neighbours by table, a map, details' sections
     gates, blessed, summary, warnings
+    worse_than_baseline       of a blessed candidate worse than the baseline
+                              (within the margin): which metrics, both
+                              figures ('' when none); the summary ends so
 """
 
 import dataclasses
@@ -20,6 +23,7 @@ from typing import Any, Dict, List, Mapping
 from tpu_embeddings.models.served import BASELINE
 from tpu_embeddings.models.served import CANDIDATE
 from tpu_embeddings.models.served import UNTRAINED
+from tpu_embeddings.validation import baseline_note
 from tpu_embeddings.validation import gates as gates_lib
 from tpu_embeddings.validation.config import ValidatorConfig
 
@@ -90,5 +94,6 @@ def finish(report: Dict[str, Any], gates: List[gates_lib.Gate]
            ) -> Dict[str, Any]:
   report['gates'] = [g.to_dict() for g in gates]
   report['blessed'] = gates_lib.blessed(gates)
-  report['summary'] = gates_lib.summary(gates)
+  report['worse_than_baseline'] = baseline_note.note(report, gates)
+  report['summary'] = gates_lib.summary(gates, report['worse_than_baseline'])
   return report

@@ -13,7 +13,8 @@
    place, no copy) and of the dense variables (finite).
 4. The module's metrics (METRICS, `eval_fn`), floors against its references
    (`hooks.py`: by default an untrained model's), absolute limits, and the
-   baseline within `regression_margin` in the direction METRICS gives.
+   baseline within `regression_margin` in the direction METRICS gives (a
+   blessed candidate worse than the baseline says so: `baseline_note.py`).
 5. The report: metrics by model and reference, nearest neighbours of every
    table (candidate vs baseline), the module's details.
 

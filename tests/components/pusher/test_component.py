@@ -73,8 +73,11 @@ def test_blessed_pushes_both_with_equal_versions(tmp_path, inputs):
   root = os.path.join(home, 'pushed')
   for run in range(2):
     # Validated against what is served now, as the validator records it.
+    # The second validation's report records its eval data's span; the
+    # first one's, as before spans were recorded, none.
     pusher_exports.write_report(inputs['blessing'], {'neighbor_recall': 0.75},
-                                served.identity(root))
+                                served.identity(root),
+                                eval_span=6 if run else None)
     pushed = _run(tmp_path, inputs, True, root, 'push-blessed')
     for key, artifacts in pushed.items():
       latest = max(artifacts, key=lambda a: a.id)
@@ -94,6 +97,8 @@ def test_blessed_pushes_both_with_equal_versions(tmp_path, inputs):
     assert m['source_model'] == 'trainer_model'
     assert m['spans'] == [5, 6]
     assert m['metrics'] == {'neighbor_recall': 0.75}
+    assert m['eval_span'] == 6
+    assert push_layout.read_manifest(root, kind, 1)['eval_span'] is None
     assert m['blessing'] == 'blessing'
     assert m['pipeline_run_id']  # Set by the runner for each run.
   assert (push_layout.read_manifest(root, 'serving', 1)['pipeline_run_id'] !=

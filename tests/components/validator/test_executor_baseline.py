@@ -167,3 +167,30 @@ def test_damaged_pushed_baseline_is_reported_and_passed_over(tmp_path, corpus,
   assert alone['blessed'] and alone['baseline_version'] is None
   assert [u['version'] for u in alone['baseline_unreadable']] == [2, 1]
   assert alone['metrics']['baseline'] is None
+
+
+def test_candidate_worse_within_the_margin_is_blessed_saying_so(
+    tmp_path, corpus, pushed):
+  """Noisier than the pushed baseline, within a wide margin: blessed, and
+  the verdict names each metric it is worse in, with both figures."""
+  model = _model(tmp_path, corpus, 'model',
+                 vf.topic_table(corpus['vocab'].tokens, 0.9, seed=5))
+  blessing, report = run(corpus, model, str(tmp_path / 'b'), span=7,
+                         push_root=pushed['root'], regression_margin=1.0)
+  assert report['blessed'], report['summary']
+  cand, base = report['metrics']['candidate'], report['metrics']['baseline']
+  worse = [m for m in ('recall_at_k', 'related_recall_at_k')
+           if cand[m] < base[m]] + (
+               ['eval_loss'] if cand['eval_loss'] > base['eval_loss'] else [])
+  assert 'recall_at_k' in worse, (cand, base)
+  note = report['worse_than_baseline']
+  assert note.startswith('worse than the served v1 in ')
+  assert note.endswith(' (within the margin 1, validator.regression_margin)')
+  for metric in worse:
+    assert f'{metric}: {cand[metric]:.4g} against {base[metric]:.4g}' in note
+  assert blessing.get_string_custom_property('blessing_message') == (
+      f'blessed: all {len(report["gates"])} gates passed, but {note}')
+  # On which data: the Examples' span, which the pusher records.
+  assert report['eval_data']['span'] == 7
+  _, unspanned = run(corpus, model, str(tmp_path / 'b2'))
+  assert unspanned['eval_data']['span'] is None

@@ -102,3 +102,6 @@ def test_the_summary_names_the_tables_cold_started(tmp_path):
   summary['model'] = str(tmp_path)
   assert 'cold start: tables user, item initialized' in (
       local_runner.format_summary(summary).splitlines())
+  summary['training']['dense_model'] = True
+  assert ('cold start: tables user, item initialized; dense model '
+          'initialized') in local_runner.format_summary(summary).splitlines()

@@ -175,3 +175,16 @@ def test_a_metric_that_cannot_be_compared_says_so_and_passes():
   assert by_name['baseline/eval_loss'].passed
   assert 'not comparable (the candidate' in by_name['baseline/eval_loss'].reason
   assert by_name['baseline/recall_at_k'].passed
+
+
+def test_a_candidate_worse_within_the_margin_passes_saying_so():
+  result = gates.baseline_gates({'eval_loss': 2.1, 'recall_at_k': 0.55},
+                                {'eval_loss': 2.0, 'recall_at_k': 0.5}, 0.1,
+                                DIRECTIONS)
+  by_name = {g.name: g for g in result}
+  loss, recall = by_name['baseline/eval_loss'], by_name['baseline/recall_at_k']
+  assert loss.passed and loss.reason.endswith(': ok, but worse than the '
+                                              'baseline')
+  assert loss.reference == 2.0 and loss.worse_than_reference()
+  assert recall.passed and recall.reason.endswith(': ok')
+  assert not recall.worse_than_reference()
