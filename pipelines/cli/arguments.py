@@ -81,6 +81,15 @@ def given_settings(args) -> dict:
   return values
 
 
+def check_model(config, module_file: str):
+  """The model contract, checked as a command starts, before TFX does;
+  one line says what was checked."""
+  from pipelines import model_contract
+  checked = model_contract.check(config, module_file)
+  if checked:
+    print(checked, flush=True)
+
+
 def check_data_root(data_root: str, pattern: str):
   """Before TFX is imported and before anything is created under --home."""
   if not os.path.isdir(data_root):

@@ -177,8 +177,11 @@ class ServingModel(tf.Module):
           f'module file {self._module.path}: signature {DEFAULT_SIGNATURE!r}'
           f' takes {unknown}, which are not in FEATURES: the {EXAMPLES_INPUT!r}'
           ' signature parses FEATURES from tf.Examples')
-    kinds = {n: self._ctx.feature_kinds.get(n, raw_features.BYTES)
-             for n, _ in inputs}
+    # As the Examples hold each feature; unknown (no Examples read yet): as
+    # the signature takes it.
+    kinds = {n: self._ctx.feature_kinds.get(n) or (
+        raw_features.INT64 if spec.dtype.is_integer else raw_features.BYTES)
+             for n, spec in inputs}
 
     @tf.function(input_signature=[
         tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)],

@@ -1,0 +1,60 @@
+"""Every check of the model contract, on a tiny untrained instance.
+
+Run once as a command starts (`run`, `retrain`, `compile`), before any
+component: what the trainer, the validator and the exporter would refuse
+only after training is refused here, in one line naming the module file as
+its user gave it.
+
+    spec      embedding_spec(ctx) on synthetic vocabularies of a few tokens
+              each (`selftest.synthetic`): its features in FEATURES, its
+              tables' vocabularies, an optimizer TF builds;
+    exports   exported_table(spec) as the exporter reads it; without one,
+              the serving model the validator and the exporter build
+              (model_restore, serving_model): model_fn, every signature
+              traced and called on sample raw inputs (`serving_default`
+              required, `examples` generated from it), the signatures as
+              SavedModel signatures, and the Hub call (HUB).
+
+A module that reads its own input (input_fn, no FEATURES) has no
+vocabularies to make up: its spec is checked by the trainer (the built-in
+skip-gram is one).
+"""
+
+import tempfile
+from typing import Tuple
+
+from tpu_embeddings.models import exported_table
+from tpu_embeddings.models import model_restore
+from tpu_embeddings.models.model_module import ModelModule
+from tpu_embeddings.models.model_module import ModelModuleError
+from tpu_embeddings.spec.checks import SpecError
+from tpu_embeddings.training.selftest import synthetic
+
+# Tokens of each synthetic vocabulary: enough for sample inputs (two tokens,
+# one, none) and a table of a few rows.
+VOCABULARY_SIZE = 4
+
+
+def check(module: ModelModule, settings) -> Tuple[str, ...]:
+  """The names of the signatures checked (() when the module has none to
+  check). Raises ModelModuleError (a broken contract) or UserCodeError
+  (the module's code raised), naming the module file; `settings`: the
+  TrainerConfig the trainer will be given."""
+  if not module.features and module.input_fn is not None:
+    return ()
+  ctx = synthetic.context(module, settings, VOCABULARY_SIZE)
+  try:
+    spec = synthetic.resolved_spec(module, ctx)
+    spec.build_optimizer()
+  except SpecError as e:
+    raise ModelModuleError(f'module file {module.path}: embedding_spec: '
+                           f'{e}') from e
+  if exported_table.declared_table(module, spec) is not None:
+    return ()
+  built = model_restore.untrained(model_restore.RestoredModule(
+      module, ctx, spec, model=None, embedding=None), seed=settings.seed)
+  with tempfile.TemporaryDirectory(prefix='model-contract-') as scratch:
+    serving = built.serving_model(built.write_vocabularies(scratch))
+    serving.signatures()
+    serving.trace_reusable()
+    return tuple(sorted(serving.functions))
