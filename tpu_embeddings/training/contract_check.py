@@ -7,7 +7,9 @@ its user gave it.
 
     spec      embedding_spec(ctx) on synthetic vocabularies of a few tokens
               each (`selftest.synthetic`): its features in FEATURES, its
-              tables' vocabularies, an optimizer TF builds;
+              tables' vocabularies (each table sized by its synthetic one:
+              the trainer checks a fixed size against the real one), an
+              optimizer TF builds;
     exports   exported_table(spec) as the exporter reads it; without one,
               the serving model the validator and the exporter build
               (model_restore, serving_model): model_fn, every signature
@@ -25,9 +27,11 @@ from typing import Tuple
 
 from tpu_embeddings.models import exported_table
 from tpu_embeddings.models import model_restore
+from tpu_embeddings.models import spec_vocabularies
 from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.models.model_module import ModelModuleError
 from tpu_embeddings.spec.checks import SpecError
+from tpu_embeddings.training import model_inputs
 from tpu_embeddings.training.selftest import synthetic
 
 # Tokens of each synthetic vocabulary: enough for sample inputs (two tokens,
@@ -43,12 +47,17 @@ def check(module: ModelModule, settings) -> Tuple[str, ...]:
   if not module.features and module.input_fn is not None:
     return ()
   ctx = synthetic.context(module, settings, VOCABULARY_SIZE)
+  spec = module.embedding_spec(ctx)
+  model_inputs.check_spec_features(module, spec, sorted(module.features))
   try:
-    spec = synthetic.resolved_spec(module, ctx)
+    # A table's size is checked against its real vocabulary by the trainer;
+    # here every table is sized by its synthetic one.
+    for table in spec.tables:
+      spec = spec.with_vocabulary_size(table.name, 0)
+    spec = spec_vocabularies.resolve(spec, module.features, ctx.vocabularies)
     spec.build_optimizer()
   except SpecError as e:
-    raise ModelModuleError(f'module file {module.path}: embedding_spec: '
-                           f'{e}') from e
+    raise ModelModuleError(f'module file {module.path}: {e}') from e
   if exported_table.declared_table(module, spec) is not None:
     return ()
   built = model_restore.untrained(model_restore.RestoredModule(
@@ -56,5 +65,5 @@ def check(module: ModelModule, settings) -> Tuple[str, ...]:
   with tempfile.TemporaryDirectory(prefix='model-contract-') as scratch:
     serving = built.serving_model(built.write_vocabularies(scratch))
     serving.signatures()
-    serving.trace_reusable()
+    module.call('HUB', serving.trace_reusable)
     return tuple(sorted(serving.functions))
