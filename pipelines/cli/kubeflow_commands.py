@@ -88,10 +88,10 @@ def run_compile(args) -> int:
                                        args.data_root or f'{root}/data')
   push_root = kubeflow_flags.check_uri('--push-root',
                                        args.push_root or f'{root}/pushed')
-  arguments.check_model(config, args.module_file)
   task_resources = kubeflow_resources.with_overrides(
       kubeflow_resources.estimate(config, tpu is not None), args.cpu,
       args.memory)
+  arguments.check_model(config, args.module_file)
   if args.selftest:
     code = selftest_command.run_compile_selftest(args, tpu, task_resources,
                                                  DEFAULT_OUTPUT)
