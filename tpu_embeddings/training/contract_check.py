@@ -15,7 +15,8 @@ its user gave it.
               (model_restore, serving_model): model_fn, every signature
               traced and called on sample raw inputs (`serving_default`
               required, `examples` generated from it), the signatures as
-              SavedModel signatures, and the Hub call (HUB).
+              SavedModel signatures (a `neighbors` one as the `neighbors`
+              command calls it), and the Hub call (HUB).
 
 A module that reads its own input (input_fn, no FEATURES) has no
 vocabularies to make up: its spec is checked by the trainer (the built-in
@@ -25,6 +26,7 @@ skip-gram is one).
 import tempfile
 from typing import Tuple
 
+from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.models import exported_table
 from tpu_embeddings.models import model_restore
 from tpu_embeddings.models import spec_vocabularies
@@ -64,6 +66,28 @@ def check(module: ModelModule, settings) -> Tuple[str, ...]:
       module, ctx, spec, model=None, embedding=None), seed=settings.seed)
   with tempfile.TemporaryDirectory(prefix='model-contract-') as scratch:
     serving = built.serving_model(built.write_vocabularies(scratch))
-    serving.signatures()
+    concrete = serving.signatures()
+    name = serving_contract.NEIGHBORS
+    if name in concrete:
+      _check_neighbors(module, serving.served()[name].specs,
+                       sorted(concrete[name].structured_outputs))
     module.call('HUB', serving.trace_reusable)
     return tuple(sorted(serving.functions))
+
+
+def _check_neighbors(module: ModelModule, specs, outputs):
+  """A `neighbors` signature (input `specs`, `outputs` names) as the
+  `neighbors` command and `run` call it (push_root/consumer.py): one query
+  input and an optional integer `k` in, `scores` and one other output out.
+  """
+  inputs = dict(specs)
+  k = inputs.pop(serving_contract.K, None)
+  answers = [o for o in outputs if o != serving_contract.SCORES]
+  if (len(inputs) != 1 or (k is not None and not k.dtype.is_integer) or
+      serving_contract.SCORES not in outputs or len(answers) != 1):
+    raise ModelModuleError(
+        f'module file {module.path}: signature '
+        f'{serving_contract.NEIGHBORS!r} takes {sorted(specs)} and answers '
+        f'{outputs}; it must take one query input (and an integer '
+        f'{serving_contract.K!r}) and answer {serving_contract.SCORES!r} '
+        'and one other output')

@@ -48,6 +48,13 @@ BROKEN = {
         "signature 'serving_default' takes ['user'], which are not in "
         "FEATURES: the 'examples' signature parses FEATURES from "
         'tf.Examples', ValueError),
+    'a neighbors signature the neighbors command cannot call': (
+        "'candidate': candidate}", "'candidate': candidate, "
+        "'neighbors': candidate}",
+        "signature 'neighbors' takes ['item_category', 'item_id'] and "
+        "answers ['embedding']; it must take one query input (and an "
+        "integer 'k') and answer 'scores' and one other output",
+        ModelModuleError),
     'a HUB call the model lacks': (
         "HUB = {'call': 'query'", "HUB = {'call': 'queries'",
         "HUB raised AttributeError: 'TwoTower' object has no attribute "
