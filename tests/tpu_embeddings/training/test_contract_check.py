@@ -9,6 +9,8 @@ import pytest
 from components import module_file
 from pipelines.config import PipelineConfig
 from tests.support import interaction_fixtures
+from tpu_embeddings.artifacts import model_layout
+from tpu_embeddings.models import module_files
 from tpu_embeddings.models.model_module import ModelModuleError
 from tpu_embeddings.models.user_code import UserCodeError
 from tpu_embeddings.training import contract_check
@@ -93,3 +95,18 @@ def test_a_table_of_a_fixed_size_is_left_to_the_trainer(tmp_path):
 def test_a_module_reading_its_own_input_has_nothing_checked_here():
   builtin = module_file.from_exec_properties({'module_file': ''})
   assert contract_check.check(builtin, PipelineConfig().trainer_config()) == ()
+
+
+def test_the_copy_in_a_model_names_the_users_file(tmp_path):
+  """The validator and the exporter load `<model>/user_module.py`; what it
+  breaks names the module file the trainer was given."""
+  trained, path = _module(tmp_path, *BROKEN['no serving_default'][:2])
+  model = tmp_path / 'model'
+  model.mkdir()
+  module_files.write_to_model(trained, str(model))
+  model_layout.write_metadata(str(model), module_files.recorded(trained))
+  copy = module_file.from_model(str(model))
+  with pytest.raises(ValueError) as e:
+    contract_check.check(copy, SETTINGS)
+  assert str(e.value).startswith(f'module file {path}: signatures: give a '
+                                 "'serving_default' signature"), e.value
