@@ -27,6 +27,7 @@ import tempfile
 from typing import Tuple
 
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts.vocabulary_file import VocabularyError
 from tpu_embeddings.models import exported_table
 from tpu_embeddings.models import model_restore
 from tpu_embeddings.models import spec_vocabularies
@@ -58,7 +59,7 @@ def check(module: ModelModule, settings) -> Tuple[str, ...]:
       spec = spec.with_vocabulary_size(table.name, 0)
     spec = spec_vocabularies.resolve(spec, module.features, ctx.vocabularies)
     spec.build_optimizer()
-  except SpecError as e:
+  except (SpecError, VocabularyError) as e:
     raise ModelModuleError(f'module file {module.path}: {e}') from e
   if exported_table.declared_table(module, spec) is not None:
     return ()

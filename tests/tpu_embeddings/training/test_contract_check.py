@@ -57,6 +57,10 @@ BROKEN = {
         "answers ['embedding']; it must take one query input (and an "
         "integer 'k') and answer 'scores' and one other output",
         ModelModuleError),
+    'a table no feature reads': (
+        "TableSpec('category', 8, combiner='mean')),",
+        "TableSpec('category', 8, combiner='mean'), TableSpec('spare', 4)),",
+        "vocabulary '(single)' is not in this artifact", ModelModuleError),
     'a HUB call the model lacks': (
         "HUB = {'call': 'query'", "HUB = {'call': 'queries'",
         "HUB raised AttributeError: 'TwoTower' object has no attribute "
