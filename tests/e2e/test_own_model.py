@@ -226,7 +226,8 @@ BROKEN = {
         '  """In-batch softmax, logQ-corrected: this replica\'s share of the '
         'loss."""\n',
         '  """In-batch softmax."""\n  raise RuntimeError("boom")\n',
-        'EmbeddingTrainer', 'loss_fn raised RuntimeError: boom'),
+        'EmbeddingTrainer', 'loss_fn (on a zero batch, to create the '
+        "model's variables) raised RuntimeError: boom"),
 }
 
 
