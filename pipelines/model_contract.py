@@ -7,6 +7,7 @@ starts, anything is written into the home or a whole training run is spent.
 """
 
 import time
+from typing import List
 
 from pipelines import model_settings
 from pipelines.config import PipelineConfig
@@ -18,16 +19,18 @@ def trainer_settings(config: PipelineConfig, module_file: str):
   return config.trainer if module_file else config.trainer_config()
 
 
-def check(config: PipelineConfig, module_file: str) -> str:
-  """Raises the one-line error of a broken contract; else a line saying
-  what was checked ('' when nothing was: skip-gram)."""
+def check(config: PipelineConfig, module_file: str) -> List[str]:
+  """Raises the one-line error of a broken contract; else the lines to
+  print: warnings, and what was checked (nothing for skip-gram)."""
   from tpu_embeddings.training import contract_check
   started = time.monotonic()
   module = model_settings.load(module_file)
-  signatures = contract_check.check(module, trainer_settings(config,
-                                                             module_file))
-  if not signatures:
-    return ''
-  return (f'module file {module.path}: contract checked on an untrained '
-          f'model (signatures {", ".join(signatures)}; '
-          f'{time.monotonic() - started:.1f} s)')
+  checked = contract_check.check(module, trainer_settings(config,
+                                                          module_file))
+  lines = [f'warning: {w}' for w in checked.warnings]
+  if checked.signatures:
+    lines.append(f'module file {module.path}: contract checked on an '
+                 f'untrained model (signatures '
+                 f'{", ".join(checked.signatures)}; '
+                 f'{time.monotonic() - started:.1f} s)')
+  return lines

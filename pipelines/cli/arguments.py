@@ -83,11 +83,10 @@ def given_settings(args) -> dict:
 
 def check_model(config, module_file: str):
   """The model contract, checked as a command starts, before TFX does;
-  one line says what was checked."""
+  its lines say what was checked and warn."""
   from pipelines import model_contract
-  checked = model_contract.check(config, module_file)
-  if checked:
-    print(checked, flush=True)
+  for line in model_contract.check(config, module_file):
+    print(line, flush=True)
 
 
 def check_data_root(data_root: str, pattern: str):

@@ -23,6 +23,7 @@ vocabularies to make up: its spec is checked by the trainer (the built-in
 skip-gram is one).
 """
 
+import dataclasses
 import tempfile
 from typing import Tuple
 
@@ -40,15 +41,25 @@ from tpu_embeddings.training.selftest import synthetic
 # Tokens of each synthetic vocabulary: enough for sample inputs (two tokens,
 # one, none) and a table of a few rows.
 VOCABULARY_SIZE = 4
+# Embedding optimizers whose step is divided by an accumulator of squared
+# gradients started at `initial_accumulator_value`.
+_ACCUMULATING = ('adagrad', 'ftrl')
 
 
-def check(module: ModelModule, settings) -> Tuple[str, ...]:
-  """The names of the signatures checked (() when the module has none to
-  check). Raises ModelModuleError (a broken contract) or UserCodeError
-  (the module's code raised), naming the module file; `settings`: the
+@dataclasses.dataclass(frozen=True)
+class Checked:
+  """What a check found: the signatures it built, and warnings (one line
+  each) of what holds but will likely train badly."""
+  signatures: Tuple[str, ...] = ()
+  warnings: Tuple[str, ...] = ()
+
+
+def check(module: ModelModule, settings) -> Checked:
+  """Raises ModelModuleError (a broken contract) or UserCodeError (the
+  module's code raised), naming the module file; `settings`: the
   TrainerConfig the trainer will be given."""
   if not module.features and module.input_fn is not None:
-    return ()
+    return Checked()
   ctx = synthetic.context(module, settings, VOCABULARY_SIZE)
   spec = module.embedding_spec(ctx)
   model_inputs.check_spec_features(module, spec, sorted(module.features))
@@ -61,8 +72,9 @@ def check(module: ModelModule, settings) -> Tuple[str, ...]:
     spec.build_optimizer()
   except (SpecError, VocabularyError) as e:
     raise ModelModuleError(f'module file {module.path}: {e}') from e
+  warnings = _optimizer_warnings(module, spec)
   if exported_table.declared_table(module, spec) is not None:
-    return ()
+    return Checked(warnings=warnings)
   built = model_restore.untrained(model_restore.RestoredModule(
       module, ctx, spec, model=None, embedding=None), seed=settings.seed)
   with tempfile.TemporaryDirectory(prefix='model-contract-') as scratch:
@@ -73,7 +85,21 @@ def check(module: ModelModule, settings) -> Tuple[str, ...]:
       _check_neighbors(module, serving.served()[name].specs,
                        sorted(concrete[name].structured_outputs))
     module.call('HUB', serving.trace_reusable)
-    return tuple(sorted(serving.functions))
+    return Checked(tuple(sorted(serving.functions)), warnings)
+
+
+def _optimizer_warnings(module: ModelModule, spec) -> Tuple[str, ...]:
+  """Adagrad or FTRL left at TF's learning rate: under the batch-scaled
+  loss its rows barely move (docs/model_contract.md measures it)."""
+  optimizer = spec.optimizer
+  if (optimizer.kind not in _ACCUMULATING or
+      'learning_rate' in dict(optimizer.params)):
+    return ()
+  return (f'module file {module.path}: embedding_spec: {optimizer.kind} at '
+          f"TF's default learning_rate {optimizer.learning_rate} barely "
+          'moves the rows under the batch-scaled loss; give it a '
+          'learning_rate (0.05 to 0.2) and an initial_accumulator_value '
+          '(1e-3): docs/model_contract.md',)
 
 
 def _check_neighbors(module: ModelModule, specs, outputs):
