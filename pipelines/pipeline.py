@@ -13,6 +13,7 @@ from components.pusher.component import EmbeddingPusher
 from components.trainer.component import EmbeddingTrainer
 from components.validator.component import CheckpointValidator
 from components.vocabulary.component import VocabularyGen
+from pipelines import model_contract
 from pipelines import model_settings
 from pipelines import stock_example_gen
 from pipelines.config import PIPELINE_NAME
@@ -46,8 +47,7 @@ def create_components(data_root: str, push_root: str, config: PipelineConfig,
   # homes, ML Metadata contexts and Kubeflow task names keep it.
   vocabulary = VocabularyGen(examples=example_gen.outputs[keys.EXAMPLES],
                              config=config.vocabulary).with_id('Vocabulary')
-  trainer_config = (config.trainer if module_file else
-                    config.trainer_config())
+  trainer_config = model_contract.trainer_settings(config, module_file)
   if warm_start_uri:
     trainer_config = trainer_config.replace(warm_start_uri=warm_start_uri)
   trainer = EmbeddingTrainer(

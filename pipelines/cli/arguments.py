@@ -81,6 +81,14 @@ def given_settings(args) -> dict:
   return values
 
 
+def check_model(config, module_file: str):
+  """The model contract, checked as a command starts, before TFX does;
+  its lines say what was checked and warn."""
+  from pipelines import model_contract
+  for line in model_contract.check(config, module_file):
+    print(line, flush=True)
+
+
 def check_data_root(data_root: str, pattern: str):
   """Before TFX is imported and before anything is created under --home."""
   if not os.path.isdir(data_root):

@@ -14,7 +14,8 @@
          function returned what the model contract does not allow; the
          line names the module file (the user's path), the function and
          the exception. (A module file that breaks the contract when it
-         is loaded, e.g. a required name missing, is 2.)
+         is loaded or checked as the command starts, e.g. a required name
+         or the 'serving_default' signature missing, is 2.)
     6    `run` or `retrain` trained a model that validation did not bless:
          nothing was pushed; the line says which gates refused it
     130  stopped by SIGINT (Ctrl-C), 143 by SIGTERM; the line says what was

@@ -101,6 +101,7 @@ def run_compile(args) -> int:
   task_resources = kubeflow_resources.with_overrides(
       kubeflow_resources.estimate(config, tpu is not None), args.cpu,
       args.memory)
+  arguments.check_model(config, args.module_file)
   if args.selftest:
     code = selftest_command.run_compile_selftest(args, tpu, task_resources,
                                                  DEFAULT_OUTPUT)

@@ -102,6 +102,7 @@ def run_run(args) -> int:
   if args.neighbors < 0:
     raise ValueError(f'--neighbors must be >= 0, got {args.neighbors}')
   arguments.check_input_files(args.data, config.example_gen)
+  arguments.check_model(config, resolved.module_file)
   print(f'running pipeline {config_lib.PIPELINE_NAME} on {args.data} '
         f'(home {os.path.abspath(args.home)})', flush=True)
   from pipelines.local import runner as local_runner
@@ -190,6 +191,7 @@ def run_retrain(args) -> int:
       print(f'retrain: {decision.reason}', flush=True)
       if not decision.run:
         return 0
+      arguments.check_model(config, resolved.module_file)
       base = decision.warm_start_uri
       warm, warning = retrain_lib.choose_warm_start(
           decision, retrain_lib.planned_spec(config, resolved.module_file, base)

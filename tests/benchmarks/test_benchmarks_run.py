@@ -24,6 +24,8 @@ NUMBER = r'[-+]?\d[\d,]*(\.\d+)?(e[-+]?\d+)?'
 # benchmark: (tiny arguments, labels of rows the table must print, each
 # followed by a number on its line)
 CASES = {
+    'contract_check_time': (
+        ['--rounds', '1'], ['built-in skip-gram', 'module file']),
     'data_steps': (
         ['--sizes', '0.05', '--vocab', '500'],
         ['floor: Counter pass', 'ExampleGen', 'Vocabulary',

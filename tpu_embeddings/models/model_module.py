@@ -39,15 +39,15 @@ exports; the module defines the model:
   exported_table(spec)  -> (table, vocabulary) served as text embeddings,
                         streamed, with `neighbors` (models/exported_table.py).
 
-Required: embedding_spec, loss_fn, signatures, and FEATURES unless the module
-gives an input_fn. Every other name is optional.
+Required: embedding_spec, loss_fn, signatures (with 'serving_default'), and
+FEATURES unless the module gives an input_fn; every other name is optional.
 
 `ModelModule` wraps such a module (or the built-in skip-gram one). Every
-missing or mistyped name is a ModelModuleError when it is loaded; every call
-of the module's functions goes through it, so an exception raised inside
-one, or a value it returns that the contract does not allow, is a
-UserCodeError: one line naming the module file (the user's path, also for
-the copy a Model carries), the function and the exception.
+missing or mistyped name is a ModelModuleError when it is loaded (the rest:
+training/contract_check.py, as a command starts); every call of its
+functions goes through it, so what one raises, or returns that the contract
+does not allow, is a UserCodeError: one line naming the module file (the
+user's path, also for the copy a Model carries), the function and the error.
 """
 
 import functools

@@ -29,6 +29,7 @@ from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_resources
 from tpu_embeddings.models import sample_inputs
 from tpu_embeddings.models import served
+from tpu_embeddings.models import user_code
 from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
@@ -104,13 +105,15 @@ class ServingModel(tf.Module):
     eagerly first: a tf.function that creates variables traces twice."""
     signatures = self.served()
     inputs = self.sample_inputs()
+    hint = user_code.no_model_hint(
+        self.model, self._module.declared('model_fn') is not None)
     for name, fn in self._functions.items():
       eager = served.Signature(fn.python_function, signatures[name].specs,
                                name)
       # The module's own code: what it raises names the module file.
       where = f'signature {name!r}'
-      self._module.call(where, eager, **inputs[name])
-      self._module.call(where, signatures[name], **inputs[name])
+      self._module.call(where, eager, **inputs[name], hint=hint)
+      self._module.call(where, signatures[name], **inputs[name], hint=hint)
     model, embedding = self.model, self.embedding
     weights = list(model.variables) if model is not None else []
     tables = list(embedding.embedding_tables.values())
@@ -177,8 +180,11 @@ class ServingModel(tf.Module):
           f'module file {self._module.path}: signature {DEFAULT_SIGNATURE!r}'
           f' takes {unknown}, which are not in FEATURES: the {EXAMPLES_INPUT!r}'
           ' signature parses FEATURES from tf.Examples')
-    kinds = {n: self._ctx.feature_kinds.get(n, raw_features.BYTES)
-             for n, _ in inputs}
+    # As the Examples hold each feature; unknown (no Examples read yet): as
+    # the signature takes it.
+    kinds = {n: self._ctx.feature_kinds.get(n) or (
+        raw_features.INT64 if spec.dtype.is_integer else raw_features.BYTES)
+             for n, spec in inputs}
 
     @tf.function(input_signature=[
         tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)],

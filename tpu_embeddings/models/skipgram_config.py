@@ -32,7 +32,10 @@ class SkipGramConfig(settings.Settings):
   """How sequences become training batches.
 
   Attributes:
-    batch_size: (target, context) pairs per global batch.
+    batch_size: training examples per global batch, over every replica
+      (a module model's `ctx.global_batch_size`: what its input gives one
+      step, e.g. Examples records; skip-gram's are (target, context)
+      pairs).
     window: maximum distance between target and context; each target draws
       its own window size uniformly from 1..window (word2vec).
     negatives: negatives per pair, K.
