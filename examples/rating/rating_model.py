@@ -72,16 +72,11 @@ def dense_optimizer(ctx):
   return tf.keras.optimizers.Adam(0.01)  # the global mean alone
 
 
-def _labels(serialized):
-  """[B] float ratings of a batch of serialized tf.Examples."""
-  return tf.io.parse_example(serialized, {
-      LABEL: tf.io.FixedLenFeature([], tf.float32)})[LABEL]
-
-
 def extras_fn(ids, examples, ctx):
-  """The label of each row, read from the batch's tf.Examples."""
-  del ids, ctx
-  return {LABEL: _labels(examples)}
+  """The label of each row, read from the batch's tf.Examples (int64 or
+  float, as the column came)."""
+  del ids
+  return {LABEL: ctx.numbers(examples, LABEL)}
 
 
 def loss_fn(model, activations, extras, ctx, training):
@@ -113,12 +108,13 @@ def eval_fn(serve, ctx):
   """RMSE of the predicted ratings of the held-out examples."""
   rows = ctx.eval_examples(tuple(FEATURES))
   if 'eval_labels' not in ctx.cache:  # eval_fn scores several models
-    files = raw_features.split_files(ctx.examples_uris, 'eval')
-    found = raw_features.records(files)
+    found = raw_features.records(
+        raw_features.split_files(ctx.examples_uris, 'eval'))
     if ctx.max_eval_examples:
       found = found.take(ctx.max_eval_examples)
-    ctx.cache['eval_labels'] = np.concatenate(
-        [_labels(batch).numpy() for batch in found.batch(4096)])
+    ctx.cache['eval_labels'] = np.concatenate([
+        ctx.numbers(batch, LABEL, 'eval').numpy()
+        for batch in found.batch(4096)])
   labels = ctx.cache['eval_labels']
   predicted = serve['serving_default'](**rows)[LABEL]
   return {'rmse': float(np.sqrt(np.mean((predicted - labels) ** 2))),
