@@ -1,8 +1,8 @@
 """The rating example's whole lifecycle on integer ids: `run` on span 1,
 `retrain` on a new pre-split span 2 with no flags (the home remembers the
-module), `rollback` to version 1, and the served version consumed through
-`saved_model_cli run`, `hub.load`, `hub.KerasLayer` and the TF1
-`hub.Module` train graph."""
+module; span 2's ratings are integers, an int64 label), `rollback` to
+version 1, and the served version consumed through `saved_model_cli run`,
+`hub.load`, `hub.KerasLayer` and the TF1 `hub.Module` train graph."""
 
 import contextlib
 import csv
@@ -50,6 +50,16 @@ def _eval_rows(data, span):
           'rating': np.array([float(r['rating']) for r in rows], np.float32)}
 
 
+def _integer_ratings(path):
+  """Rewrites a ratings CSV with "4" for "4.0": CsvExampleGen then makes
+  the rating column int64, as MovieLens's integer stars come."""
+  with open(path, encoding='utf-8', newline='') as f:
+    rows = list(csv.reader(f))
+  with open(path, 'w', encoding='utf-8', newline='') as f:
+    csv.writer(f).writerows(
+        rows[:1] + [[u, i, str(int(float(r)))] for u, i, r in rows[1:]])
+
+
 @pytest.fixture(scope='module')
 def lifecycle(tmp_path_factory):
   root = tmp_path_factory.mktemp('rating')
@@ -57,9 +67,11 @@ def lifecycle(tmp_path_factory):
   demo_ratings.write_examples(data, SHAPE, span=1)
   ran = _cli('run', '--data', data, '--home', home, *FLAGS)
   assert ran[0] == 0, ran[1][-3000:]
-  demo_ratings.write_examples(
+  written = demo_ratings.write_examples(
       data, demo_ratings.Shape(users=80, items=60, ratings=3000, seed=1),
       span=2)
+  for path in written.values():
+    _integer_ratings(path)
   retrained = _cli('retrain', '--data', data, '--home', home)
   assert retrained[0] == 0, retrained[1][-3000:]
   rolled = _cli('rollback', '--home', home, '--to', '1')
