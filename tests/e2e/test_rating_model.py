@@ -77,7 +77,7 @@ def lifecycle(tmp_path_factory):
   rolled = _cli('rollback', '--home', home, '--to', '1')
   assert rolled[0] == 0, rolled[1]
   push_root = str(root / 'home' / 'pushed')
-  return {'data': data, 'push_root': push_root, 'ran': ran[1],
+  return {'data': data, 'home': home, 'push_root': push_root, 'ran': ran[1],
           'retrained': retrained[1], 'rolled': rolled[1],
           'serving': lambda v: push_layout.version_dir(push_root, 'serving',
                                                        v),
@@ -144,6 +144,19 @@ def test_saved_model_cli_and_integer_ids_answer_as_serving_default(
                                            numbers)
   np.testing.assert_allclose(session['rating'], want, atol=1e-5)
   assert 1.0 < want.mean() < 5.0
+
+
+def test_embed_prints_each_rows_predicted_rating(lifecycle, capsys):
+  rows = _eval_rows(lifecycle['data'], 1)
+  ids = {k: rows[k][:2] for k in ('user_id', 'item_id')}
+  want = _predict(lifecycle['serving'](3), ids)
+  argv = [f'--input={k}={v}' for k in ids for v in ids[k]]
+  assert main(['embed', '--home', lifecycle['home'], *argv]) == 0
+  lines = capsys.readouterr().out.splitlines()
+  assert [l.split('\t')[:2] for l in lines] == [
+      [ids['item_id'][i], ids['user_id'][i]] for i in range(2)]
+  np.testing.assert_allclose([float(l.split('\t')[2]) for l in lines], want,
+                             atol=1e-5)
 
 
 def test_hub_load_and_keras_layer_of_the_served_export(lifecycle):
