@@ -3,7 +3,7 @@
 A module file of the tpu-embeddings pipeline, walked through in
 docs/own_model_from_scratch.md. On generated ratings:
 
-    python -m pipelines demo-data --ratings --out data
+    python -m pipelines demo-data --ratings --out data --spans 1
     python -m pipelines run --data data --home home \\
         --module-file examples/rating/rating_model.py \\
         --set example_gen.format=csv
