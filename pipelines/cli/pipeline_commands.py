@@ -8,6 +8,7 @@ import time
 
 from pipelines import demo_data
 from pipelines import demo_interactions
+from pipelines import demo_ratings
 from pipelines.cli import arguments
 from pipelines.cli import failures
 from pipelines.cli import home_settings
@@ -41,12 +42,17 @@ def _register_demo_data(sub):
                  default=demo_data.CorpusShape.lines_per_span,
                  help='sentences per span (default '
                  f'{demo_data.CorpusShape.lines_per_span})')
-  p.add_argument('--interactions', choices=demo_interactions.FORMATS,
+  kind = p.add_mutually_exclusive_group()
+  kind.add_argument('--interactions', choices=demo_interactions.FORMATS,
                  nargs='?', const='csv', default=None,
                  help='write user-item interactions for a recommendation '
                  'model instead (e.g. examples/two_tower): pre-split '
                  'train/eval spans as csv (the default) or tfrecord; run '
                  'them with --set example_gen.format=<the same>')
+  kind.add_argument('--ratings', action='store_true',
+                 help='write user-item ratings for a rating model instead '
+                 '(examples/rating): pre-split train/eval csv spans with '
+                 'integer ids; run them with --set example_gen.format=csv')
   p.set_defaults(func=run_demo_data)
 
 
@@ -61,9 +67,20 @@ def run_interaction_data(args) -> int:
   return 0
 
 
+def run_rating_data(args) -> int:
+  for span in range(args.first_span, args.first_span + args.spans):
+    shape = demo_ratings.Shape(seed=args.seed + span - 1)
+    written = demo_ratings.write_examples(args.out, shape, span)
+    print(f'wrote span {span}: ' + ', '.join(
+        f'{split} {path}' for split, path in written.items()))
+  return 0
+
+
 def run_demo_data(args) -> int:
   if args.interactions:
     return run_interaction_data(args)
+  if args.ratings:
+    return run_rating_data(args)
   shape = demo_data.CorpusShape(lines_per_span=args.lines_per_span)
   demo_data.generate(args.out, spans=args.spans, seed=args.seed,
                      first_span=args.first_span, shape=shape)

@@ -51,6 +51,10 @@ CASES = {
     'own_model_quality': (
         ['--items', '200', '--sequences', '150', '--item2vec-windows', '5'],
         ['two-tower (module)', 'item2vec (skip-gram)', 'popularity']),
+    'rating_quality': (
+        ['--users', '60', '--items', '40', '--count', '2000'],
+        ['global mean', 'user + item biases', 'plain Keras, same model',
+         'rating example (pipeline)']),
 }
 
 

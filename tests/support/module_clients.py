@@ -54,7 +54,9 @@ def fine_tune_hub_module(hub_dir: str, inputs: Mapping[str, np.ndarray],
     output = module({k: tf.constant(v.tolist()) for k, v in inputs.items()})
     regularization = tf.compat.v1.losses.get_regularization_losses()
     updates = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
-    loss = tf.reduce_sum(tf.square(output - 1.0)) + tf.add_n(regularization)
+    loss = tf.reduce_sum(tf.square(output - 1.0))
+    if regularization:
+      loss += tf.add_n(regularization)
     with tf.control_dependencies(updates):
       train = tf.compat.v1.train.AdagradOptimizer(0.1).minimize(loss)
     names = {v.name: v for v in module.variables}
@@ -74,7 +76,9 @@ def fit_keras_layer(serving_dir: str, inputs: Mapping[str, np.ndarray]):
   import tensorflow_hub as hub
   layer = hub.KerasLayer(serving_dir, trainable=True)
   features = {k: tf.keras.Input([], dtype=tf.string, name=k) for k in inputs}
-  model = tf.keras.Model(features, tf.keras.layers.Dense(1)(layer(features)))
+  # [B, d] outputs, or one number per row ([B]) as [B, 1].
+  flat = tf.keras.layers.Reshape((-1,))(layer(features))
+  model = tf.keras.Model(features, tf.keras.layers.Dense(1)(flat))
   model.compile(optimizer=tf.keras.optimizers.SGD(0.5), loss='mse')
   before = [v.numpy().copy() for v in layer.trainable_variables]
   data = {k: tf.constant(v.tolist()) for k, v in inputs.items()}

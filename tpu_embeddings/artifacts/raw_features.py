@@ -18,7 +18,10 @@ from tpu_embeddings.core import text
 
 BYTES = 'bytes'
 INT64 = 'int64'
+FLOAT = 'float'
 DTYPES = {BYTES: tf.string, INT64: tf.int64}
+# Number features (labels, dense inputs): read as float32.
+NUMBER_DTYPES = {INT64: tf.int64, FLOAT: tf.float32}
 # Records read to learn each feature's kind.
 KIND_RECORDS = 1000
 
@@ -41,7 +44,7 @@ def records(files: Sequence[str]) -> tf.data.Dataset:
 
 def _kind(feature: tf.train.Feature) -> str:
   return {'bytes_list': BYTES, 'int64_list': INT64,
-          'float_list': 'float'}.get(feature.WhichOneof('kind'), '')
+          'float_list': FLOAT}.get(feature.WhichOneof('kind'), '')
 
 
 def _file_kinds(path: str, wanted: set, max_records: int
@@ -62,16 +65,10 @@ def _file_kinds(path: str, wanted: set, max_records: int
   return kinds, seen
 
 
-def feature_kinds(files: Sequence[str], features: Iterable[str],
-                  max_records: int = KIND_RECORDS) -> Dict[str, str]:
-  """{feature: BYTES or INT64}, from the first records of each file that
-  hold each one; every file must agree.
-
-  Raises FeatureError naming the feature when no record read holds it, when
-  it holds floats (an embedding looks up tokens, not numbers), or when files
-  disagree (CsvExampleGen infers each split's column types on its own).
-  """
-  wanted = set(features)
+def _agreed_kinds(files: Sequence[str], wanted: set, max_records: int
+                  ) -> Dict[str, str]:
+  """{feature: kind} of every wanted feature, from the first records of
+  each file that hold it; every file must agree (FeatureError)."""
   kinds: Dict[str, str] = {}
   first: Dict[str, str] = {}
   seen = set()
@@ -86,19 +83,58 @@ def feature_kinds(files: Sequence[str], features: Iterable[str],
             'split and span (CsvExampleGen makes a column int64 where all '
             'its cells are integers)')
       first.setdefault(name, path)
-  where = files[0] if len(files) == 1 else f'{files[0]} (+{len(files) - 1})'
   for name in sorted(wanted):
     if name not in kinds:
       raise FeatureError(
-          f'examples {where}: no record among the first {max_records} of a '
-          f'file has feature {name!r}; features there: '
+          f'examples {_where(files)}: no record among the first '
+          f'{max_records} of a file has feature {name!r}; features there: '
           f'{sorted(seen) or "none"}')
+  return kinds
+
+
+def _where(files: Sequence[str]) -> str:
+  return files[0] if len(files) == 1 else f'{files[0]} (+{len(files) - 1})'
+
+
+def feature_kinds(files: Sequence[str], features: Iterable[str],
+                  max_records: int = KIND_RECORDS) -> Dict[str, str]:
+  """{feature: BYTES or INT64}, from the first records of each file that
+  hold each one; every file must agree.
+
+  Raises FeatureError naming the feature when no record read holds it, when
+  it holds floats (an embedding looks up tokens, not numbers), or when files
+  disagree (CsvExampleGen infers each split's column types on its own).
+  """
+  kinds = _agreed_kinds(files, set(features), max_records)
+  for name in sorted(kinds):
     if kinds[name] not in DTYPES:
       raise FeatureError(
-          f'examples {where}: feature {name!r} holds floats; a looked-up '
-          'feature must be strings or integers: write its ids without a '
-          'decimal point, or drop it from FEATURES')
+          f'examples {_where(files)}: feature {name!r} holds floats; a '
+          'looked-up feature must be strings or integers: write its ids '
+          'without a decimal point, or drop it from FEATURES')
   return kinds
+
+
+def number_kind(files: Sequence[str], feature: str,
+                max_records: int = KIND_RECORDS) -> str:
+  """INT64 or FLOAT: how the Examples hold a number feature (a label, a
+  dense input); FeatureError when it holds strings or files disagree."""
+  kind = _agreed_kinds(files, {feature}, max_records)[feature]
+  if kind not in NUMBER_DTYPES:
+    raise FeatureError(
+        f'examples {_where(files)}: feature {feature!r} holds strings, not '
+        'numbers; write it as integers or decimals (CsvExampleGen makes a '
+        'column of numbers int64 or float)')
+  return kind
+
+
+def parse_numbers(serialized: tf.Tensor, feature: str,
+                  kind: str) -> tf.Tensor:
+  """A batch of serialized Examples -> [B] float32: the one value each
+  holds in number feature `feature` of kind INT64 or FLOAT."""
+  parsed = tf.io.parse_example(serialized, {
+      feature: tf.io.FixedLenFeature([], NUMBER_DTYPES[kind])})[feature]
+  return tf.cast(parsed, tf.float32)
 
 
 def parse_spec(kinds: Mapping[str, str]) -> Dict[str, tf.io.RaggedFeature]:

@@ -123,6 +123,22 @@ class ModelContext:
                          self.lookup(self.features[name]))
             for name, values in raw.items()}
 
+  # -- numbers: labels and dense inputs ---------------------------------------
+  def numbers(self, examples: tf.Tensor, feature: str,
+              split: str = TRAIN_SPLIT) -> tf.Tensor:
+    """[B] float32: the number each serialized tf.Example of `examples`
+    holds in `feature` (a label, a dense input), int64 or float as the
+    split's Examples hold it (CsvExampleGen makes a column of integers
+    int64, one with "4.5" float); for `extras_fn` and `eval_fn`."""
+    key = ('number_kind', split, feature)
+    if key not in self.cache:  # read once, outside any traced function
+      self._require('examples_uris', bool(self.examples_uris),
+                    'without Examples')
+      with tf.init_scope():
+        self.cache[key] = raw_features.number_kind(
+            raw_features.split_files(self.examples_uris, split), feature)
+    return raw_features.parse_numbers(examples, feature, self.cache[key])
+
   # -- batches ----------------------------------------------------------------
   @property
   def per_replica_batch_size(self) -> int:

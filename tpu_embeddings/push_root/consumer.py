@@ -157,7 +157,9 @@ def embed(push_root: str, rows: declared.Rows,
                      'reads a signature with one output')
   key = (serving_contract.EMBEDDINGS if serving_contract.EMBEDDINGS in out
          else next(iter(out)))
-  return number, out[key].numpy()
+  value = out[key].numpy()
+  # One number per row (a predicted rating) is a vector of one.
+  return number, value[:, None] if value.ndim == 1 else value
 
 
 def unknown_tokens(push_root: str, rows: declared.Rows,

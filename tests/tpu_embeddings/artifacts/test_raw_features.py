@@ -96,3 +96,29 @@ def test_an_eval_split_is_read_with_its_own_kinds(tmp_path):
   rows = ctx.read_split('eval')
   np.testing.assert_array_equal(rows['history'], ['181'])
   np.testing.assert_array_equal(rows['user_id'], ['149'])
+
+
+@pytest.mark.parametrize('value, kind', [(4, raw_features.INT64),
+                                         (4.5, raw_features.FLOAT)])
+def test_a_number_feature_is_read_as_the_examples_hold_it(tmp_path, value,
+                                                           kind):
+  path = _write(tmp_path / 'a.gz', [_example(rating=[value]),
+                                    _example(rating=[value * 2])])
+  assert raw_features.number_kind([path], 'rating') == kind
+  got = raw_features.parse_numbers(
+      tf.constant([_example(rating=[value]), _example(rating=[value * 2])]),
+      'rating', kind)
+  assert got.dtype == tf.float32
+  np.testing.assert_array_equal(got.numpy(), [value, value * 2])
+
+
+def test_a_number_feature_of_strings_or_two_kinds_is_refused(tmp_path):
+  text = _write(tmp_path / 'a.gz', [_example(rating=['good'])])
+  with pytest.raises(raw_features.FeatureError,
+                     match="feature 'rating' holds strings, not numbers"):
+    raw_features.number_kind([text], 'rating')
+  ints = _write(tmp_path / 'b.gz', [_example(rating=[4])])
+  floats = _write(tmp_path / 'c.gz', [_example(rating=[4.5])])
+  with pytest.raises(raw_features.FeatureError,
+                     match="'rating' is int64 in .*b.gz but float in"):
+    raw_features.number_kind([ints, floats], 'rating')
