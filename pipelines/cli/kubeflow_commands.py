@@ -6,6 +6,7 @@ Every flag and setting is checked before TFX is imported.
 import os
 import sys
 
+from pipelines.cli import arguments
 from pipelines.cli import home_settings
 from pipelines.cli import selftest_command
 from pipelines.kubeflow import credentials
@@ -101,7 +102,7 @@ def run_compile(args) -> int:
   task_resources = kubeflow_resources.with_overrides(
       kubeflow_resources.estimate(config, tpu is not None), args.cpu,
       args.memory)
-  arguments.check_model(config, args.module_file)
+  arguments.check_model(config, resolved.module_file)
   if args.selftest:
     code = selftest_command.run_compile_selftest(args, tpu, task_resources,
                                                  DEFAULT_OUTPUT)
