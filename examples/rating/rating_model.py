@@ -18,7 +18,6 @@ are the `user_id` and `item_id` columns, integers or strings.
 import numpy as np
 import tensorflow as tf
 
-from tpu_embeddings.artifacts import raw_features
 from tpu_embeddings.spec import spec_builder
 
 FEATURES = {'user_id': 'user_id', 'item_id': 'item_id'}
@@ -107,15 +106,7 @@ def signatures(model, embed, ctx):
 def eval_fn(serve, ctx):
   """RMSE of the predicted ratings of the held-out examples."""
   rows = ctx.eval_examples(tuple(FEATURES))
-  if 'eval_labels' not in ctx.cache:  # eval_fn scores several models
-    found = raw_features.records(
-        raw_features.split_files(ctx.examples_uris, 'eval'))
-    if ctx.max_eval_examples:
-      found = found.take(ctx.max_eval_examples)
-    ctx.cache['eval_labels'] = np.concatenate([
-        ctx.numbers(batch, LABEL, 'eval').numpy()
-        for batch in found.batch(4096)])
-  labels = ctx.cache['eval_labels']
+  labels = ctx.eval_numbers(LABEL)
   predicted = serve['serving_default'](**rows)[LABEL]
   return {'rmse': float(np.sqrt(np.mean((predicted - labels) ** 2))),
           'ratings': len(labels)}

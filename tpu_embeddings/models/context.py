@@ -173,6 +173,23 @@ class ModelContext:
     """`read_split(EVAL_SPLIT)`, the first `max_eval_examples` records."""
     return self.read_split(EVAL_SPLIT, features, self.max_eval_examples)
 
+  def eval_numbers(self, feature: str) -> np.ndarray:
+    """[N] float32: a number feature (a label) of the records
+    `eval_examples` gives, in the same order."""
+    key = ('eval_numbers', feature, self.max_eval_examples)
+    if key not in self.cache:  # eval_fn scores several models on it
+      self._require('examples_uris', bool(self.examples_uris),
+                    'without Examples')
+      found = raw_features.records(
+          raw_features.split_files(self.examples_uris, EVAL_SPLIT))
+      if self.max_eval_examples:
+        found = found.take(self.max_eval_examples)
+      self.cache[key] = np.concatenate(
+          [np.zeros([0], np.float32)] +
+          [self.numbers(batch, feature, EVAL_SPLIT).numpy()
+           for batch in found.batch(4096)])
+    return self.cache[key]
+
   def catalog(self, features: Sequence[str],
               split: str = TRAIN_SPLIT) -> Dict[str, np.ndarray]:
     """The distinct values of `features[0]` in a split, each with the other

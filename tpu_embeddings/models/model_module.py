@@ -28,12 +28,12 @@ exports; the module defines the model:
                         beside the ids, e.g. labels parsed from `examples`,
                         the batch's serialized tf.Examples (optional).
   input_fn(ctx, epochs[, input_context]) -> tf.data.Dataset of (ids, extras)
-                        batches in place of FEATURES, called per input
-                        pipeline (TPU host); with `input_context` it reads its
-                        share into batches of global_batch_size / pipelines.
+                        batches in place of FEATURES, per input pipeline (TPU
+                        host), its share of global_batch_size with a context.
   SETTINGS              {'trainer.epochs': 3, ...}: pipeline settings the
                         model trains well with; --set and --config override.
   SPEC_FROM_SETTINGS    True: embedding_spec reads trainer.embedding_spec.
+  SETTINGS_READ         skip-gram settings the module reads (model_settings).
   AUTOGRAPH             False: the loss functions are graph code as written.
   FUSED_STEP            a fused CPU op computing the whole step (fused_step).
   exported_table(spec)  -> (table, vocabulary) served as text embeddings,

@@ -19,9 +19,9 @@ def _example(rating) -> bytes:
       feature={'rating': value})).SerializeToString()
 
 
-def _examples_uri(root, ratings) -> str:
-  """An Examples artifact whose train split holds `ratings`."""
-  directory = os.path.join(str(root), 'Split-train')
+def _examples_uri(root, ratings, split='train') -> str:
+  """An Examples artifact whose `split` holds `ratings`."""
+  directory = os.path.join(str(root), f'Split-{split}')
   os.makedirs(directory)
   with tf.io.TFRecordWriter(os.path.join(directory, 'data.gz'),
                             tf.io.TFRecordOptions(
@@ -46,3 +46,17 @@ def test_numbers_without_examples_is_one_line():
   with pytest.raises(ValueError,
                      match='ctx.examples_uris is not known without Examples'):
     ModelContext().numbers(tf.constant([_example(4)]), 'rating')
+
+
+@pytest.mark.parametrize('limit, ratings', [(0, [4, 1, 5, 2]),
+                                            (3, [4.5, 1.0, 5.0, 2.0])])
+def test_eval_numbers_are_the_first_eval_records_in_order(tmp_path, limit,
+                                                          ratings):
+  """What `eval_fn` compares its predictions with: the label of each record
+  `ctx.eval_examples` gives, the first `max_eval_examples` of them."""
+  ctx = ModelContext(examples_uris=(_examples_uri(tmp_path, ratings,
+                                                  'eval'),),
+                     max_eval_examples=limit)
+  got = ctx.eval_numbers('rating')
+  assert got.dtype == np.float32
+  np.testing.assert_array_equal(got, ratings[:limit or None])
