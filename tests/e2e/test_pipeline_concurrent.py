@@ -105,7 +105,8 @@ def test_concurrent_runs_take_turns_and_each_summarize_their_own_run(
     assert _line(out, 'training:').startswith(
         f'{settings["train_steps"]} steps'), (name, out)
     # The blessing, metrics and push are this run's as well.
-    assert _line(out, 'validation:') == 'BLESSED', (name, out)
+    # Blessed; within the margin it may be worse than the other's push.
+    assert _line(out, 'validation:').startswith('BLESSED'), (name, out)
     report_path = _line(out, 'report:')
     with open(os.path.join(os.path.dirname(report_path), 'report.json')) as f:
       report = json.load(f)

@@ -117,7 +117,9 @@ def test_retrain_reuses_the_homes_module_on_the_new_span(lifecycle):
   out = lifecycle['retrained']
   assert out.startswith('retrain: reusing what the home records: module '
                         f'file {MODULE_FILE}, example_gen.format="csv"'), out
-  assert 'validation: BLESSED\npushed: version 2\n' in out, out
+  # Blessed, possibly worse than version 1 within the margin (then said).
+  assert re.search(r'^validation: BLESSED(, but worse than .*)?\npushed: '
+                   r'version 2$', out, re.M), out
   assert 'warm start: tables item_id, user_id from ' in out, out
 
 
