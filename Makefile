@@ -55,7 +55,7 @@ test: lint
 	  if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; exit $$rc
 
 unit: lint
-	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for b in benchmarks/[a-z]*.py; do m=$$(basename $$b .py); echo "== $$m"; \
