@@ -60,6 +60,10 @@ BASELINE_MODEL = 'baseline_model'
 BLESSING_MESSAGE = 'blessing_message'
 SOURCE_MODEL = 'source_model'
 EXPORTED = 'exported'
+# The exporter's settings its exports were made with (ExporterConfig JSON).
+EXPORT_CONFIG = 'export_config'
+# A pusher that published nothing: the version already serving its exports.
+ALREADY_SERVED = 'already_served_version'
 PUSHED = 'pushed'
 PUSHED_DESTINATION = 'pushed_destination'
 PUSHED_VERSION = 'pushed_version'

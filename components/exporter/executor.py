@@ -56,4 +56,6 @@ class Executor(base_executor.BaseExecutor):
                    model.uri, ', '.join(b.uri for b in blessings))
     for artifact in outputs.values():
       artifact.set_string_custom_property(keys.SOURCE_MODEL, model.uri)
+      artifact.set_string_custom_property(keys.EXPORT_CONFIG,
+                                          config.to_json())
       artifact.set_int_custom_property(keys.EXPORTED, int(exported))

@@ -7,6 +7,9 @@ Only while the push root serves the version the blessing was validated
 against (its report's `validated_against`): the check and the publish hold
 the push root's lock together (tpu_embeddings/push_root/publish.py), so a
 verdict made against a version no longer served never pushes a model.
+Exports of the trained Model and exporter settings the served version was
+made from are not pushed again (a rerun whose inputs did not change): the
+outputs say `pushed` 0 and which version already serves them.
 """
 
 import json
@@ -52,12 +55,18 @@ def manifest_fields(exports: Dict[str, types.Artifact],
     raise ValueError(f'EmbeddingPusher: {shown}; push exports of the same '
                      'trainer model')
   source = next(iter(sources.values()), '')
+  export_configs = {a.get_string_custom_property(keys.EXPORT_CONFIG)
+                    for a in exports.values()
+                    if a.has_custom_property(keys.EXPORT_CONFIG)}
   spans: List[int] = []
   if source:
     metadata = model_layout.read_metadata(source) or {}
     spans = [int(s) for s in metadata.get('spans', [])]
   return {
       'source_model': source,
+      # One exporter run wrote every kind; '' when the exports do not say.
+      'export_config': (export_configs.pop() if len(export_configs) == 1
+                        else ''),
       'spans': spans,
       **manifest_lib.read_blessing(blessing.uri),
       'pipeline_run_id': pipeline_run_id or '',
@@ -115,7 +124,16 @@ class Executor(base_executor.BaseExecutor):
     sources = {kind: export_kinds.get(kind).artifact_path(artifact.uri)
                for kind, artifact in exports.items()}
     result = publish.publish(root, sources, fields, keep_versions=keep,
-                             validated_against=validated_against(blessing.uri))
+                             validated_against=validated_against(blessing.uri),
+                             unless_served=True)
+    if not result.new:
+      logging.info('Version %d already serves these exports; nothing pushed.',
+                   result.version)
+      for artifact in outputs.values():
+        artifact.set_int_custom_property(keys.PUSHED, 0)
+        artifact.set_string_custom_property(keys.ALREADY_SERVED,
+                                            str(result.version))
+      return
     for kind, artifact in outputs.items():
       artifact.set_int_custom_property(keys.PUSHED, 1)
       artifact.set_string_custom_property(keys.PUSHED_DESTINATION,

@@ -5,7 +5,9 @@ publishes nothing, and its output artifacts are the earlier run's, whose
 `pushed_version` names that run's push. After a rollback that version is
 not even served any more. The summary of a cached pusher therefore says
 that there was nothing new to push and which version is served now, and
-never replays the earlier push.
+never replays the earlier push. A pusher that ran and found its exports'
+model already served (components/pusher/executor.py) says which version
+serves it.
 """
 
 import os
@@ -28,6 +30,10 @@ def read(outputs: Mapping[str, metadata_queries.Output],
     return {'pushed': False, 'pushed_version': None, 'pusher_cached': True,
             'served_version': served}
   first = next(iter(outputs.values())).artifact
+  already = cp(first, keys.ALREADY_SERVED)
+  if already:
+    return {'pushed': False, 'pushed_version': None,
+            'already_served_version': int(already)}
   return {
       'pushed': bool(cp(first, keys.PUSHED)),
       'pushed_version': cp(first, keys.PUSHED_VERSION),
@@ -43,6 +49,9 @@ def lines(summary: Mapping[str, Any]) -> List[str]:
     return [f'pushed: version {summary.get("pushed_version")}'] + [
         f'  {k}: {v}' for k, v in
         sorted((summary.get('pushed_destinations') or {}).items())]
+  if summary.get('already_served_version') is not None:
+    return [f'pushed: nothing new to push (version '
+            f'{summary["already_served_version"]} already serves this model)']
   if summary.get('pusher_cached') and summary.get('blessed'):
     served = summary.get('served_version')
     return ['pushed: nothing new to push (' + (

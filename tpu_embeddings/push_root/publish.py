@@ -68,6 +68,7 @@ class Published:
   version: int
   dirs: Dict[str, str]              # kind -> version directory
   manifests: Dict[str, Dict[str, Any]]  # kind -> manifest
+  new: bool = True                  # False: `version` already served them
 
 
 def _written_last(kind: str) -> Sequence[str]:
@@ -171,8 +172,8 @@ def publish(root: str,
             keep_versions: int = 0,
             hook: Optional[Hook] = None,
             validated_against: Any = NOT_CHECKED,
-            files: Optional[Mapping[str, Mapping[str, str]]] = None
-            ) -> Published:
+            files: Optional[Mapping[str, Mapping[str, str]]] = None,
+            unless_served: bool = False) -> Published:
   """Publishes `sources` ({kind: dir}) as one new version.
 
   `fields` go into both manifests (source_model, spans, metrics,
@@ -180,8 +181,11 @@ def publish(root: str,
   candidate was validated against (None: nothing was served); the push is
   refused with served.ServedVersionChanged if another version is served
   now. `files` ({kind: {relative path: sha256}}): copy exactly these files
-  of each source, with these bytes. Returns the version and its
-  directories.
+  of each source, with these bytes. `unless_served`: publish nothing when
+  the served version was exported from the same trained Model with the
+  same exporter settings (`fields` source_model and export_config) and is
+  intact: a rerun whose inputs did not change. Returns the version and its
+  directories (`new` False: the served version's).
   """
   if keep_versions < 0:
     raise ValueError(f'keep_versions must be >= 0, got {keep_versions}')
@@ -193,10 +197,30 @@ def publish(root: str,
   with root_lock.held(root):
     if validated_against is not NOT_CHECKED:
       served.check_unchanged(root, validated_against)
+    same = _already_served(root, sources, fields) if unless_served else None
+    if same:
+      return same
     published = _publish_locked(root, sources, fields, hook, validated_against,
                                 files or {})
     retention.apply_retention(root, keep_versions)
   return published
+
+
+def _already_served(root: str, sources: Mapping[str, str],
+                    fields: Mapping[str, Any]) -> Optional[Published]:
+  """The served version when it was exported from the same trained Model
+  with the same exporter settings as `fields` name, and every file of it
+  still has its manifest's bytes; else None (a damaged one is replaced)."""
+  ident = served.identity(root)
+  made_from = (fields.get('source_model'), fields.get('export_config'))
+  if not ident or not all(made_from) or made_from != (
+      ident['source_model'], ident['export_config']):
+    return None
+  number = ident['version']
+  if integrity.version_problems(root, number, verify=True, kinds=sources):
+    return None
+  return Published(number, {k: push_layout.version_dir(root, k, number)
+                            for k in sources}, {}, new=False)
 
 
 def _publish_locked(root: str, sources: Mapping[str, str],

@@ -14,7 +14,8 @@ status.py: what TF Serving picks), the folder names that read as it, and
 the sha256 of their manifests' bytes: a version number pushed again (after
 its folder was deleted, or a copied push root) has another manifest, with
 its own `pushed_at` and run id. `pushed_at` and the run id are kept beside it
-for the messages.
+for the messages, and the trained Model and exporter settings it was made
+from, which tell a push of the model it already serves (`publish`).
 """
 
 import hashlib
@@ -71,6 +72,9 @@ def identity(root: str) -> Identity:
       'manifest_sha256': digest.hexdigest(),
       'pushed_at': str(shown.get('pushed_at') or ''),
       'pipeline_run_id': str(shown.get('pipeline_run_id') or ''),
+      # What it was exported from, to tell a push of the same model.
+      'source_model': str(shown.get('source_model') or ''),
+      'export_config': str(shown.get('export_config') or ''),
   }
 
 

@@ -182,3 +182,49 @@ def test_a_blessing_that_does_not_say_what_it_was_validated_against(
                      'it was validated against'):
     _do(tmp_path, serving, hub, blessing, push_root=root)
   assert push_layout.numbered(root, 'serving') == []
+
+
+def test_exports_of_the_served_model_are_not_pushed_again(tmp_path):
+  """A rerun with unchanged inputs validates again (the served version is
+  new) and exports again, from the same trained Model with the same
+  exporter settings: version 1 already serves that, so nothing is pushed.
+  Other exporter settings are a new version."""
+  root = str(tmp_path / 'push')
+  serving, hub, blessing = pusher_exports.make_artifacts(
+      str(tmp_path / 'in'), 2.0, validated_against=None)
+  for artifact in (serving, hub):
+    artifact.set_string_custom_property(keys.EXPORT_CONFIG, '{"oov": 1}')
+  _do(tmp_path / 'out1', serving, hub, blessing, push_root=root)
+  pusher_exports.write_report(blessing.uri, {}, served.identity(root))
+  out = _do(tmp_path / 'out2', serving, hub, blessing, push_root=root)
+  for artifact in out.values():
+    assert artifact.get_int_custom_property(keys.PUSHED) == 0
+    assert artifact.get_string_custom_property(keys.ALREADY_SERVED) == '1'
+  assert push_layout.numbered(root, 'serving') == [1]
+  assert push_layout.numbered(root, 'hub') == [1]
+  for artifact in (serving, hub):
+    artifact.set_string_custom_property(keys.EXPORT_CONFIG, '{"oov": 2}')
+  out = _do(tmp_path / 'out3', serving, hub, blessing, push_root=root)
+  assert out[keys.PUSHED_SERVING].get_string_custom_property(
+      keys.PUSHED_VERSION) == '2'
+  assert push_layout.read_manifest(root, 'hub', 2)['export_config'] == (
+      '{"oov": 2}')
+
+
+def test_a_damaged_served_copy_of_the_model_is_pushed_anew(tmp_path):
+  root = str(tmp_path / 'push')
+  serving, hub, blessing = pusher_exports.make_artifacts(
+      str(tmp_path / 'in'), 2.0, validated_against=None)
+  for artifact in (serving, hub):
+    artifact.set_string_custom_property(keys.EXPORT_CONFIG, '{"oov": 1}')
+  _do(tmp_path / 'out1', serving, hub, blessing, push_root=root)
+  saved_model = os.path.join(push_layout.version_dir(root, 'serving', 1),
+                             'saved_model.pb')
+  with open(saved_model, 'r+b') as f:  # same size, other bytes
+    first = f.read(1)
+    f.seek(0)
+    f.write(bytes([first[0] ^ 0xFF]))
+  pusher_exports.write_report(blessing.uri, {}, served.identity(root))
+  out = _do(tmp_path / 'out2', serving, hub, blessing, push_root=root)
+  assert out[keys.PUSHED_SERVING].get_string_custom_property(
+      keys.PUSHED_VERSION) == '2'

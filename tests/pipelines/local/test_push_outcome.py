@@ -66,3 +66,17 @@ def test_nothing_served_after_a_cached_pusher_is_said(tmp_path):
                                    str(tmp_path / 'none')))
   assert _pushed_lines(summary) == [
       'pushed: nothing new to push (no version is served)']
+
+
+def test_a_pusher_that_found_its_model_served_names_that_version(tmp_path):
+  outputs = _pusher_outputs(EXECUTION.COMPLETE)
+  for output in outputs.values():
+    props = output.artifact.custom_properties
+    props['pushed'].int_value = 0
+    del props['pushed_version']
+    props['already_served_version'].string_value = '3'
+  summary = {'paths': {'metadata': '/h/metadata.sqlite'}, 'blessed': True}
+  summary.update(push_outcome.read(outputs, str(tmp_path / 'pushed')))
+  assert _pushed_lines(summary) == [
+      'pushed: nothing new to push (version 3 already serves this model)']
+  assert summary['pushed_version'] is None
