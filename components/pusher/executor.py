@@ -24,7 +24,6 @@ from components import keys
 from components.pusher.config import PusherConfig
 from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.core import file_system
 from tpu_embeddings.push_root import layout as push_layout
 from tpu_embeddings.push_root import manifest as manifest_lib
 from tpu_embeddings.push_root import publish
@@ -77,15 +76,7 @@ def manifest_fields(exports: Dict[str, types.Artifact],
 def validated_against(blessing_uri: str) -> Optional[Dict[str, Any]]:
   """The served version the blessing's verdict compared with (None: nothing
   was served); ValueError when the blessing does not say."""
-  path = f'{blessing_uri.rstrip("/")}/report.json'
-  report: Any = None
-  if file_system.exists(path):
-    with file_system.open_file(path) as f:
-      try:
-        report = json.load(f)
-      except ValueError as e:
-        raise ValueError(f'blessing report {path} is not valid JSON '
-                         f'({e})') from None
+  report = manifest_lib.read_report(blessing_uri)
   if not isinstance(report, dict) or keys.VALIDATED_AGAINST not in report:
     raise ValueError(
         f'blessing {blessing_uri} does not record the served version it was '

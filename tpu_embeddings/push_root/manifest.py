@@ -139,19 +139,25 @@ def verify(directory: str, manifest: Dict[str, Any]) -> List[str]:
   return bad
 
 
+def read_report(blessing_uri: str) -> Any:
+  """`<blessing uri>/report.json` as JSON (None when absent); ValueError
+  naming the file when it is not JSON."""
+  path = f'{blessing_uri.rstrip("/")}/report.json'
+  if not file_system.exists(path):
+    return None
+  with file_system.open_file(path) as f:
+    try:
+      return json.load(f)
+    except ValueError as e:
+      raise ValueError(f'blessing report {path} is not valid JSON '
+                       f'({e})') from None
+
+
 def read_blessing(blessing_uri: str) -> Dict[str, Any]:
   """What a push records of `<blessing uri>/report.json`: its `metrics`, and
   `eval_span`, the span of the eval data they were measured on (its
   `eval_data.span`); {} and None when absent."""
-  path = f'{blessing_uri.rstrip("/")}/report.json'
-  report: Any = {}
-  if file_system.exists(path):
-    with file_system.open_file(path) as f:
-      try:
-        report = json.load(f)
-      except ValueError as e:
-        raise ValueError(f'blessing report {path} is not valid JSON '
-                         f'({e})') from e
+  report = read_report(blessing_uri)
   report = report if isinstance(report, dict) else {}
   metrics, eval_data = report.get('metrics'), report.get('eval_data')
   span = eval_data.get('span') if isinstance(eval_data, dict) else None

@@ -184,17 +184,23 @@ def test_a_blessing_that_does_not_say_what_it_was_validated_against(
   assert push_layout.numbered(root, 'serving') == []
 
 
+def _pushed_once(tmp_path, root):
+  """Exports that record their exporter settings, pushed as version 1."""
+  serving, hub, blessing = pusher_exports.make_artifacts(
+      str(tmp_path / 'in'), 2.0, validated_against=None)
+  for artifact in (serving, hub):
+    artifact.set_string_custom_property(keys.EXPORT_CONFIG, '{"oov": 1}')
+  _do(tmp_path / 'out1', serving, hub, blessing, push_root=root)
+  return serving, hub, blessing
+
+
 def test_exports_of_the_served_model_are_not_pushed_again(tmp_path):
   """A rerun with unchanged inputs validates again (the served version is
   new) and exports again, from the same trained Model with the same
   exporter settings: version 1 already serves that, so nothing is pushed.
   Other exporter settings are a new version."""
   root = str(tmp_path / 'push')
-  serving, hub, blessing = pusher_exports.make_artifacts(
-      str(tmp_path / 'in'), 2.0, validated_against=None)
-  for artifact in (serving, hub):
-    artifact.set_string_custom_property(keys.EXPORT_CONFIG, '{"oov": 1}')
-  _do(tmp_path / 'out1', serving, hub, blessing, push_root=root)
+  serving, hub, blessing = _pushed_once(tmp_path, root)
   pusher_exports.write_report(blessing.uri, {}, served.identity(root))
   out = _do(tmp_path / 'out2', serving, hub, blessing, push_root=root)
   for artifact in out.values():
@@ -213,11 +219,7 @@ def test_exports_of_the_served_model_are_not_pushed_again(tmp_path):
 
 def test_a_damaged_served_copy_of_the_model_is_pushed_anew(tmp_path):
   root = str(tmp_path / 'push')
-  serving, hub, blessing = pusher_exports.make_artifacts(
-      str(tmp_path / 'in'), 2.0, validated_against=None)
-  for artifact in (serving, hub):
-    artifact.set_string_custom_property(keys.EXPORT_CONFIG, '{"oov": 1}')
-  _do(tmp_path / 'out1', serving, hub, blessing, push_root=root)
+  serving, hub, blessing = _pushed_once(tmp_path, root)
   saved_model = os.path.join(push_layout.version_dir(root, 'serving', 1),
                              'saved_model.pb')
   with open(saved_model, 'r+b') as f:  # same size, other bytes
