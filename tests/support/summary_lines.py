@@ -23,7 +23,7 @@ def blessed_verdict(out: str, directions: Dict[str, str]) -> List[str]:
   if line == 'validation: BLESSED':
     return []
   assert line.startswith('validation: BLESSED, but worse than the served v')
-  assert line.endswith('validation.regression_margin)'), line
+  assert line.endswith('validator.regression_margin)'), line
   candidate = metrics_line(out, 'candidate')
   baseline = metrics_line(out, 'baseline')
   worse = []
