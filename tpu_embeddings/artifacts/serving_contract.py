@@ -50,6 +50,18 @@ def serving_model_path(model_uri: str) -> str:
   return model_uri.rstrip('/') + '/' + SERVING_MODEL_DIR
 
 
+def neighbors_queries(inputs) -> list:
+  """A `neighbors` signature's query inputs: every input but K. A model's
+  own `neighbors` takes exactly one (a token or an id)."""
+  return sorted(set(inputs) - {K})
+
+
+def neighbors_answers(outputs) -> list:
+  """A `neighbors` signature's answer outputs: every output but SCORES. A
+  model's own `neighbors` gives SCORES and exactly one of them."""
+  return [o for o in outputs if o != SCORES]
+
+
 # Files, relative to an export's directory. Both exports ship the vocabulary
 # as ASSETS_DIR/TOKENS_ASSET_FILENAME, one token per line, line i = row i.
 ASSETS_DIR = 'assets'

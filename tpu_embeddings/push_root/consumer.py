@@ -215,7 +215,7 @@ def neighbors(push_root: str, query: Union[str, int], k: int = 10,
   name = serving_contract.NEIGHBORS
   function = declared.signature(model, name)
   specs = declared.inputs(function)
-  queries = sorted(set(specs) - {serving_contract.K})
+  queries = serving_contract.neighbors_queries(specs)
   if len(queries) != 1:
     raise ValueError(f'signature {name!r} takes {", ".join(sorted(specs))}; '
                      f'neighbors needs one query input besides '
@@ -230,7 +230,7 @@ def neighbors(push_root: str, query: Union[str, int], k: int = 10,
     feed[serving_contract.K] = declared.tensor(
         name, serving_contract.K, specs[serving_contract.K], [k])
   out = declared.call(function, name, feed)
-  answers = [a for a in out if a != serving_contract.SCORES]
+  answers = serving_contract.neighbors_answers(out)
   if serving_contract.SCORES not in out or len(answers) != 1:
     raise ValueError(f'signature {name!r} answers {sorted(out)}; neighbors '
                      f'reads {serving_contract.SCORES!r} and one other output')

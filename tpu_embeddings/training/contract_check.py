@@ -107,10 +107,10 @@ def _check_neighbors(module: ModelModule, specs, outputs):
   `neighbors` command and `run` call it (push_root/consumer.py): one query
   input and an optional integer `k` in, `scores` and one other output out.
   """
-  inputs = dict(specs)
-  k = inputs.pop(serving_contract.K, None)
-  answers = [o for o in outputs if o != serving_contract.SCORES]
-  if (len(inputs) != 1 or (k is not None and not k.dtype.is_integer) or
+  k = dict(specs).get(serving_contract.K)
+  queries = serving_contract.neighbors_queries(dict(specs))
+  answers = serving_contract.neighbors_answers(outputs)
+  if (len(queries) != 1 or (k is not None and not k.dtype.is_integer) or
       serving_contract.SCORES not in outputs or len(answers) != 1):
     raise ModelModuleError(
         f'module file {module.path}: signature '
