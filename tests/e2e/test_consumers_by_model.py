@@ -2,9 +2,7 @@
 declares: the two-tower example and skip-gram, each run once through the
 pipeline (one home per model for the whole module)."""
 
-import contextlib
 import glob
-import io
 import json
 import os
 
@@ -16,6 +14,7 @@ from components import module_file
 from pipelines import demo_data
 from pipelines import demo_interactions
 from pipelines.cli.main import main
+from tests.support import cli_runs
 from tests.support import interaction_fixtures
 from tests.support import summary_lines
 from tests.support import tiny_pipeline
@@ -40,11 +39,7 @@ def _cli(capsys, *argv):
   return code, out, err
 
 
-def _run(*argv):
-  out = io.StringIO()
-  with contextlib.redirect_stdout(out):
-    code = main(list(argv))
-  return code, out.getvalue()
+_run = cli_runs.run
 
 
 @pytest.fixture(scope='module')

@@ -1,7 +1,5 @@
 """The main job end to end on a tiny 2-span corpus: run, retrain, lineage."""
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -13,6 +11,7 @@ import pytest
 from pipelines import demo_data
 from pipelines.cli.main import main
 from pipelines.local import retrain
+from tests.support import cli_runs
 from tests.support import paths
 from tests.support import summary_lines
 from tests.support.tiny_pipeline import FAST
@@ -21,13 +20,7 @@ from tpu_embeddings.models import skipgram_eval
 from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
-
-def _cli(*argv):
-  """(exit code, stdout) of the CLI run in this process."""
-  out = io.StringIO()
-  with contextlib.redirect_stdout(out):
-    code = main(list(argv))
-  return code, out.getvalue()
+_cli = cli_runs.run
 
 
 @pytest.fixture(scope='module')

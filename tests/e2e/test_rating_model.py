@@ -4,9 +4,7 @@ module; span 2's ratings are integers, an int64 label), `rollback` to
 version 1, and the served version consumed through `saved_model_cli run`,
 `hub.load`, `hub.KerasLayer` and the TF1 `hub.Module` train graph."""
 
-import contextlib
 import csv
-import io
 import os
 import re
 
@@ -16,6 +14,7 @@ import tensorflow as tf
 
 from pipelines import demo_ratings
 from pipelines.cli.main import main
+from tests.support import cli_runs
 from tests.support import module_clients
 from tests.support import paths
 from tpu_embeddings.artifacts import model_layout
@@ -32,11 +31,7 @@ FLAGS = ['--module-file', MODULE_FILE, '--set', 'example_gen.format="csv"',
          '--set', 'regression_margin=0.5']
 
 
-def _cli(*argv):
-  out = io.StringIO()
-  with contextlib.redirect_stdout(out):
-    code = main(list(argv))
-  return code, out.getvalue()
+_cli = cli_runs.run
 
 
 def _eval_rows(data, span):
