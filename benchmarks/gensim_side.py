@@ -7,9 +7,10 @@ the medians over them, and its training time the median of theirs. The
 held-out loss (the gate's test) is the first model's.
 """
 
+import os
 import statistics
 import time
-from typing import Iterable
+from typing import Iterable, Optional
 
 from benchmarks import text_corpora
 from benchmarks import time_to_quality
@@ -18,8 +19,11 @@ RUNS = 3
 EPOCHS = 5  # gensim's default
 
 
-def median(values: Iterable[float]) -> float:
-  return statistics.median(list(values))
+def median(values: Iterable[Optional[float]]) -> Optional[float]:
+  """The median of the figures there are (None: too few items judged), or
+  None when there is none."""
+  known = [v for v in values if v is not None]
+  return statistics.median(known) if known else None
 
 
 def run(train_file, runs: int = RUNS, epochs: int = EPOCHS):
@@ -62,27 +66,54 @@ def heldout_loss(home, model):
           eval_data.frequency(data, skipgram)['eval_loss'])
 
 
-def _figures(table, common, ids, pairs, questions):
-  """WordSim-353 Spearman and analogy accuracy of `table` on `common`."""
+def _figures(table, common, ids, similarity, questions):
+  """Each similarity set's Spearman and the analogy accuracy of `table` on
+  the words of `common`: {name: (figure, pairs or questions judged)}."""
   from tpu_embeddings.quality import metrics
   aligned = metrics.align_table(table.tokens, table.unit, common)
-  sim = metrics.similarity_spearman(aligned, ids, pairs)
+  figures = {}
+  for name, triples in similarity.items():
+    sim = metrics.similarity_spearman(aligned, ids, triples)
+    figures[name] = (sim['spearman'], sim['covered_pairs'])
   ana = metrics.analogy_accuracy(aligned, ids, questions)
-  return {'wordsim': (sim['spearman'], sim['covered_pairs']),
-          'analogy': (ana['analogy_accuracy'], ana['covered_questions'])}
+  figures['analogy'] = (ana['analogy_accuracy'], ana['covered_questions'])
+  return figures
 
 
-def judged(ours, gensims, also=()):
+def similarity_files(folder):
+  """{name: path} of the NAME.tsv files in `folder` ('' for none)."""
+  if not folder:
+    return {}
+  if not os.path.isdir(folder):
+    raise ValueError(f'--similarity {folder}: not a directory')
+  files = {os.path.splitext(f)[0]: os.path.join(folder, f)
+           for f in sorted(os.listdir(folder)) if f.endswith('.tsv')}
+  if not files:
+    raise ValueError(f'--similarity {folder}: no NAME.tsv files in it')
+  return files
+
+
+def similarity_sets(paths=None):
+  """{name: scored pairs}: WordSim-353 (gensim's copy), then each of
+  `paths` ({name: "word1<TAB>word2<TAB>score" file})."""
+  from tpu_embeddings.quality import eval_files
+  files = {'wordsim': text_corpora.datapath(text_corpora.WORDSIM),
+           **(paths or {})}
+  return {name: eval_files.read_similarity_file(path)
+          for name, path in files.items()}
+
+
+def judged(ours, gensims, also=(), similarity=None):
   """{name: (ours, gensim's median, items judged)} on the words our table,
-  every gensim table and every table of `also` know."""
+  every gensim table and every table of `also` know; `similarity` as
+  `similarity_sets` returns (WordSim-353 alone by default)."""
   from tpu_embeddings.quality import eval_files
   known = set(ours.tokens)
   for table in list(gensims) + list(also):
     known &= set(table.tokens)
   common = sorted(known)
   ids = {t: i for i, t in enumerate(common)}
-  files = (eval_files.read_similarity_file(
-      text_corpora.datapath(text_corpora.WORDSIM)),
+  files = (similarity or similarity_sets(),
            eval_files.read_analogy_file(
                text_corpora.datapath(text_corpora.ANALOGIES)))
   mine = _figures(ours, common, ids, *files)

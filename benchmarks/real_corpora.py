@@ -1,6 +1,7 @@
 """The pipeline with no settings on real corpora, next to gensim's defaults.
 
     python -m benchmarks.real_corpora [--corpora lee,head500,enwiki,items]
+        [--text NAME=PATH] [--similarity DIR] [--seeds 3]
         [--epochs 1,2,3] [--set table.optimizer=sgd ...]
 
 For each corpus the whole local pipeline runs once in a fresh home with
@@ -10,10 +11,13 @@ from the same text: the pipeline's train split, read back from its Examples.
 gensim trains `gensim_side.RUNS` (3) times with seeds 0, 1, 2: its figures
 and training time are the medians (its threads race, so one run's figures
 move), its held-out loss the first run's.
-Text corpora (`benchmarks.text_corpora`, shipped with gensim) are judged by
-WordSim-353 Spearman and questions-words analogy accuracy, both on the words
-the two models know (the same pairs, the same questions, the same candidate
-words for both); the generated interaction corpus (`items`,
+Text corpora (`benchmarks.text_corpora`, shipped with gensim, or a tokenized
+file given with `--text NAME=PATH`) are judged by the Spearman correlation
+on WordSim-353 and on each similarity set of `--similarity DIR` (SimLex-999,
+MEN, ...), and by questions-words analogy accuracy, all on the words every
+model knows (the same pairs, questions and candidate words for all); the
+pipeline runs `--seeds` times (trainer.seed 0, 1, ...) and its figures and
+times are the medians; the generated interaction corpus (`items`,
 `benchmarks.interaction_corpus`) by next-item HR@10 (on the items neither
 learned from: `time_to_quality.next_items`) and category P@10.
 
@@ -45,6 +49,7 @@ import tempfile
 
 import numpy as np
 
+from benchmarks import corpus_table
 from benchmarks import embedding_quality as quality
 from benchmarks import gensim_side
 from benchmarks import interaction_corpus
@@ -75,40 +80,30 @@ def run_pipeline(data_root, home, settings=None):
       model_layout.table_key('tokens')))
 
 
-def _fmt(x, spec='.3f'):
-  return '-' if x is None else format(x, spec)
-
-
-def print_corpus(name, tokens, rows, figures):
-  """One corpus: a row per side, then what the figures were judged on."""
-  print(f'\n== {name}: {tokens:,} tokens', flush=True)
-  print(f'{"side":<10} {"blessed":>7} {"heldout":>8} {"freq":>7} '
-        f'{"wordsim":>8} {"analogy":>8} {"HR@10":>6} {"catP@10":>7} '
-        f'{"train s":>8} {"whole s":>8}')
-  for side, row in rows.items():
-    print(f'{side:<10} {row["blessed"]:>7} {_fmt(row["loss"]):>8} '
-          f'{_fmt(row["frequency"]):>7} {_fmt(row.get("wordsim")):>8} '
-          f'{_fmt(row.get("analogy")):>8} {_fmt(row.get("hr")):>6} '
-          f'{_fmt(row.get("catp")):>7} {row["train"]:>8.1f} '
-          f'{row["whole"]:>8.1f}')
-  ours, theirs = rows['pipeline'], rows['gensim']
-  print(f'ratios pipeline / gensim: train {ours["train"] / theirs["train"]:.2f}'
-        f', whole {ours["whole"] / theirs["whole"]:.2f}; ' + figures)
-
-
-def _sides(home, summary, ours, train_file):
-  """The two rows of a corpus, and gensim's model for its own figures."""
+def _sides(home, runs, train_file):
+  """The two rows of a corpus (the pipeline's: the medians of `runs`,
+  [(summary, table)], one per seed), and gensim's models."""
   read, train, models = gensim_side.run(train_file)
   loss, frequency = gensim_side.heldout_loss(home, models[0])
-  metrics = summary.get('metrics') or {}
+  summaries = [summary for summary, _ in runs]
+  blessed = sum(bool(s.get('blessed')) for s in summaries)
+
+  def median_of(read_one):
+    return gensim_side.median(read_one(s) for s in summaries)
+
+  def metric(side, key):
+    return median_of(lambda s: ((s.get('metrics') or {}).get(side) or {})
+                     .get(key, float('nan')))
+
   rows = {
       'pipeline': {
-          'blessed': 'yes' if summary.get('blessed') else 'NO',
-          'loss': (metrics.get('candidate') or {}).get('eval_loss'),
-          'frequency': (metrics.get('frequency') or {}).get('eval_loss'),
-          'train': summary['timing']['per_component'].get(
-              time_to_quality.TRAINER_NODE, float('nan')),
-          'whole': summary['timing']['wall_seconds']},
+          'blessed': ('yes' if blessed == len(runs) else
+                      f'{blessed}/{len(runs)}' if blessed else 'NO'),
+          'loss': metric('candidate', 'eval_loss'),
+          'frequency': metric('frequency', 'eval_loss'),
+          'train': median_of(lambda s: s['timing']['per_component'].get(
+              time_to_quality.TRAINER_NODE, float('nan'))),
+          'whole': median_of(lambda s: s['timing']['wall_seconds'])},
       'gensim': {
           'blessed': 'yes' if loss is not None and loss < frequency else 'NO',
           'loss': loss, 'frequency': frequency, 'train': train,
@@ -116,6 +111,11 @@ def _sides(home, summary, ours, train_file):
   }
   return rows, [quality.Table(m.wv.index_to_key, m.wv.vectors)
                 for m in models]
+
+
+def _error(name, value, n):
+  """Figure `name`'s standard error at `value`, judged on `n` items."""
+  return quality.standard_error(value, n, name not in corpus_table.SHARES)
 
 
 def passes_to_quality(name, data_root, work, args, gensim_train, score,
@@ -144,7 +144,7 @@ def passes_to_quality(name, data_root, work, args, gensim_train, score,
     print(f'{epochs:>6} {trainer:>9.1f} {trainer / gensim_train:>8.2f} '
           f'{"yes" if summary.get("blessed") else "NO":>7}  ' + ', '.join(
               f'{k} {o:.3f} / {t:.3f} '
-              f'±{quality.standard_error(t, n, k == "wordsim"):.3f}'
+              f'±{_error(k, t, n):.3f}'
               for k, (o, t, n) in figures.items()))
     if epochs == gensim_side.EPOCHS:  # its figures are the comparison's
       continue
@@ -163,21 +163,33 @@ def passes_to_quality(name, data_root, work, args, gensim_train, score,
 
 
 def run_text(name, work, args):
+  """One text corpus: the pipeline once per seed, gensim's seeded runs,
+  their figures on every similarity set and the analogies (the pipeline's
+  the median over its seeds), then `--epochs`' passes."""
   data_root = os.path.join(work, f'data-{name}')
-  tokens = text_corpora.write(name, data_root)
-  home = os.path.join(work, f'home-{name}')
-  summary, ours = run_pipeline(data_root, home, args.settings)
+  tokens = text_corpora.write(name, data_root, args.texts.get(name, ''))
+  runs, homes = [], []
+  for seed in range(args.seeds):
+    homes.append(os.path.join(work, f'home-{name}-seed-{seed}'))
+    runs.append(run_pipeline(data_root, homes[-1],
+                             {**args.settings, 'trainer.seed': seed}))
   train_file = time_to_quality.train_split_file(
-      home, os.path.join(work, f'train-{name}.txt'))
-  rows, theirs = _sides(home, summary, ours, train_file)
-  figures = gensim_side.judged(ours, theirs)
-  for key, (mine, gensims, _) in figures.items():
-    rows['pipeline'][key], rows['gensim'][key] = mine, gensims
-  print_corpus(name, tokens, rows,
-               f'wordsim on {figures["wordsim"][2]} pairs, analogy on '
-               f'{figures["analogy"][2]} questions both models know')
+      homes[0], os.path.join(work, f'train-{name}.txt'))
+  rows, theirs = _sides(homes[0], runs, train_file)
+  ours = [t for _, t in runs]
+  per_seed = [gensim_side.judged(t, theirs, ours, args.similarity)
+              for t in ours]
+  rows['pipeline']['figures'] = {
+      key: gensim_side.median(f[key][0] for f in per_seed)
+      for key in per_seed[0]}
+  rows['gensim']['figures'] = {k: v[1] for k, v in per_seed[0].items()}
+  judged_on = ', '.join(f'{k} {n:,}' for k, (_, _, n) in per_seed[0].items())
+  corpus_table.print_corpus(
+      name, tokens, rows, f'on the words every model knows: {judged_on} '
+      f'(pipeline: median of {len(runs)} seeds)')
   passes_to_quality(name, data_root, work, args, rows['gensim']['train'],
-                    lambda table: gensim_side.judged(table, theirs, [ours]),
+                    lambda one: gensim_side.judged(one, theirs, ours,
+                                                   args.similarity),
                     train_file)
   return rows
 
@@ -191,7 +203,7 @@ def run_items(work, args):
   summary, ours = run_pipeline(corpus.data_root, home, args.settings)
   train_file = time_to_quality.train_split_file(
       home, os.path.join(work, 'train-items.txt'))
-  rows, theirs = _sides(home, summary, ours, train_file)
+  rows, theirs = _sides(home, [(summary, ours)], train_file)
   heldout = time_to_quality.next_items(home, corpus)
   counts = {}
   with open(corpus.corpus_file, encoding='utf-8') as f:
@@ -200,21 +212,24 @@ def run_items(work, args):
         counts[item] = counts.get(item, 0) + 1
   items = quality.query_items(counts, 0, seed=seed)  # all seen 5 times
   for side, tables in (('pipeline', [ours]), ('gensim', theirs)):
-    rows[side]['hr'] = gensim_side.median(
-        quality.hit_rate(t, heldout) for t in tables)
-    rows[side]['catp'] = gensim_side.median(
-        quality.category_precision(t, corpus.categories, items)
-        for t in tables)
-  print_corpus('items', corpus.events, rows,
+    rows[side]['figures'] = {
+        'HR@10': gensim_side.median(
+            quality.hit_rate(t, heldout) for t in tables),
+        'catP@10': gensim_side.median(
+            quality.category_precision(t, corpus.categories, items)
+            for t in tables)}
+  corpus_table.print_corpus('items', corpus.events, rows,
                f'HR@10 of {len(heldout):,} next items neither learned from, '
                f'category P@10 of {len(items):,} items')
   passes_to_quality('items', corpus.data_root, work, args,
                     rows['gensim']['train'], lambda table: {
                         'HR@10': (quality.hit_rate(table, heldout),
-                                  rows['gensim']['hr'], len(heldout)),
+                                  rows['gensim']['figures']['HR@10'],
+                                  len(heldout)),
                         'catP@10': (quality.category_precision(
                             table, corpus.categories, items),
-                                    rows['gensim']['catp'], len(items))},
+                                    rows['gensim']['figures']['catP@10'],
+                                    len(items))},
                     train_file)
   return rows
 
@@ -224,7 +239,19 @@ def main(argv=None):
   parser.add_argument('--corpora', default=','.join(TEXT + ('items',)))
   parser.add_argument('--item-sequences', type=int, default=2_000,
                       help='sequences of the generated interaction corpus')
-  parser.add_argument('--seed', type=int, default=0)
+  parser.add_argument('--seed', type=int, default=0,
+                      help='seed of the generated interaction corpus')
+  parser.add_argument('--seeds', type=int, default=1,
+                      help='pipeline runs per text corpus (trainer.seed 0, '
+                      '1, ...); its figures are their medians')
+  parser.add_argument('--text', action='append', default=[],
+                      metavar='NAME=PATH',
+                      help='a tokenized text corpus (one sequence per line, '
+                      'tokens separated by spaces) run as corpus NAME; '
+                      'repeatable')
+  parser.add_argument('--similarity', default='', metavar='DIR',
+                      help='more similarity sets: every DIR/NAME.tsv '
+                      '("word1<TAB>word2<TAB>score") is judged as NAME')
   parser.add_argument('--work', help='keep corpora and homes here')
   parser.add_argument('--epochs', default='',
                       help='passes to run the pipeline again at (e.g. '
@@ -238,11 +265,17 @@ def main(argv=None):
   args = parser.parse_args(argv)
   args.epochs = [int(e) for e in args.epochs.split(',') if e]
   args.settings = arguments.settings_of(args.set)
-  names = args.corpora.split(',')
-  unknown = sorted(set(names) - set(TEXT) - {'items'})
+  try:
+    args.texts = text_corpora.named_files(args.text)
+    args.similarity = gensim_side.similarity_sets(
+        gensim_side.similarity_files(args.similarity))
+  except ValueError as e:
+    parser.error(str(e))
+  names = [n for n in args.corpora.split(',') if n] + list(args.texts)
+  unknown = sorted(set(names) - set(TEXT) - {'items'} - set(args.texts))
   if unknown:
     parser.error(f'unknown corpus {unknown[0]!r}; choose from '
-                 f'{", ".join(TEXT + ("items",))}')
+                 f'{", ".join(TEXT + ("items",))} or give it with --text')
   print(f'pipeline: PipelineConfig() defaults'
         f'{" with " + str(args.settings) if args.settings else ""}; '
         f'gensim: Word2Vec(sg=1) defaults; {os.cpu_count()} cores')

@@ -58,13 +58,35 @@ CORPORA: Dict[str, Callable[[], Iterable[List[str]]]] = {
 }
 
 
-def write(name: str, data_root: str) -> int:
-  """Writes corpus `name` as a one-span data root; returns its tokens."""
+def _file_lines(path: str) -> Iterator[List[str]]:
+  with open(path, encoding='utf-8') as f:
+    for line in f:
+      yield line.split()
+
+
+def named_files(given: Iterable[str]) -> Dict[str, str]:
+  """{name: path} of "NAME=PATH" items, each naming a readable file."""
+  texts = {}
+  for item in given:
+    name, _, path = item.partition('=')
+    if not name or not path:
+      raise ValueError(f'--text {item!r}: expected NAME=PATH')
+    if not os.path.isfile(path):
+      raise ValueError(f'--text {item!r}: no file {path}')
+    texts[name] = path
+  return texts
+
+
+def write(name: str, data_root: str, path: str = '') -> int:
+  """Writes corpus `name`, or the tokenized text at `path` (one sequence per
+  line, tokens separated by spaces), as a one-span data root; returns its
+  tokens."""
   span = os.path.join(data_root, 'span-1')
   os.makedirs(span, exist_ok=True)
   tokens = 0
+  documents = _file_lines(path) if path else CORPORA[name]()
   with open(os.path.join(span, 'corpus.txt'), 'w', encoding='utf-8') as f:
-    for line in split_lines(CORPORA[name]()):
+    for line in split_lines(documents):
       if line:
         f.write(' '.join(line) + '\n')
         tokens += len(line)

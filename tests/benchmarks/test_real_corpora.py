@@ -1,0 +1,57 @@
+"""real_corpora on a text file of one's own, judged on a similarity set."""
+
+import collections
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks import gensim_side
+from benchmarks import text_corpora
+from tests.support import paths
+
+
+def test_a_text_must_be_named_and_exist(tmp_path):
+  with pytest.raises(ValueError, match='expected NAME=PATH'):
+    text_corpora.named_files([str(tmp_path / 'a.txt')])
+  with pytest.raises(ValueError, match='no file'):
+    text_corpora.named_files([f'a={tmp_path}/missing.txt'])
+
+
+def test_a_similarity_folder_needs_tsv_files(tmp_path):
+  with pytest.raises(ValueError, match='no NAME.tsv files'):
+    gensim_side.similarity_files(str(tmp_path))
+  (tmp_path / 'men.tsv').write_text('a\tb\t1\n')
+  assert gensim_side.similarity_files(str(tmp_path)) == {
+      'men': str(tmp_path / 'men.tsv')}
+
+
+@pytest.mark.slow
+def test_a_text_file_is_judged_on_each_similarity_set(tmp_path):
+  with open(text_corpora.datapath('lee_background.cor')) as f:
+    stories = [line.lower().split() for line, _ in zip(f, range(80))]
+  text = tmp_path / 'stories.txt'
+  text.write_text(''.join(' '.join(s) + '\n' for s in stories))
+  sets = tmp_path / 'sets'
+  sets.mkdir()
+  # Pairs of words the stories hold often, scored so the set ranks them.
+  counts = collections.Counter(w for s in stories for w in s)
+  words = sorted(w for w, n in counts.items() if n >= 10 and len(w) > 3)
+  (sets / 'mine.tsv').write_text(''.join(
+      f'{a}\t{b}\t{i % 7}\n' for i, (a, b) in
+      enumerate(zip(words, reversed(words)))))
+  done = subprocess.run(
+      [sys.executable, '-m', 'benchmarks.real_corpora', '--corpora', '',
+       '--text', f'stories={text}', '--similarity', str(sets),
+       '--seeds', '2', '--work', str(tmp_path / 'work')],
+      cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=paths.REPO),
+      capture_output=True, text=True, timeout=900, check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert re.search(r'side .* wordsim +mine +analogy', done.stdout), done.stdout
+  for side in ('pipeline', 'gensim'):
+    assert re.search(rf'\n{side} +(yes|NO|1/2) +\d+\.\d+', done.stdout), (
+        done.stdout)
+  assert 'median of 2 seeds' in done.stdout
+  assert os.path.isdir(tmp_path / 'work' / 'home-stories-seed-1')
