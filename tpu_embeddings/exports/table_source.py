@@ -20,7 +20,6 @@ Its canary (`table_canary`) holds the first, middle and last rows.
 """
 
 import concurrent.futures
-import gc
 import os
 from typing import Optional
 
@@ -63,7 +62,11 @@ class TableSource:
     writers: {export kind: write(export_dir)}, called in the registry's
       order: the serving SavedModel first (it releases the restored table),
       then the Hub module read back from it.
+    SELF_CONTAINED: True: its exports are built by this library's code
+      alone, of stock TensorFlow ops, so the exporting process checks them
+      in graphs of their own as a fresh process would (`export`).
   """
+  SELF_CONTAINED = True
 
   def __init__(self, model_uri: str, spec: EmbeddingSpec, table: str,
                vocabulary: str, scratch_dir: str, num_oov_buckets: int,
@@ -104,8 +107,7 @@ class TableSource:
     table_serving.export_serving_model(
         self._restored, export_dir, self._table,
         tokens_path=self._tokens_path, keyed_by_string=self._keyed_by_string)
-    self._restored = None
-    gc.collect()
+    self._restored = None  # the caller releases a large table's memory
     self._serving_dir = export_dir
 
   def _write_hub(self, export_dir: str):
