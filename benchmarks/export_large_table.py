@@ -16,7 +16,7 @@ then exports it, each in its own fresh process:
   table and a sqrtn `default` signature; `hub.Module(spec)` in a graph, the
   table fed through a placeholder into `assign`, then `module.export`;
 * ours: `tpu_embeddings.exports.export.export_model` (restore, serving
-  SavedModel, Hub module, fresh-process load checks, move into place).
+  SavedModel, Hub module, load checks, move into place).
 
 Neither peer checks its export (they are what a user writes); ours includes
 its load checks. Both peers key their lookup table on column 0 of the
