@@ -10,10 +10,10 @@ One path for every model:
    (`fresh_process`);
 2. each kind of `tpu_embeddings.artifacts.export_kinds` is written in
    registry order into a temporary directory beside its output (a name
-   starting with "."); after each, exports over OVERLAP_MAX_BYTES give
-   their freed memory back (`tf_allocator.release`: a full garbage
-   collection costs about half a second in a process that imported TFX,
-   more than a small table's writes);
+   starting with "."); once all are written, exports over
+   OVERLAP_MAX_BYTES give the table's memory back (`tf_allocator.release`;
+   a full garbage collection costs about half a second in a process that
+   imported TFX, more than a small table's writes);
 3. each is loaded and checked against the model's canary, every loader in
    a graph and a session of its own (`graph_loaders`), which share nothing
    with this process's eager state:
@@ -101,13 +101,11 @@ def _write_and_check(source, dirs: Mapping[str, str],
     checker.submit(kind, dirs[kind], source.canary)
 
 
-def _write(source, dirs: Mapping[str, str], release: bool):
-  """Writes every kind, each `release`d after; returns the canary."""
+def _write(source, dirs: Mapping[str, str]):
+  """Writes every kind; returns the canary."""
   for kind in export_kinds.NAMES:
     with staging.phase(f'{kind} export'):
       source.writers[kind](dirs[kind])
-    if release:
-      tf_allocator.release()
   return source.canary
 
 
@@ -154,7 +152,7 @@ def _export(model_uri: str, module, scratch_dir: str,
     for checker in checkers:
       checker.close()
     checkers.clear()
-    canary = _write(source, dirs, release=large)
+    canary = _write(source, dirs)
     del source
     if large:
       tf_allocator.release()
