@@ -34,12 +34,13 @@ class EmbeddingExporter(base_component.BaseComponent):
   """Exports the trainer's `model` as `serving_model` and `hub_module`.
 
   Both are built on CPU from the checkpoint restored with
-  `TPUEmbeddingForServing(..., optimizer=None)`, load-checked in a fresh
-  process, and carry the string custom property `source_model` (the input
-  Model's URI). `serving_model` holds its SavedModel in `Format-Serving/`
-  (TFX's layout: `tfx.utils.path_utils.serving_model_path(uri)`, so stock
-  Pusher, Evaluator and InfraValidator take it); `hub_module` holds the TF1
-  Hub module at its URI.
+  `TPUEmbeddingForServing(..., optimizer=None)`, load-checked with the
+  loaders of their consumers (`tpu_embeddings.exports.export`), and carry
+  the string custom property `source_model` (the input Model's URI).
+  `serving_model` holds its SavedModel in `Format-Serving/` (TFX's layout:
+  `tfx.utils.path_utils.serving_model_path(uri)`, so stock Pusher,
+  Evaluator and InfraValidator take it); `hub_module` holds the TF1 Hub
+  module at its URI.
 
   Given a `model_blessing` that is not blessed, nothing is exported (as TFX's
   BulkInferrer does): both outputs stay empty with the int custom property

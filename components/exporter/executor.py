@@ -4,8 +4,8 @@ It reads the input artifacts and the config, loads the module the Model was
 trained with (`components.module_file.from_model`) and hands both to
 `tpu_embeddings.exports.export.export_model`, the one export path for every
 model: each export kind (tpu_embeddings/artifacts/export_kinds.py) is
-written, load-checked in a fresh process and only then moved into its
-output artifact (`OUTPUTS`).
+written, load-checked and only then moved into its output artifact
+(`OUTPUTS`).
 """
 
 from typing import Any, Dict, List, Optional

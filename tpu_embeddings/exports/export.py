@@ -2,24 +2,33 @@
 
 One path for every model:
 
-1. for a table of at most `limits.OVERLAP_MAX_BYTES`, a fresh Python
-   process starts first, so its TensorFlow import overlaps the export
-   (`fresh_process`);
-2. the Model is restored as its module declares (`source_of`): one table
+1. the Model is restored as its module declares (`source_of`): one table
    of text embeddings (`table_source`, for a module with `exported_table`)
-   or the module's own signatures (`module_source`);
-3. each kind of `tpu_embeddings.artifacts.export_kinds` is written in
+   or the module's own signatures (`module_source`). For a module's
+   exports of at most `limits.OVERLAP_MAX_BYTES`, a fresh Python process
+   starts first, so its TensorFlow import overlaps the export
+   (`fresh_process`);
+2. each kind of `tpu_embeddings.artifacts.export_kinds` is written in
    registry order into a temporary directory beside its output (a name
-   starting with "."); freed memory is returned after each;
-4. each is loaded and checked against the model's canary. A small table's
-   exports in the fresh process, with every loader of their kind, each
-   while the next kind is written. A larger table's exports in this
-   process once the table is released, one after the other, with the
-   graph loaders of TF Serving and TF1 Hub consumers (`graph_loaders`:
-   their graphs share nothing with this process's eager state): a second
-   interpreter with its own copy of the table would not fit in the pod
-   beside this one (TFX's executor imports alone hold about 0.7 GB);
-5. only then each moves into its output: `ExportKind.artifact_path` of the
+   starting with "."); once all are written, exports over
+   OVERLAP_MAX_BYTES give the table's memory back (`tf_allocator.release`;
+   a full garbage collection costs about half a second in a process that
+   imported TFX, more than a small table's writes);
+3. each is loaded and checked against the model's canary, every loader in
+   a graph and a session of its own (`graph_loaders`), which share nothing
+   with this process's eager state:
+   * a table's exports (`SELF_CONTAINED`: built by this library's code
+     alone, of stock TensorFlow ops) in this process, with every loader of
+     their kind, once both are written;
+   * a module's exports in the fresh process, with every loader of their
+     kind, each while the next kind is written: the module's code may
+     have registered ops or objects in this process that a server lacks;
+   * exports over OVERLAP_MAX_BYTES in this process once the table is
+     released, one after the other, with the loaders of TF Serving and TF1
+     Hub consumers only: a second interpreter with its own copy of the
+     table would not fit in the pod beside this one (TFX's executor
+     imports alone hold about 0.7 GB);
+4. only then each moves into its output: `ExportKind.artifact_path` of the
    output URI (the SavedModel to `<uri>/Format-Serving/`, where TFX's
    `path_utils.serving_model_path` and the stock Pusher, Evaluator and
    InfraValidator look for it; the Hub module to the URI itself), so an
@@ -27,6 +36,7 @@ One path for every model:
 """
 
 import dataclasses
+import functools
 import os
 import shutil
 from typing import Dict, List, Mapping
@@ -53,43 +63,42 @@ class ExportOptions:
   Attributes:
     num_oov_buckets: zero rows for OOV tokens in a table's Hub module.
     l2_regularization: the L2 loss of a table's Hub module's {"train"} tags.
-    load_check_timeout_seconds: per fresh-process check.
-    separate_checks: exports of at most OVERLAP_MAX_BYTES are each checked
-      in a fresh process of their own, side by side, instead of one after
-      the other in one process.
+    load_check_timeout_seconds: of the fresh-process check of a module's
+      exports.
   """
   num_oov_buckets: int = table_hub.DEFAULT_NUM_OOV_BUCKETS
   l2_regularization: float = table_hub.DEFAULT_L2_REGULARIZATION
   load_check_timeout_seconds: float = fresh_process.DEFAULT_TIMEOUT_SECONDS
-  separate_checks: bool = False
+
+
+def _declared_source(model_uri: str, module, scratch_dir: str,
+                     options: ExportOptions):
+  """(the source class the module declares, a call that restores it)."""
+  spec = EmbeddingSpec.load(model_uri)
+  table = exported_table.declared_table(module, spec)
+  if table is None:
+    return ModuleSource, functools.partial(ModuleSource, model_uri, module,
+                                           scratch_dir)
+  return TableSource, functools.partial(
+      TableSource, model_uri, spec, *table, scratch_dir,
+      options.num_oov_buckets, options.l2_regularization)
 
 
 def source_of(model_uri: str, module, scratch_dir: str,
               options: ExportOptions):
   """The Model restored as its module declares: a `TableSource` for a
   module with `exported_table`, else a `ModuleSource`."""
-  spec = EmbeddingSpec.load(model_uri)
-  table = exported_table.declared_table(module, spec)
-  if table is None:
-    return ModuleSource(model_uri, module, scratch_dir)
-  return TableSource(model_uri, spec, *table, scratch_dir,
-                     options.num_oov_buckets, options.l2_regularization)
+  return _declared_source(model_uri, module, scratch_dir, options)[1]()
 
 
 def _write_and_check(source, dirs: Mapping[str, str],
-                     checkers: List[fresh_process.FreshProcess],
-                     options: ExportOptions):
-  """Writes every kind and hands each to a load check in a fresh process
-  (`checkers[0]` runs already) while the next is written; returns once
-  every check is submitted."""
-  for i, kind in enumerate(export_kinds.NAMES):
-    if i and options.separate_checks:
-      # Started now, so that it imports TensorFlow while `kind` is written.
-      checkers.append(fresh_process.FreshProcess(checkers[0].timeout))
+                     checker: fresh_process.FreshProcess):
+  """Writes every kind and hands each to the load check in a fresh process
+  while the next is written; returns once every check is submitted."""
+  for kind in export_kinds.NAMES:
     with staging.phase(f'{kind} export'):
       source.writers[kind](dirs[kind])
-    tf_allocator.release()
-    checkers[-1].submit(kind, dirs[kind], source.canary)
+    checker.submit(kind, dirs[kind], source.canary)
 
 
 def _write(source, dirs: Mapping[str, str]):
@@ -97,22 +106,24 @@ def _write(source, dirs: Mapping[str, str]):
   for kind in export_kinds.NAMES:
     with staging.phase(f'{kind} export'):
       source.writers[kind](dirs[kind])
-    tf_allocator.release()
   return source.canary
 
 
-def _check_here(dirs: Mapping[str, str], canary):
-  """Load-checks every kind in this process with its graph loaders, one
-  after the other, each export's memory freed before the next loads."""
+def _check_here(dirs: Mapping[str, str], canary, large: bool):
+  """Load-checks every kind in this process, one after the other: with
+  every loader of its kind, or, `large`, with the loaders of TF Serving and
+  TF1 Hub consumers only, each export's memory freed before the next
+  loads."""
   for kind in export_kinds.NAMES:
     with staging.phase(f'{kind} load check'):
       try:
-        load_check.check(kind, dirs[kind], canary, graph_only=True)
+        load_check.check(kind, dirs[kind], canary, graph_only=large)
       except Exception as e:
         raise load_errors.LoadCheckError(
             f'load check failed: {kind} export {dirs[kind]}: '
             f'{type(e).__name__}: {load_errors.reason(e)}') from e
-    tf_allocator.release()
+    if large:
+      tf_allocator.release()
 
 
 def _tables_bytes(model_uri: str) -> int:
@@ -125,28 +136,32 @@ def _export(model_uri: str, module, scratch_dir: str,
             dirs: Mapping[str, str],
             checkers: List[fresh_process.FreshProcess],
             options: ExportOptions):
-  """Restores, writes every kind into `dirs` and checks each: in fresh
-  processes (`checkers`, still to be waited for) for a table of at most
-  `limits.OVERLAP_MAX_BYTES`, else here, once the table is released."""
-  small = _tables_bytes(model_uri) <= limits.OVERLAP_MAX_BYTES
-  if small:
+  """Restores, writes every kind into `dirs` and checks each: a module's
+  exports of at most `limits.OVERLAP_MAX_BYTES` in a fresh process
+  (`checkers`, still to be waited for), any other here."""
+  source_class, restore = _declared_source(model_uri, module, scratch_dir,
+                                           options)
+  if (not source_class.SELF_CONTAINED and
+      _tables_bytes(model_uri) <= limits.OVERLAP_MAX_BYTES):
     # Imports TensorFlow while this process restores and exports.
     checkers.append(
         fresh_process.FreshProcess(options.load_check_timeout_seconds))
-  source = source_of(model_uri, module, scratch_dir, options)
-  if source.table_bytes <= limits.OVERLAP_MAX_BYTES:
-    if not small:
-      checkers.append(
-          fresh_process.FreshProcess(options.load_check_timeout_seconds))
-    _write_and_check(source, dirs, checkers, options)
+  source = restore()
+  large = source.table_bytes > limits.OVERLAP_MAX_BYTES
+  if source.SELF_CONTAINED or large:
+    for checker in checkers:
+      checker.close()
+    checkers.clear()
+    canary = _write(source, dirs)
+    del source
+    if large:
+      tf_allocator.release()
+    _check_here(dirs, canary, large)
     return
-  for checker in checkers:
-    checker.close()
-  checkers.clear()
-  canary = _write(source, dirs)
-  del source
-  tf_allocator.release()
-  _check_here(dirs, canary)
+  if not checkers:
+    checkers.append(
+        fresh_process.FreshProcess(options.load_check_timeout_seconds))
+  _write_and_check(source, dirs, checkers[0])
 
 
 def check_outputs(outputs: Mapping[str, str]):

@@ -18,6 +18,7 @@ from typing import List, Optional
 
 from tpu_embeddings.core import huge_pages
 from tpu_embeddings.core import tf_allocator
+from tpu_embeddings.exports import limits
 from tpu_embeddings.exports import load_check
 from tpu_embeddings.exports import load_errors
 
@@ -152,7 +153,8 @@ def _serve() -> int:
     try:
       load_check.check(kind, path, load_check.load_canary(
           request['format'], request['canary']))
-      tf_allocator.release()  # one export released before the next loads
+      if limits.variables_bytes(path) > limits.OVERLAP_MAX_BYTES:
+        tf_allocator.release()  # one export released before the next loads
       answer = {}
     except Exception as e:
       answer = {'error': f'{kind} export {path}: {type(e).__name__}: '

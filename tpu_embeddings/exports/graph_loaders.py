@@ -2,16 +2,16 @@
 
 These are the loaders of TF Serving and `saved_model_cli run` (a session
 loader of the serving SavedModel) and of TF1 consumers (`hub.Module` in a
-graph). A graph's session owns its devices and their resources, so nothing
+graph), and the TF2 loaders (`tf.saved_model.load`, `hub.load`) run in a
+graph. A graph's session owns its devices and their resources, so nothing
 it loads is shared with this process's eager context (the tables the
 exporter restored and the resources it created while exporting), and
 closing the session frees what it loaded. The exporter checks exports this
-way, in its own process, when a second interpreter holding a copy of the
-table would not fit beside it (`export`).
+way in its own process (`export`).
 """
 
 import contextlib
-from typing import Callable, Dict, Iterator, Mapping
+from typing import Callable, Dict, Iterator, List, Mapping, Tuple
 
 import numpy as np
 
@@ -65,10 +65,62 @@ def serving_session(export_dir: str,
     yield run
 
 
-def _constant(value: np.ndarray):
+@contextlib.contextmanager
+def loaded_session(export_dir: str, what: str,
+                   loader: Callable[[str], object]
+                   ) -> Iterator[Tuple[Callable[..., Arrays], List[str]]]:
+  """Yields `(run, signatures)` over the export loaded by `loader` (a TF2
+  loader: `tf.saved_model.load`, `hub.load`) into a graph of its own.
+
+  The loader reads the same files as in eager mode, while its variables and
+  tables live in one session, apart from this process's eager state, and
+  go when it closes. `run(signature, inputs) -> {output: ndarray}` calls a
+  loaded signature; `signatures` names them.
+
+  Args:
+    export_dir: the export.
+    what: names the export and its loader in every LoadCheckError.
+    loader: `loader(export_dir)` -> an object with `.signatures`.
+  """
   import tensorflow as tf
+  with tf.Graph().as_default() as graph, tf.compat.v1.Session(
+      graph=graph, config=_session_config()) as session:
+    try:
+      loaded = loader(export_dir)
+      # Variables restored by the checkpoint's object graph, tables by their
+      # restored initializers; a TF1 SavedModel's variables that its loader
+      # could not lift out of the function are in the collection.
+      session.run([tf.compat.v1.global_variables_initializer(),
+                   tf.compat.v1.tables_initializer()])
+      session.run(tf.compat.v1.get_collection('saved_model_initializers'))
+    except Exception as e:
+      raise LoadCheckError(f'{what}: {type(e).__name__}: {reason(e)}') from e
+
+    def run(name: str, inputs: Mapping[str, np.ndarray]) -> Arrays:
+      if name not in loaded.signatures:
+        raise LoadCheckError(f'{what} lacks signature {name!r}')
+      function = loaded.signatures[name]
+      specs = function.structured_input_signature[1]
+      try:
+        return session.run(function(**{
+            k: _constant(v, specs[k].dtype if k in specs else None)
+            for k, v in inputs.items()}))
+      except Exception as e:
+        raise LoadCheckError(f'{what} {name}: {type(e).__name__}: '
+                             f'{reason(e)}') from e
+
+    yield run, sorted(loaded.signatures)
+
+
+def _constant(value, dtype=None):
+  """`value` as a constant (of `dtype`, as a signature converts it)."""
+  import tensorflow as tf
+  if isinstance(value, (list, tuple)):
+    # Not through numpy: its string arrays drop trailing NUL characters.
+    return tf.constant(list(value), dtype)
   value = np.asarray(value)
-  return tf.constant(value.tolist() if value.dtype == object else value)
+  return tf.constant(value.tolist() if value.dtype == object else value,
+                     dtype)
 
 
 def hub_module_outputs(export_dir: str,

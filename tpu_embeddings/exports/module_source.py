@@ -61,7 +61,11 @@ class ModuleSource:
     canary: the load check's `module_canary.ModelCanary`.
     table_bytes: bytes of its tables and dense variables.
     writers: {export kind: write(export_dir)}.
+    SELF_CONTAINED: False: the module's code may register ops or objects in
+      the exporting process that a server lacks, so a fresh process checks
+      its exports (`export`).
   """
+  SELF_CONTAINED = False
 
   def __init__(self, model_uri: str, module, scratch_dir: str):
     """Restores the Model and builds its serving model; the vocabulary

@@ -3,11 +3,13 @@
 An export passes when it loads and answers a `table_canary.Canary` with the
 values computed from the restored table: the serving SavedModel its three
 signatures through `tf.saved_model.load` and through a TF1 session loader,
-as TF Serving loads it, and its warm-up requests; the Hub module
-`hub.load(...).signatures`, the TF2 way to call a TF1 Hub module. Each
-export is loaded with its kind's loader (`export_kinds`).
-`tpu_embeddings.exports.fresh_process` runs these checks in a new Python
-process that sees only the files on disk.
+as TF Serving loads it, and its warm-up requests; the Hub module through
+`hub.load(...).signatures`, the TF2 way to call a TF1 Hub module, and
+through `hub.Module` in a TF1 graph. Each loader reads the export into a
+graph and a session of its own (`graph_loaders`), so nothing it loads is
+shared with the process's eager state: the exporter runs these checks in
+its own process, as `tpu_embeddings.exports.fresh_process` can in a new
+one.
 """
 
 import concurrent.futures
@@ -92,16 +94,16 @@ def _side_by_side(export_dir: str, canary: Canary, requests):
 def _check_serving_saved_model(export_dir: str, canary: Canary) -> np.ndarray:
   """The canary through `tf.saved_model.load`; returns the neighbour tokens
   of the first canary token."""
-  import tensorflow as tf
-  loaded = export_kinds.SERVING.loader(export_dir)
-  missing = set(serving_contract.SIGNATURES) - set(loaded.signatures)
-  if missing:
-    raise LoadCheckError(
-        f'serving export lacks signature(s) {sorted(missing)}')
-  call = lambda name, **inputs: {
-      k: v.numpy() for k, v in loaded.signatures[name](**{
-          n: tf.constant(x) for n, x in inputs.items()}).items()}
-  return _check_serving_answers(export_kinds.SERVING.name, call, canary)
+  with graph_loaders.loaded_session(
+      export_dir, 'serving export (tf.saved_model.load)',
+      export_kinds.SERVING.loader) as (run, signatures):
+    missing = set(serving_contract.SIGNATURES) - set(signatures)
+    if missing:
+      raise LoadCheckError(
+          f'serving export lacks signature(s) {sorted(missing)}')
+    return _check_serving_answers(
+        export_kinds.SERVING.name, lambda name, **inputs: run(name, inputs),
+        canary)
 
 
 def _check_serving_in_a_session(export_dir: str, canary: Canary,
@@ -144,12 +146,14 @@ def _check_serving_answers(what: str, call, canary: Canary):
 
 
 def check_hub(export_dir: str, canary: Canary):
-  """The canary through `hub.load(export_dir).signatures`."""
-  import tensorflow as tf
-  loaded = export_kinds.HUB.loader(export_dir)
-  for name, key, inputs, want in _hub_calls(canary):
-    out = loaded.signatures[name](**{key: tf.constant(inputs)})
-    _compare(f'hub signature {name}', out[serving_contract.HUB_OUTPUT], want)
+  """The canary through `hub.load(export_dir).signatures` and through
+  `hub.Module` in a TF1 graph."""
+  with graph_loaders.loaded_session(export_dir, 'hub export (hub.load)',
+                                    export_kinds.HUB.loader) as (run, _):
+    for name, key, inputs, want in _hub_calls(canary):
+      _compare(f'hub signature {name}',
+               run(name, {key: inputs})[serving_contract.HUB_OUTPUT], want)
+  check_hub_in_a_graph(export_dir, canary)
 
 
 def _hub_calls(canary: Canary):

@@ -33,13 +33,16 @@ Optimizer-side strengths (FTRL / proximal l1/l2) are never exported. The default
 tag set is inference only: nothing is trainable and there is no loss.
 
 The table is never a GraphDef constant: the module's variable is initialized by
-a restore op reading the table from a checkpoint (`init_from_checkpoint`, as
-`ModuleSpec.export(path, checkpoint_path=...)` does), so tables over 2 GB
-export and the exporting session holds one copy of the table.
+initialized by its Saver's restore op from `variables/`, which is written
+straight from the table (`TableRows`: a restored variable, or a
+checkpoint's tensor), without a session: tables over 2 GB export, the
+process holds one copy of the table, and a restored table is written from
+memory without being read again.
 """
 
 import dataclasses
-from typing import Optional
+import functools
+from typing import Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -58,14 +61,45 @@ DEFAULT_L2_REGULARIZATION = 1e-6
 
 @dataclasses.dataclass(frozen=True)
 class TableRows:
-  """Where the module's table comes from: a 2-D tensor of a checkpoint."""
-  checkpoint_prefix: str
-  key: str
+  """Where the module's table comes from: a 2-D float32 tensor of a
+  checkpoint, or a 2-D float32 variable held in memory."""
+  checkpoint_prefix: str = ''
+  key: str = ''
+  variable: Optional[tf.Variable] = None
 
   @classmethod
   def from_checkpoint(cls, checkpoint_prefix: str, key: str) -> 'TableRows':
-    """Tensor `key` of a checkpoint, e.g. the serving export's table."""
+    """Tensor `key` of a checkpoint, e.g. a trainer checkpoint's table."""
     return cls(checkpoint_prefix=checkpoint_prefix, key=key)
+
+  @classmethod
+  def from_variable(cls, variable: tf.Variable) -> 'TableRows':
+    """A restored table, e.g. `RestoredModel.table(name)`: written from
+    memory, never read again."""
+    return cls(variable=variable)
+
+  def shape(self) -> Tuple[int, int]:
+    """(rows, dim); ValueError unless a 2-D float32 table."""
+    if self.variable is not None:
+      what = f'variable {self.variable.name} is no 2-D float32 table'
+      shape, dtype = self.variable.shape.as_list(), self.variable.dtype
+    else:
+      what = (f'checkpoint {self.checkpoint_prefix} has no 2-D float32 '
+              f'tensor {self.key!r}')
+      reader = tf.train.load_checkpoint(self.checkpoint_prefix)
+      shape = reader.get_variable_to_shape_map().get(self.key, [])
+      dtype = reader.get_variable_to_dtype_map().get(self.key)
+    if len(shape) != 2 or dtype != tf.float32:
+      raise ValueError(f'hub export: {what}')
+    return int(shape[0]), int(shape[1])
+
+  def value(self) -> tf.Tensor:
+    """The table (a variable's dense read, no copy of it)."""
+    if self.variable is not None:
+      return self.variable.value()
+    return tf.raw_ops.RestoreV2(
+        prefix=self.checkpoint_prefix, tensor_names=[self.key],
+        shape_and_slices=[''], dtypes=[tf.float32])[0]
 
 
 def _token_id_lookup(vocabulary_path: str, vocabulary_size: int,
@@ -183,11 +217,7 @@ def _check_arguments(num_oov_buckets: int, l2_regularization: float,
 
 def _table_shape(rows: TableRows, tokens_path: str):
   """(vocabulary size, dim) of the table, checked against the token file."""
-  shapes = dict(tf.train.list_variables(rows.checkpoint_prefix))
-  if rows.key not in shapes or len(shapes[rows.key]) != 2:
-    raise ValueError(f'hub export: checkpoint {rows.checkpoint_prefix} has no '
-                     f'2-D tensor {rows.key!r}')
-  vocabulary_size, dim = (int(d) for d in shapes[rows.key])
+  vocabulary_size, dim = rows.shape()
   tokens = vocabulary_file.count_lines(tokens_path)
   if vocabulary_size != tokens:
     raise ValueError(
@@ -205,9 +235,9 @@ def export_hub_module(rows: TableRows,
   """Writes the TF1 Hub module for the table `rows` (row i = token i).
 
   Args:
-    rows: `TableRows.from_checkpoint(prefix, key)`, e.g. the serving export's
-      `variables/variables` and `table_serving.table_checkpoint_key()`, or a
-      trainer checkpoint and `model_layout.table_key(name)`.
+    rows: `TableRows.from_variable(restored table)`, or
+      `TableRows.from_checkpoint(prefix, key)`, e.g. a trainer checkpoint
+      and `model_layout.table_key(name)`.
     tokens_path: a one-token-per-line file in row order
       (`vocabulary_file.write_tokens` / `write_tokens_asset` format), shipped
       as the module's asset under its own file name (normally
@@ -218,22 +248,25 @@ def export_hub_module(rows: TableRows,
     keyed_by_string: `token_ids.fingerprints_collide(tokens_path)`, if
       already known; computed when None.
   """
-  import tensorflow_hub as hub
   _check_arguments(num_oov_buckets, l2_regularization, export_dir)
-  checkpoint_prefix, table_key = rows.checkpoint_prefix, rows.key
   vocabulary_size, dim = _table_shape(rows, tokens_path)
   if keyed_by_string is None:
     keyed_by_string = token_ids.fingerprints_collide(tokens_path)
   spec = make_module_spec(tokens_path, vocabulary_size, dim, num_oov_buckets,
                           float(l2_regularization), keyed_by_string)
-  with tf.Graph().as_default():
-    module = hub.Module(spec)
-    # The table's initializer becomes a restore op; the OOV rows keep their
-    # zeros initializer.
-    tf.compat.v1.train.init_from_checkpoint(
-        checkpoint_prefix,
-        {table_key: module.variable_map[EMBEDDINGS_VARIABLE]})
-    init = tf.compat.v1.global_variables_initializer()
-    with tf.compat.v1.Session() as session:
-      session.run(init)
-      module.export(export_dir, session)
+  # hub's `ModuleSpec.export(path, checkpoint_path)` and `Module.export`
+  # load the table into a session to save it again; `_export` (which both
+  # end in) takes the writer of the variables checkpoint instead.
+  spec._export(export_dir, functools.partial(
+      _write_variables, rows, num_oov_buckets))
+
+
+def _write_variables(rows: TableRows, num_oov_buckets: int, prefix: str):
+  """The module's variables checkpoint at `prefix`, as its TF1 Saver names
+  them: the table straight from `rows`, the OOV rows zeros."""
+  table = rows.value()
+  tf.raw_ops.SaveV2(
+      prefix=prefix, tensor_names=[EMBEDDINGS_VARIABLE, OOV_VARIABLE],
+      shape_and_slices=['', ''],
+      tensors=[table, tf.zeros([num_oov_buckets, table.shape[1]],
+                               tf.float32)])

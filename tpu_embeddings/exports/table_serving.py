@@ -38,7 +38,6 @@ Fine-tuning does not update the row norms that `neighbors` divides by.
 signature (`tpu_embeddings.exports.warmup`).
 """
 
-import gc
 import os
 import tempfile
 from typing import Optional
@@ -188,11 +187,16 @@ class EmbeddingServingModule(tf.Module):
     }
 
   def signatures(self):
+    """{signature: its tf.function}, as `tf.saved_model.save` takes them.
+
+    Not concrete functions: the save traces each function once, in its save
+    context, and a trace from outside that context would be traced again
+    inside it (the variable policy is part of a trace's key).
+    """
     return {
-        serving_contract.SERVING_DEFAULT:
-            self.embed_sentences.get_concrete_function(),
-        serving_contract.LOOKUP: self.lookup.get_concrete_function(),
-        serving_contract.NEIGHBORS: self.neighbors.get_concrete_function(),
+        serving_contract.SERVING_DEFAULT: self.embed_sentences,
+        serving_contract.LOOKUP: self.lookup,
+        serving_contract.NEIGHBORS: self.neighbors,
     }
 
 
@@ -247,5 +251,3 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
     module = EmbeddingServingModule(variable, tokens_path, keyed_by_string)
     tf.saved_model.save(module, export_dir, signatures=module.signatures())
     warmup.write(export_dir, warmup.requests_for(_first_tokens(tokens_path)))
-  del module
-  gc.collect()

@@ -10,17 +10,15 @@ the single vocabulary). Then
    slot is ever read; meanwhile, on a second thread, the vocabulary is
    streamed into the token asset (no Python string per token) and its
    fingerprints are checked;
-2. the serving SavedModel is written from the restored table (no copy of
-   it; `table_serving`), which is then released;
-3. the Hub module's table is read back from the serving export's variables
-   (`table_hub`): the process holds one copy of a multi-GB table at a time,
-   never two.
+2. the serving SavedModel (`table_serving`) and the Hub module
+   (`table_hub`) are written from the restored table, which is then
+   released: the process holds one copy of a multi-GB table, never two, and
+   reads it once.
 
 Its canary (`table_canary`) holds the first, middle and last rows.
 """
 
 import concurrent.futures
-import gc
 import os
 from typing import Optional
 
@@ -60,10 +58,14 @@ class TableSource:
   Attributes:
     canary: the load check's `table_canary.Canary`.
     table_bytes: bytes of the table, which every export holds.
-    writers: {export kind: write(export_dir)}, called in the registry's
-      order: the serving SavedModel first (it releases the restored table),
-      then the Hub module read back from it.
+    writers: {export kind: write(export_dir)}, each called once, in the
+      registry's order: the last (the Hub module) releases the restored
+      table.
+    SELF_CONTAINED: True: its exports are built by this library's code
+      alone, of stock TensorFlow ops, so the exporting process checks them
+      in graphs of their own as a fresh process would (`export`).
   """
+  SELF_CONTAINED = True
 
   def __init__(self, model_uri: str, spec: EmbeddingSpec, table: str,
                vocabulary: str, scratch_dir: str, num_oov_buckets: int,
@@ -72,7 +74,7 @@ class TableSource:
     asset into `scratch_dir` (TensorFlow and file I/O release the GIL)."""
     rows = spec.table(table).vocabulary_size
     self.table_bytes = rows * spec.table(table).dim * 4
-    self._table = table
+    self._table_name = table
     self._hub_options = {'num_oov_buckets': num_oov_buckets,
                          'l2_regularization': l2_regularization}
     self._tokens_path = os.path.join(scratch_dir,
@@ -96,25 +98,24 @@ class TableSource:
     logging.info('Exporting table %r %s from %s', table, variable.shape,
                  restored.checkpoint_path)
     self._restored: Optional[checkpoint_restore.RestoredModel] = restored
-    self._serving_dir = ''
     self.writers = {export_kinds.SERVING.name: self._write_serving,
                     export_kinds.HUB.name: self._write_hub}
 
+  def _restored_model(self):
+    if self._restored is None:
+      raise ValueError('exports of a table: each kind is written once, in '
+                       'the registry order')
+    return self._restored
+
   def _write_serving(self, export_dir: str):
     table_serving.export_serving_model(
-        self._restored, export_dir, self._table,
+        self._restored_model(), export_dir, self._table_name,
         tokens_path=self._tokens_path, keyed_by_string=self._keyed_by_string)
-    self._restored = None
-    gc.collect()
-    self._serving_dir = export_dir
 
   def _write_hub(self, export_dir: str):
-    if not self._serving_dir:
-      raise ValueError('hub export: the serving export, whose variables '
-                       'hold the table, must be written first')
+    rows = table_hub.TableRows.from_variable(
+        self._restored_model().table(self._table_name))
     table_hub.export_hub_module(
-        table_hub.TableRows.from_checkpoint(
-            os.path.join(self._serving_dir, 'variables', 'variables'),
-            table_serving.table_checkpoint_key()),
-        self._tokens_path, export_dir, keyed_by_string=self._keyed_by_string,
-        **self._hub_options)
+        rows, self._tokens_path, export_dir,
+        keyed_by_string=self._keyed_by_string, **self._hub_options)
+    self._restored = None  # the caller releases a large table's memory

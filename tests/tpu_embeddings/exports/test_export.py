@@ -160,32 +160,16 @@ def test_all_formats_agree_with_checkpoint_rows(run):
 
 
 @pytest.mark.slow
-def test_hub_check_in_its_own_process(run, tmp_path, monkeypatch):
-  """`separate_checks`: each kind's check in a fresh process of its own."""
-  _, model_uri, _, _, _ = run
-  started = []
-
-  class Counted(fresh_process.FreshProcess):
-
-    def __init__(self, *args, **kwargs):
-      started.append(self)
-      super().__init__(*args, **kwargs)
-
-  monkeypatch.setattr(fresh_process, 'FreshProcess', Counted)
-  dirs = _export(model_uri, _outputs(tmp_path), separate_checks=True)
-  assert len(started) == len(export_kinds.NAMES)
-  for kind in export_kinds.KINDS:
-    assert os.path.exists(os.path.join(dirs[kind.name], kind.marker))
-
-
-@pytest.mark.slow
-def test_a_large_table_is_checked_here_after_both_exports(run, tmp_path,
-                                                          monkeypatch):
-  """Above OVERLAP_MAX_BYTES no second interpreter holds a copy of the
-  table: once both kinds are written and the table released, this process
-  checks each with its graph loaders, one after the other."""
+@pytest.mark.parametrize('large', [False, True])
+def test_a_table_is_checked_here_after_both_exports(run, tmp_path,
+                                                    monkeypatch, large):
+  """No second interpreter: once both kinds are written, this process
+  checks each in graphs of its own, one after the other; with every loader
+  of its kind, or, above OVERLAP_MAX_BYTES (the table released first), with
+  the loaders of TF Serving and TF1 Hub consumers only."""
   _, model_uri, _, _, table = run
-  monkeypatch.setattr(limits, 'OVERLAP_MAX_BYTES', 0)
+  if large:
+    monkeypatch.setattr(limits, 'OVERLAP_MAX_BYTES', 0)
   started, checked, hub_stage = [], [], []
 
   class Counted(fresh_process.FreshProcess):
@@ -213,7 +197,7 @@ def test_a_large_table_is_checked_here_after_both_exports(run, tmp_path,
   dirs = _export(model_uri, _outputs(tmp_path))
   assert started == []
   # (kind, graph loaders only, Hub module written) at each check.
-  assert checked == [('serving', True, True), ('hub', True, True)]
+  assert checked == [('serving', large, True), ('hub', large, True)]
   served = tf.saved_model.load(dirs['serving'])
   np.testing.assert_allclose(served.signatures['lookup'](
       tokens=tf.constant(TOKENS))['embeddings'], table, atol=1e-6)
@@ -221,12 +205,14 @@ def test_a_large_table_is_checked_here_after_both_exports(run, tmp_path,
 
 
 @pytest.mark.slow
-def test_a_damaged_large_export_publishes_nothing(run, tmp_path,
-                                                  monkeypatch):
+@pytest.mark.parametrize('large', [False, True])
+def test_a_damaged_export_publishes_nothing(run, tmp_path, monkeypatch,
+                                            large):
   """The checks in this process refuse an export whose rows are not the
   checkpoint's, and no output receives anything."""
   _, model_uri, _, _, _ = run
-  monkeypatch.setattr(limits, 'OVERLAP_MAX_BYTES', 0)
+  if large:
+    monkeypatch.setattr(limits, 'OVERLAP_MAX_BYTES', 0)
   original = table_hub.export_hub_module
 
   def export_hub_module(rows, tokens_path, export_dir, **kwargs):
@@ -243,16 +229,6 @@ def test_a_damaged_large_export_publishes_nothing(run, tmp_path,
                      match=r'load check failed: hub export .*differs'):
     _export(model_uri, _outputs(tmp_path))
   assert os.listdir(tmp_path) == []
-
-
-@pytest.mark.slow
-def test_failed_load_check_publishes_nothing(run, tmp_path):
-  _, model_uri, _, _, _ = run
-  for separate_checks in (False, True):
-    with pytest.raises(load_check.LoadCheckError, match='timed out'):
-      _export(model_uri, _outputs(tmp_path), load_check_timeout_seconds=0.01,
-              separate_checks=separate_checks)
-    assert os.listdir(tmp_path) == []
 
 
 def test_missing_checkpoint_is_a_clear_error(tmp_path):

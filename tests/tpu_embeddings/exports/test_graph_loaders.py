@@ -90,6 +90,27 @@ def test_a_copy_with_other_tokens_is_refused_even_when_loaded_here(
     load_check.check(kind, copy, _canary(table), graph_only=True)
 
 
+@pytest.mark.parametrize('kind', export_kinds.NAMES)
+def test_tf2_loaders_in_a_graph_read_the_copy_loaded_here_too(
+    exported, tmp_path, kind):
+  """`tf.saved_model.load` and `hub.load` in a graph of their own answer
+  from the damaged copy's own files, though this process loaded the good
+  export eagerly under the same resource names."""
+  table, dirs = exported
+  loader = export_kinds.get(kind).loader
+  assert loader(dirs[kind]) is not None
+  copy = _with_tokens_reversed(dirs[kind], str(tmp_path / 'copy'))
+  name = (serving_contract.LOOKUP if kind == 'serving' else
+          serving_contract.HUB_TOKENS)
+  output = (serving_contract.EMBEDDINGS if kind == 'serving' else
+            serving_contract.HUB_OUTPUT)
+  with graph_loaders.loaded_session(copy, kind, loader) as (run, names):
+    assert name in names
+    got = run(name, {serving_contract.TOKENS: TOKENS})[output]
+  np.testing.assert_allclose(got, table[::-1], atol=1e-6)
+  assert tf.executing_eagerly()
+
+
 def test_a_missing_signature_is_named(exported, tmp_path):
   _, dirs = exported
   with graph_loaders.serving_session(dirs['serving'], 'serving') as run:

@@ -93,8 +93,10 @@ def test_timeout_and_unknown_kind_are_clear_errors(export):
 @pytest.mark.slow
 def test_session_path_refuses_anonymous_resources(export, tmp_path,
                                                   monkeypatch):
-  """An export that answers through tf.saved_model.load but not in a session
-  (TF Serving's path) is refused, naming the signature and the reason."""
+  """An export that answers through an eager tf.saved_model.load but not in
+  a session (TF Serving's path) is refused, naming the signature and the
+  reason; the load check's tf.saved_model.load, in a graph, refuses it
+  too."""
   import tensorflow as tf
   table, good_dir = export
   canary = table_canary.make_canary(TOKENS, lambda a, b: table[a:b])
@@ -114,6 +116,10 @@ def test_session_path_refuses_anonymous_resources(export, tmp_path,
       table, atol=1e-6)
   with pytest.raises(load_check.LoadCheckError,
                      match='serving lookup in a session: '
+                     'FailedPreconditionError: Table not initialized'):
+    load_check.check('serving', bad_dir, canary, graph_only=True)
+  with pytest.raises(load_check.LoadCheckError,
+                     match=r'serving export \(tf.saved_model.load\) lookup: '
                      'FailedPreconditionError: Table not initialized'):
     load_check.check('serving', bad_dir, canary)
 

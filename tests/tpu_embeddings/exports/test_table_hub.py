@@ -190,7 +190,7 @@ def test_bad_arguments(module, tmp_path):
   with pytest.raises(ValueError, match='l2_regularization must be'):
     exporter_fixtures.export_hub_module(rows, vocab, str(tmp_path / 'b'),
                                  l2_regularization=-1.0)
-  with pytest.raises(ValueError, match="no 2-D tensor 'nope'"):
+  with pytest.raises(ValueError, match="no 2-D float32 tensor 'nope'"):
     exporter_fixtures.export_hub_module(
         table_hub.TableRows.from_checkpoint(restored.checkpoint_path,
                                              'nope'),
