@@ -33,7 +33,7 @@ Optimizer-side strengths (FTRL / proximal l1/l2) are never exported. The default
 tag set is inference only: nothing is trainable and there is no loss.
 
 The table is never a GraphDef constant: the module's variable is initialized by
-initialized by its Saver's restore op from `variables/`, which is written
+its Saver's restore op from `variables/`, which is written
 straight from the table (`TableRows`: a restored variable, or a
 checkpoint's tensor), without a session: tables over 2 GB export, the
 process holds one copy of the table, and a restored table is written from
