@@ -4,8 +4,8 @@ told to at process start, and glibc's heap, on request.
 With oneDNN on (TensorFlow's default on x86), every tensor of 4 KiB or more
 comes from a pool that never shrinks, so a process that released a table
 still holds its memory. The exporter writes both exports, releases the
-table, and then a fresh process loads each export to check it: with the
-pool, the exporting process would still hold a copy while the check loads
+table, and then loads each export to check it: with the pool, the
+exporting process would still hold the released copy while the check loads
 another. `TF_ONEDNN_USE_SYSTEM_ALLOCATOR=true` takes those tensors from
 malloc instead, which returns them. It made the trainer's steps about 15%
 slower here (pairs/s over 4 alternating runs of 2M tokens), so only the
