@@ -5,6 +5,9 @@
 #   make unit   the fast inner loop: lint, layers and the tests not marked slow
 
 SHELL := /bin/bash
+# Explicit rules only: make's built-in ones would be searched for each of the
+# sources `run` depends on, ~0.03 s of CPU of every command.
+MAKEFLAGS += --no-builtin-rules
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-lock
@@ -40,7 +43,18 @@ $(STAMP): requirements.txt | $(PY)
 
 venv: $(STAMP)
 
-run: $(STAMP)
+# The project's own modules, compiled once per change: with
+# PYTHONDONTWRITEBYTECODE set, each process would compile them again (~0.15 s
+# of every run, and of each process an export starts).
+PACKAGES := pipelines components tpu_embeddings
+SOURCES := $(foreach p,$(PACKAGES),$(wildcard $(p)/*.py $(p)/*/*.py \
+  $(p)/*/*/*.py $(p)/*/*/*/*.py))
+COMPILED := build/.compiled-sources
+$(COMPILED): $(SOURCES) | $(STAMP)
+	@$(PY) -m compileall -q $(PACKAGES)
+	@mkdir -p $(@D) && touch $@
+
+run: $(STAMP) $(COMPILED)
 	@if [ ! -d $(DEMO)/data ]; then $(PY) -m pipelines demo-data --out $(DEMO)/data --spans 2; fi
 	$(PY) -m pipelines run --data $(DEMO)/data --home $(DEMO)/home
 
