@@ -54,6 +54,9 @@ $(COMPILED): $(SOURCES) | $(STAMP)
 	@$(PY) -m compileall -q $(PACKAGES)
 	@mkdir -p $(@D) && touch $@
 
+# Huge pages for the run's table (tpu_embeddings/core/huge_pages.py), set here
+# so that the CLI need not restart its interpreter to set them.
+run: export GLIBC_TUNABLES ?= glibc.malloc.hugetlb=1
 run: $(STAMP) $(COMPILED)
 	@if [ ! -d $(DEMO)/data ]; then $(PY) -m pipelines demo-data --out $(DEMO)/data --spans 2; fi
 	$(PY) -m pipelines run --data $(DEMO)/data --home $(DEMO)/home
