@@ -8,6 +8,8 @@ import sys
 import warnings
 
 from pipelines import stop_signals
+from pipelines.cli import deferred_inits
+from pipelines.cli import process_exit
 from pipelines.cli import stderr_filter
 from tpu_embeddings.core import huge_pages
 
@@ -24,6 +26,9 @@ def main() -> int:
   # ...and the three ERROR lines XLA logs at `import tensorflow` on every
   # machine (real errors still show: TF_CPP_MIN_LOG_LEVEL stays at 2).
   stderr_filter.install()
+  # TFX's standard components, TFMA, Beam's GCP clients: imported by the
+  # modules a run needs, used by none of them (deferred_inits).
+  deferred_inits.install()
   # SIGTERM unwinds like Ctrl-C: one line, what was kept, exit 143.
   stop_signals.install()
   try:
@@ -32,4 +37,5 @@ def main() -> int:
     print(f'stopped by {stop_signals.name(stop_signals.signal_of(e))}',
           file=sys.stderr)
     return stop_signals.exit_code(stop_signals.signal_of(e))
-  return cli.main()
+  # Ends the process here, without the interpreter's teardown.
+  return process_exit.end(cli.main())
