@@ -81,15 +81,24 @@ def _figures(table, common, ids, similarity, questions):
 
 
 def similarity_files(folder):
-  """{name: path} of the NAME.tsv files in `folder` ('' for none)."""
+  """{name: path} of the NAME.tsv and NAME.txt files in `folder` ('' for
+  none), e.g. eval-word-vectors' data/word-sim."""
   if not folder:
     return {}
   if not os.path.isdir(folder):
     raise ValueError(f'--similarity {folder}: not a directory')
-  files = {os.path.splitext(f)[0]: os.path.join(folder, f)
-           for f in sorted(os.listdir(folder)) if f.endswith('.tsv')}
+  files = {}
+  for f in sorted(os.listdir(folder)):
+    name, ext = os.path.splitext(f)
+    if ext not in ('.tsv', '.txt'):
+      continue
+    if name in files:
+      raise ValueError(f'--similarity {folder}: both {name}.tsv and '
+                       f'{name}.txt; keep one')
+    files[name] = os.path.join(folder, f)
   if not files:
-    raise ValueError(f'--similarity {folder}: no NAME.tsv files in it')
+    raise ValueError(f'--similarity {folder}: no NAME.tsv or NAME.txt files '
+                     'in it')
   return files
 
 

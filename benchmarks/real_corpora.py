@@ -250,8 +250,9 @@ def main(argv=None):
                       'tokens separated by spaces) run as corpus NAME; '
                       'repeatable')
   parser.add_argument('--similarity', default='', metavar='DIR',
-                      help='more similarity sets: every DIR/NAME.tsv '
-                      '("word1<TAB>word2<TAB>score") is judged as NAME')
+                      help='more similarity sets: every DIR/NAME.tsv or '
+                      'NAME.txt ("word1<TAB>word2<TAB>score") is judged as '
+                      'NAME')
   parser.add_argument('--work', help='keep corpora and homes here')
   parser.add_argument('--epochs', default='',
                       help='passes to run the pipeline again at (e.g. '

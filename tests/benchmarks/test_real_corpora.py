@@ -20,12 +20,17 @@ def test_a_text_must_be_named_and_exist(tmp_path):
     text_corpora.named_files([f'a={tmp_path}/missing.txt'])
 
 
-def test_a_similarity_folder_needs_tsv_files(tmp_path):
-  with pytest.raises(ValueError, match='no NAME.tsv files'):
+def test_a_similarity_folder_needs_tsv_or_txt_files(tmp_path):
+  (tmp_path / 'notes.csv').write_text('a\tb\t1\n')
+  with pytest.raises(ValueError, match='no NAME.tsv or NAME.txt files'):
     gensim_side.similarity_files(str(tmp_path))
   (tmp_path / 'men.tsv').write_text('a\tb\t1\n')
+  (tmp_path / 'EN-RW.txt').write_text('c\td\t2\r\n')
   assert gensim_side.similarity_files(str(tmp_path)) == {
-      'men': str(tmp_path / 'men.tsv')}
+      'men': str(tmp_path / 'men.tsv'), 'EN-RW': str(tmp_path / 'EN-RW.txt')}
+  (tmp_path / 'men.txt').write_text('a\tb\t1\n')
+  with pytest.raises(ValueError, match='both men.tsv and men.txt'):
+    gensim_side.similarity_files(str(tmp_path))
 
 
 @pytest.mark.slow
