@@ -56,13 +56,14 @@ class Built:
 
 def book_order(clone: str) -> List[str]:
   """The books of `clone` (paths of `<Author>/.../<Title>.txt`), round-robin
-  over the author folders in name order, each author's in path order."""
+  over the author folders in name order, each author's in path order; hidden
+  folders (.git) are not authors."""
   if not os.path.isdir(clone):
     raise ValueError(f'--clone {clone}: not a directory')
   shelves = []
   for author in sorted(os.listdir(clone)):
     folder = os.path.join(clone, author)
-    if os.path.isdir(folder):
+    if os.path.isdir(folder) and not author.startswith('.'):
       books = [os.path.relpath(os.path.join(root, name), folder)
                for root, _, names in os.walk(folder) for name in names
                if name.lower().endswith('.txt')]
@@ -156,6 +157,9 @@ def build(clone: str, out_path: str, tokens: int) -> Built:
   try:
     with open(partial, 'w', encoding='utf-8') as out:
       built = write_text(clone, out, tokens)
+    if not built.lines:
+      raise ValueError(f'--clone {clone}: no English Project Gutenberg book '
+                       'with a START line in it')
     os.replace(partial, out_path)
   finally:
     if os.path.exists(partial):

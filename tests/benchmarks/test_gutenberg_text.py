@@ -31,6 +31,7 @@ def clone(tmp_path):
   root = tmp_path / 'Gutenberg_Text'
   files = {
       'README.txt': 'not a book',
+      '.git/info/a.txt': book('Git', ['not an author']),
       'Alpha, A/Cove.txt': book('Cove', ['Cove text; it ends.'],
                                 newline='\r\n'),
       'Alpha, A/A first.txt': book('First', [
@@ -97,6 +98,12 @@ def test_bad_arguments_fail_in_one_line_and_write_nothing(clone, tmp_path):
     gutenberg_text.build(str(tmp_path / 'missing'), str(out), 10)
   with pytest.raises(ValueError, match='no <Author>/<Title>.txt books'):
     gutenberg_text.build(str(clone / 'Alpha, A'), str(out), 10)
+  for path in clone.glob('*/*.txt'):
+    if path.name not in ('Goat.txt', 'Le Livre.txt'):
+      path.unlink()
+  with pytest.raises(ValueError, match='no English Project Gutenberg book '
+                     'with a START line'):
+    gutenberg_text.build(str(clone), str(out), 10)
   with pytest.raises(ValueError, match='--out .*: folder .* does not exist'):
     gutenberg_text.build(str(clone), str(tmp_path / 'no' / 'text.txt'), 10)
   with pytest.raises(ValueError, match='--tokens 0: must be at least 1'):
