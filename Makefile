@@ -68,13 +68,14 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # Two workers, a test module each at a time: most tests wait on subprocesses
-# and files as much as they compute.
+# and files as much as they compute. Modules go out in the order
+# tests/conftest.py sorts them (long ones first), not by their test counts.
 test: lint
-	@$(PY) -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; exit $$rc
 
 unit: lint
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for b in benchmarks/[a-z]*.py; do m=$$(basename $$b .py); echo "== $$m"; \

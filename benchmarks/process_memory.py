@@ -3,8 +3,9 @@
 A Kubernetes pod is limited by the memory of all its processes together
 (the container's cgroup): the exporter's load-check processes, for one, run
 beside it. `run` starts a command and samples its whole process tree every
-few milliseconds. A cgroup charges each page once, so the tree's memory is
-taken as the anonymous (and shared-memory) resident pages of every process,
+few milliseconds (less often when a sample costs more: SAMPLER_CPU_SHARE).
+A cgroup charges each page once, so the tree's memory is taken as the
+anonymous (and shared-memory) resident pages of every process,
 proportionally (`Pss_Anon`: a page a fork shares is counted once), plus the
 file-backed resident pages of the process with the most of them: the
 processes of one component map the same libraries (TensorFlow's alone are
@@ -26,6 +27,11 @@ import time
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 SAMPLE_SECONDS = 0.01
+# A sample of a process holding TensorFlow takes several ms of CPU (the
+# kernel walks its page tables for smaps_rollup): the sampler waits long
+# enough between samples to take at most this share of one core, rather
+# than most of one of the cores the measured command runs on.
+SAMPLER_CPU_SHARE = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,8 +107,10 @@ def run(argv: Sequence[str], env: Optional[Mapping[str, str]] = None,
 
   def sample():
     while not done.is_set():
+      began = time.thread_time()
       peak[0] = max(peak[0], tree_rss(proc.pid))
-      done.wait(SAMPLE_SECONDS)
+      cost = time.thread_time() - began
+      done.wait(max(SAMPLE_SECONDS, cost * (1 / SAMPLER_CPU_SHARE - 1)))
 
   sampler = threading.Thread(target=sample, daemon=True)
   sampler.start()

@@ -1,25 +1,15 @@
-"""Every benchmark script runs end to end at a tiny size and prints its table.
-
-A renamed component, module or node breaks one of these tests instead of a
-user's measurement. The sizes are far too small for the figures to mean
-anything: each test checks that the script finished and printed the rows
-its reader looks for, with numbers in them, never the numbers themselves.
-(table_scale, time_to_quality and the quality benchmarks have smoke tests
-of their own beside this file.)
+"""Benchmark scripts of the data steps, exports and lookups, each run end to
+end at a tiny size (tests/support/benchmark_runs.py). The trainer's
+benchmarks and the whole-pipeline quality benchmarks are in files of their
+own beside this one, so the suite's two workers can take them side by side;
+table_scale and time_to_quality have smoke tests of their own.
 """
-
-import os
-import re
-import subprocess
-import sys
 
 import pytest
 
-from tests.support import paths
+from tests.support import benchmark_runs
 
 pytestmark = pytest.mark.slow
-
-NUMBER = r'[-+]?\d[\d,]*(\.\d+)?(e[-+]?\d+)?'
 
 # benchmark: (tiny arguments, labels of rows the table must print, each
 # followed by a number on its line)
@@ -40,34 +30,9 @@ CASES = {
         ['--rows', '1000', '--dim', '8', '--calls-per-round', '5',
          '--rounds', '1', '--tokens-per-call', '16'],
         ['(user) dict + np.take', 'SavedModel lookup, tf.saved_model.load']),
-    'trainer_fixed_cost': (
-        ['--runs', '1', '--steps', '2'], ['checkpoint save', 'total']),
-    'trainer_scale': (
-        ['--sizes', '0.01', '--rounds', '1'], ['0.01M']),
-    'trainer_throughput': (
-        ['--presets', 'defaults', '--rounds', '1', '--steps', '5',
-         '--live-steps', '10', '--tokens', '20000'],
-        ['fused SkipGramStep op', 'gensim Word2Vec sg, 2 workers']),
-    'own_model_quality': (
-        ['--items', '200', '--sequences', '150', '--item2vec-windows', '5'],
-        ['two-tower (module)', 'item2vec (skip-gram)', 'popularity']),
-    'rating_quality': (
-        ['--users', '60', '--items', '40', '--count', '2000'],
-        ['global mean', 'user + item biases', 'plain Keras, same model',
-         'rating example (pipeline)']),
 }
 
 
 @pytest.mark.parametrize('name', sorted(CASES))
 def test_the_benchmark_prints_its_table_at_a_tiny_size(name, tmp_path):
-  args, rows = CASES[name]
-  env = dict(os.environ, PYTHONPATH=paths.REPO)
-  done = subprocess.run(
-      [sys.executable, '-m', f'benchmarks.{name}', *args],
-      cwd=str(tmp_path), env=env, capture_output=True, text=True,
-      timeout=900, check=False)
-  assert done.returncode == 0, done.stderr[-3000:]
-  for label in rows:
-    pattern = rf'{re.escape(label)}[^\n]*\s{NUMBER}'
-    assert re.search(pattern, done.stdout), (
-        f'{name}: no row {label!r} with a number in\n{done.stdout[-3000:]}')
+  benchmark_runs.check_table(name, *CASES[name], cwd=str(tmp_path))

@@ -1,11 +1,14 @@
 """The two-tower example module end to end on LocalDagRunner: CSV spans
 through CsvExampleGen, named vocabularies, training, validation, both
-exports and push; each artifact then used by the client its users use."""
+exports and push; each artifact then used by the client its users use, and
+the CLI's `embed`, `neighbors`, `pushed`, `lineage` and `retrain` on what
+the model declares. One home for the whole module
+(tests/support/two_tower_home.py); the retrain, which pushes version 2 into
+it, comes last."""
 
-import contextlib
-import io
+import glob
+import json
 import os
-import shutil
 
 import numpy as np
 import pytest
@@ -16,52 +19,26 @@ from pipelines import demo_interactions
 from pipelines.cli.main import main
 from tests.support import interaction_fixtures
 from tests.support import module_clients
+from tests.support import summary_lines
+from tests.support import two_tower_home
+from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.artifacts import model_layout
-from tpu_embeddings.models import model_restore
+from tpu_embeddings.exports import export
+from tpu_embeddings.exports import fresh_process
+from tpu_embeddings.exports import limits
 from tpu_embeddings.models import served
-from tpu_embeddings.push_root import home_paths
-from tpu_embeddings.push_root import layout as push_layout
-
-SHAPE = demo_interactions.Shape(items=300, categories=10, sequences=300,
-                                min_length=10, max_length=30)
-FAST = ['--module-file', interaction_fixtures.MODULE_FILE,
-        '--set', 'example_gen.format="csv"', '--set', 'batch_size=128',
-        '--set', 'epochs=2', '--set', 'regression_margin=0.5']
-
-
-def _edit_line(path: str, number: int, edit) -> bytes:
-  """Line `number` (1-based) of a CSV file replaced by edit(line); the new
-  line."""
-  with open(path, 'rb') as f:
-    lines = f.read().split(b'\n')
-  lines[number - 1] = edit(lines[number - 1])
-  with open(path, 'wb') as f:
-    f.write(b'\n'.join(lines))
-  return lines[number - 1]
 
 
 @pytest.fixture(scope='module')
 def pushed(tmp_path_factory):
-  root = tmp_path_factory.mktemp('own-model')
-  written = demo_interactions.write_examples(str(root / 'data'), SHAPE, span=1)
-  # One training record without its user: an empty id, counted and warned.
-  _edit_line(written['train'], 5, lambda line: line[line.index(b','):])
-  argv = ['run', '--data', str(root / 'data'), '--home', str(root / 'home')]
-  out = io.StringIO()
-  with contextlib.redirect_stdout(out):
-    assert main(argv + FAST) == 0
-  push_root = str(root / 'home' / 'pushed')
-  source = home_paths.resolve(push_layout.read_manifest(
-      push_root, 'serving', 1)['source_model'], push_root)
-  module = module_file.from_model(source)
-  restored = model_restore.restore(source, module)
-  serving = restored.serving_model(restored.write_vocabularies(
-      str(root / 'vocabularies')))
-  return {'root': root, 'out': out.getvalue(), 'push_root': push_root,
-          'source': source,
-          'restored': restored, 'serving': serving,
-          'serving_dir': push_layout.version_dir(push_root, 'serving', 1),
-          'hub_dir': push_layout.version_dir(push_root, 'hub', 1)}
+  return two_tower_home.run(tmp_path_factory.mktemp('own-model'))
+
+
+def _cli(capsys, *argv):
+  """(exit code, stdout, stderr) of the CLI run in this process."""
+  code = main(list(argv))
+  out, err = capsys.readouterr()
+  return code, out, err
 
 
 def test_run_blesses_pushes_and_the_restore_matches_every_variable(pushed):
@@ -84,22 +61,6 @@ def test_an_empty_id_is_counted_and_warned(pushed):
   assert ('warning: input: 1 record(s) with an empty user_id (trained as no '
           'token: an empty id looks up no row)') in pushed['out'], (
               pushed['out'])
-
-
-def test_a_csv_row_with_an_extra_field_is_named_by_file_and_line(
-    pushed, tmp_path, capsys):
-  """CsvExampleGen's own message names neither."""
-  data = tmp_path / 'data'
-  shutil.copytree(pushed['root'] / 'data', data)
-  path = str(data / 'span-1' / 'train' / 'part-00000.csv')
-  _edit_line(path, 7, lambda line: line.rstrip(b'\r') + b',extra\r')
-  assert main(['run', '--data', str(data), '--home', str(tmp_path / 'home')]
-              + FAST) == 2
-  err = capsys.readouterr().err.strip()
-  assert err == (
-      f'error: FileBasedExampleGen failed: {path} line 7: 5 fields where the '
-      'header has 4 (user_id,history,item_id,item_category); fix the row, or '
-      'quote a field that holds a comma; nothing was pushed before'), err
 
 
 def _sample(pushed):
@@ -198,55 +159,129 @@ def test_keras_layer_of_the_serving_export_fine_tunes(pushed):
   assert any(not np.array_equal(b, a) for b, a in zip(before, after))
 
 
-def _broken_module(directory, old: str, new: str) -> str:
-  """The example module with `old` replaced by `new`, in `directory`."""
-  with open(interaction_fixtures.MODULE_FILE, encoding='utf-8') as f:
-    source = f.read()
-  assert old in source
-  path = os.path.join(str(directory), 'my_model.py')
-  with open(path, 'w', encoding='utf-8') as f:
-    f.write(source.replace(old, new))
-  return path
+def _one_line_error(code, out, err, words):
+  assert code == 2 and out == '', (code, out, err)
+  assert err.startswith('error: ') and len(err.strip().splitlines()) == 1
+  assert words in err, err
 
 
-BROKEN = {
-    # Refused as the run starts, before any component: the contract check
-    # builds the serving model on an untrained instance.
-    'signatures raising': (
-        'def signatures(model, embed, ctx):\n',
-        'def signatures(model, embed, ctx):\n  raise RuntimeError("boom")\n',
-        '', 'signatures raised RuntimeError: boom'),
-    'model_fn returning None': (
-        '  del ctx\n  return TwoTower()\n', '  del ctx\n  return None\n',
-        '', "signature 'serving_default' raised AttributeError: 'NoneType' "
-        "object has no attribute 'query' (model was None: model_fn returned "
-        'None)'),
-    # Found by the trainer, which keeps what it did for the rerun.
-    'loss_fn raising': (
-        '  """In-batch softmax, logQ-corrected: this replica\'s share of the '
-        'loss."""\n',
-        '  """In-batch softmax."""\n  raise RuntimeError("boom")\n',
-        'EmbeddingTrainer', 'loss_fn (on a zero batch, to create the '
-        "model's variables) raised RuntimeError: boom"),
-}
+def test_two_tower_neighbors_is_one_line_naming_its_signatures(pushed,
+                                                               capsys):
+  code, out, err = _cli(capsys, 'neighbors', '--home', pushed['home'],
+                        'i1')
+  _one_line_error(code, out, err, "this model declares no 'neighbors' "
+                  'signature (it declares: candidate, examples, '
+                  'serving_default)')
+  assert 'serving signatures' in pushed['out']
 
 
-@pytest.mark.parametrize('case', sorted(BROKEN))
-def test_a_failing_module_file_is_one_line_naming_it(tmp_path, capsys, case):
-  old, new, node, what = BROKEN[case]
-  module = _broken_module(tmp_path, old, new)
-  demo_interactions.write_examples(str(tmp_path / 'data'), SHAPE, span=1)
-  argv = ['run', '--data', str(tmp_path / 'data'), '--home',
-          str(tmp_path / 'home'), '--module-file', module,
-          '--set', 'example_gen.format="csv"', '--set', 'batch_size=128',
-          '--set', 'epochs=0', '--set', 'train_steps=4']
-  assert main(argv) == 5
-  err = [line for line in capsys.readouterr().err.splitlines()
-         if line.startswith('error: ')]
-  assert len(err) == 1, err
-  if node:
-    assert err[0].startswith(f'error: {node} failed: module file {module}: '
-                             f'{what}; kept '), err[0]
-  else:
-    assert err[0] == f'error: module file {module}: {what}', err[0]
-    assert not (tmp_path / 'home').exists()
+def test_two_tower_embed_answers_what_the_saved_model_answers(pushed,
+                                                              capsys):
+  rows = {'user_id': ['u1', 'nobody'], 'history': ['i1 i2', 'i3']}
+  argv = [f'--input={name}={value}' for name in rows for value in rows[name]]
+  code, out, err = _cli(capsys, 'embed', '--home', pushed['home'], *argv)
+  assert code == 0, err
+  loaded = tf.saved_model.load(pushed['serving_dir'])
+  want = loaded.signatures['serving_default'](
+      **{k: tf.constant(v) for k, v in rows.items()})['embedding'].numpy()
+  lines = out.splitlines()
+  assert [l.split('\t')[:2] for l in lines] == [['i1 i2', 'u1'],
+                                                ['i3', 'nobody']]
+  got = [[float(x) for x in l.split('\t')[2].split()] for l in lines]
+  np.testing.assert_allclose(got, want, atol=1e-5)
+  assert ('warning: row 2: 1 of 1 tokens not in the vocabulary (zero '
+          'vectors): nobody') in err
+  assert 'row 1' not in err
+
+
+def test_two_tower_embed_of_another_signature_as_json(pushed, capsys):
+  code, out, _ = _cli(capsys, 'embed', '--home', pushed['home'],
+                      '--signature', 'candidate', '--input', 'item_id=i1',
+                      '--input', 'item_category=c1', '--json')
+  assert code == 0
+  [row] = json.loads(out)['embeddings']
+  assert row['inputs'] == {'item_category': 'c1', 'item_id': 'i1'}
+  assert len(row['vector']) == interaction_fixtures.module()._m.DIM
+
+
+@pytest.mark.parametrize('argv, words', [
+    (['a sentence'], "signature 'serving_default' takes inputs history, "
+     'user_id: give each as --input NAME=VALUE'),
+    (['--signature', 'neighbors', 'x'], "declares no 'neighbors' signature"),
+    (['--input', 'user_id=u1'], 'missing: history'),
+    (['--input', 'user_id'], "--input 'user_id': expected NAME=VALUE"),
+    (['--signature', 'examples', 'hello'], "signature 'examples' refused "
+     "its input: Could not parse example input, value: 'hello'"),
+])
+def test_two_tower_embed_errors_are_one_line(pushed, capsys, argv, words):
+  _one_line_error(*_cli(capsys, 'embed', '--home', pushed['home'], *argv),
+                  words)
+
+
+def test_pushed_and_lineage_show_the_models_own_fields(pushed, capsys):
+  code, out, _ = _cli(capsys, 'pushed', '--home', pushed['home'])
+  assert code == 0
+  line = out.splitlines()[1]
+  assert ' recall_at_10=' in line and 'spans 1 ' in line, out
+  assert ' - ' not in line and '=None' not in line, out
+  code, out, _ = _cli(capsys, 'lineage', '--home', pushed['home'])
+  assert code == 0
+  assert out.startswith('pushed version 1 <- trained on span(s) 1\n'), out
+  assert 'EmbeddingTrainer (execution' in out and 'warm start' not in out
+
+
+def test_the_first_run_says_how_it_started(pushed):
+  assert ('cold start: tables user, item, category initialized; dense model '
+          'initialized') in pushed['out'].splitlines(), pushed['out']
+
+
+def test_two_tower_large_export_path_checks_its_signatures(pushed,
+                                                           tmp_path,
+                                                           monkeypatch):
+  """A module's exports above OVERLAP_MAX_BYTES are checked in the
+  exporting process with graph loaders, no fresh process started."""
+  model_uri = os.path.join(pushed['home'], 'pipeline', 'EmbeddingTrainer',
+                           'model')
+  model_uri = max(glob.glob(os.path.join(model_uri, '*')),
+                  key=lambda p: int(os.path.basename(p)))
+  monkeypatch.setattr(limits, 'OVERLAP_MAX_BYTES', 0)
+  started = []
+  monkeypatch.setattr(fresh_process.FreshProcess, '__init__',
+                      lambda *args, **kwargs: started.append(args))
+  outputs = {kind: str(tmp_path / kind) for kind in export_kinds.NAMES}
+  dirs = export.export_model(model_uri, outputs,
+                             module_file.from_model(model_uri))
+  assert started == []
+  for kind in export_kinds.KINDS:
+    assert os.path.exists(os.path.join(dirs[kind.name], kind.marker))
+
+
+def test_two_tower_retrain_reuses_the_homes_model_and_warm_starts(pushed,
+                                                                 capsys):
+  """Last in this module: it pushes version 2 into the shared home. Given
+  no flags, retrain runs the module file and settings `run` recorded."""
+  demo_interactions.write_examples(pushed['data'], two_tower_home.SHAPE, span=2)
+  code, out, _ = _cli(capsys, 'retrain', '--data', pushed['data'],
+                      '--home', pushed['home'])
+  assert code == 0, out
+  assert out.startswith(
+      'retrain: reusing what the home records: module file '
+      f'{interaction_fixtures.MODULE_FILE}, example_gen.format="csv", '
+      'batch_size=128, epochs=2, regression_margin=0.5\n'), out
+  summary_lines.blessed_verdict(out, {'recall_at_10': 'higher'})
+  assert '\npushed: version 2\n' in out, out
+  assert 'cold start' not in out, out
+  assert 'warm start: tables user, item, category from ' in out, out
+  assert '; dense model restored from the base (same module file))' in out
+  # Version 1 was measured on span 1's eval data, version 2 on span 2's.
+  code, out, _ = _cli(capsys, 'pushed', '--home', pushed['home'])
+  lines = out.splitlines()
+  assert ' eval span 2 ' in lines[1] and '(served)' in lines[1], out
+  first = lines.index(next(l for l in lines if l.startswith('      1  ')))
+  assert ' eval span 1 ' in lines[first], out
+  assert lines[first + 2] == ("         metrics measured on eval span 1, the "
+                              "served version's on eval span 2: not "
+                              "comparable"), out
+  code, out, _ = _cli(capsys, 'lineage', '--home', pushed['home'])
+  assert out.startswith('pushed version 2 <- trained on span(s) 2'), out
+  assert '<- warm start: ' in out

@@ -107,6 +107,50 @@ def test_lineage_names_the_spans(home):
   assert _cli('lineage', '--home', home.home, '--version', '9')[0] == 2
 
 
+def _cli_err(capsys, *argv):
+  """(exit code, stdout, stderr) of the CLI run in this process."""
+  code = main(list(argv))
+  out, err = capsys.readouterr()
+  return code, out, err
+
+
+def test_embed_and_neighbors_answer_as_the_served_saved_model(home, capsys):
+  import numpy as np
+  import tensorflow as tf
+
+  from tpu_embeddings.push_root import consumer
+  serving_dir = push_layout.version_dir(_pushed(home.root), 'serving', 2)
+  with open(f'{serving_dir}/assets/vocabulary.txt', encoding='utf-8') as f:
+    token = f.read().split()[0]
+  code, out, _ = _cli_err(capsys, 'neighbors', '--home', home.home, '-k', '3',
+                          '--json', token)
+  assert code == 0
+  assert len(json.loads(out)['neighbors']) == 3
+  code, out, _ = _cli_err(capsys, 'embed', '--home', home.home,
+                          f'{token} {token}', '--json')
+  assert code == 0
+  want = tf.saved_model.load(serving_dir).signatures['serving_default'](
+      sentences=tf.constant([f'{token} {token}']))['embeddings'].numpy()
+  [row] = json.loads(out)['embeddings']
+  assert row['text'] == f'{token} {token}' and row['unknown_tokens'] == []
+  np.testing.assert_allclose([row['vector']], want, atol=1e-6)
+  code, out, err = _cli_err(capsys, 'neighbors', '--home', home.home,
+                            'no-such-token')
+  assert code == 2 and out == '', (code, out, err)
+  assert err.startswith('error: ') and len(err.strip().splitlines()) == 1
+  assert 'is not in the vocabulary' in err, err
+  assert consumer.unknown_tokens(_pushed(home.root), [f'{token} zzz', token]
+                                 ) == (2, [['zzz'], []])  # the served one
+
+
+def test_pushed_shows_the_skipgram_metrics(home):
+  code, out = _cli('pushed', '--home', home.home)
+  assert code == 0
+  line = out.splitlines()[1]
+  assert ' recall_at_k=' in line and 'spans 3 ' in line, out
+  assert ' - ' not in line and '=None' not in line, out
+
+
 def test_second_trigger_exits_while_the_first_holds_the_lock(home):
   with retrain.RetrainLock(home.home):
     proc = subprocess.run(
