@@ -102,6 +102,7 @@ def test_the_item_sequences_config_changes_only_what_the_readme_names():
   config = arguments.config_from_args(args)
   assert config == PipelineConfig().replace(**{
       'trainer.window': 50, 'trainer.shared_negatives': 16,
+      'trainer.batch_size': 512, 'trainer.epochs': 3,
       'table.optimizer': 'sgd', 'table.learning_rate': 51.2})
 
 

@@ -1,0 +1,238 @@
+"""The item config on real sessions: next-item HR@10 and time, vs gensim.
+
+    python -m benchmarks.session_quality --events NAME=PATH [...]
+        [--seeds 3] [--epochs 1,2,3] [--config examples/item_sequences.json]
+        [--set KEY=VALUE ...] [--work DIR]
+
+For each events file (`benchmarks.session_events`: every session's items
+in time order, its last item held out) the local pipeline runs `--seeds`
+times (trainer.seed 0, 1, ...) with `--config` (the item config) and
+`vocabulary.min_count=1`, `table.dim=64`, no warm start (then `--set`);
+gensim `Word2Vec(sg=1)` with the comparable settings (dim 64, window 50,
+min_count 1, sample 1e-3, 5 epochs, its 5 negatives) runs `--seeds` times
+(seed 0, 1, ...) with 2 workers and with 3, on the pipeline's train split
+(read back from its Examples), and with 2 workers on every written sequence
+(train and eval split: what the split costs the pipeline).
+
+Figures (each a median over seeds, ± the binomial standard error on the
+items judged):
+* HR@10 last: on each session's held-out last item, which no side learned
+  from;
+* HR@10 next: on those and on every item of the eval split's sequences
+  after the items before it (`time_to_quality.next_items`), which neither
+  the pipeline nor gensim on the train split learned from; gensim on every
+  sequence has no such figure.
+Seconds: the EmbeddingTrainer component's (from the run summary) against
+gensim's training (sentences already in memory); `x gensim` is against
+gensim with 2 workers on the train split.
+
+With `--epochs`, the pipeline runs again (seed 0) at each number of passes,
+and the fewest passes whose HR@10 next is within `--tolerance` (absolute)
+of gensim's is its time to quality.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+
+import numpy as np
+
+from benchmarks import embedding_quality as quality
+from benchmarks import kernels_ready
+from benchmarks import real_corpora
+from benchmarks import session_events
+from benchmarks import time_to_quality
+from pipelines.cli import arguments
+
+ITEM_CONFIG = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'examples', 'item_sequences.json')
+DIM = 64
+# What every pipeline run sets beside the item config (gensim's min_count,
+# a fresh table whatever a home holds).
+FIXED = {'vocabulary.min_count': 1, 'table.dim': DIM,
+         'trainer.warm_start_from_pushed': False}
+# gensim's settings comparable to the item config's.
+GENSIM = {'vector_size': DIM, 'window': 50, 'min_count': 1, 'sample': 1e-3,
+          'epochs': 5, 'negative': 5, 'sg': 1}
+WORKERS = (2, 3)
+
+
+def gensim_runs(train_file, seeds, workers):
+  """gensim on `train_file`'s sequences once per seed; (median training
+  seconds, tables)."""
+  from gensim.models import Word2Vec
+  with open(train_file, encoding='utf-8') as f:
+    sentences = [line.split() for line in f]
+  seconds, tables = [], []
+  for seed in range(seeds):
+    start = time.perf_counter()
+    model = Word2Vec(sentences, workers=workers, seed=seed, **GENSIM)
+    seconds.append(time.perf_counter() - start)
+    tables.append(quality.Table(model.wv.index_to_key, model.wv.vectors))
+  return statistics.median(seconds), tables
+
+
+def _settings(args, seed, epochs=None):
+  settings = {**args.config, **FIXED, **args.settings, 'trainer.seed': seed}
+  if epochs is not None:
+    settings['trainer.epochs'] = epochs
+  return settings
+
+
+def _row(label, tables, seconds, judged, runs=None):
+  """A printed side: {figure: median over tables} and its seconds."""
+  figures = {name: statistics.median(quality.hit_rate(t, items)
+                                     for t in tables)
+             for name, items in judged.items()}
+  row = {'label': label, 'figures': figures, 'train': seconds}
+  if runs:
+    row['whole'] = statistics.median(s['timing']['wall_seconds']
+                                     for s in runs)
+    blessed = sum(bool(s.get('blessed')) for s in runs)
+    row['blessed'] = f'{blessed}/{len(runs)}'
+  return row
+
+
+def _trainer_seconds(summary):
+  return summary['timing']['per_component'].get(time_to_quality.TRAINER_NODE,
+                                                float('nan'))
+
+
+def print_rows(rows, judged, base):
+  print(f'{"side":<34} {"HR@10 last":>14} {"HR@10 next":>14} '
+        f'{"train s":>8} {"x gensim":>8} {"whole s":>8} {"blessed":>7}')
+  for row in rows:
+    cells = []
+    for name, items in judged.items():
+      value = row['figures'].get(name)
+      error = quality.standard_error(value or 0.0, len(items))
+      cells.append(f'{"-":>14}' if value is None else
+                   f'{value:>7.3f} ±{error:.3f}')
+    whole = row.get('whole')
+    print(f'{row["label"]:<34} {" ".join(cells)} {row["train"]:>8.1f} '
+          f'{row["train"] / base:>8.2f} '
+          f'{"-" if whole is None else format(whole, ".1f"):>8} '
+          f'{row.get("blessed", "-"):>7}', flush=True)
+
+
+def passes_to_quality(name, sessions, work, args, judged, target, base):
+  """The pipeline (seed 0) at each of `args.epochs`; prints each run and
+  the fewest passes within `args.tolerance` of `target` on HR@10 next."""
+  print(f'{"passes":>6} {"trainer s":>9} {"x gensim":>8} '
+        f'{"HR@10 last":>10} {"HR@10 next":>10} {"blessed":>7}')
+  reached = None
+  for epochs in args.epochs:
+    summary, table = real_corpora.run_pipeline(
+        sessions.data_root, os.path.join(work, f'home-{name}-{epochs}-passes'),
+        _settings(args, 0, epochs))
+    seconds = _trainer_seconds(summary)
+    last, nxt = (quality.hit_rate(table, judged[k]) for k in ('last', 'next'))
+    if reached is None and nxt >= target - args.tolerance:
+      reached = (epochs, seconds)
+    print(f'{epochs:>6} {seconds:>9.1f} {seconds / base:>8.2f} '
+          f'{last:>10.3f} {nxt:>10.3f} '
+          f'{"yes" if summary.get("blessed") else "NO":>7}', flush=True)
+  print(f'to gensim HR@10 next {target:.3f} (-{args.tolerance}): ' + (
+      f'{reached[0]} passes, trainer {reached[1]:.1f}s = '
+      f'{reached[1] / base:.2f}x gensim training ({base:.1f}s)' if reached
+      else f'not reached with passes {args.epochs}'), flush=True)
+
+
+def run_events(name, sequences, work, args):
+  """One events file's `sequences`: the pipeline per seed, gensim per seed
+  and workers; prints the table (and time to quality with `--epochs`)."""
+  sessions = session_events.write(sequences,
+                                  os.path.join(work, f'data-{name}'))
+  runs, homes = [], []
+  for seed in range(args.seeds):
+    homes.append(os.path.join(work, f'home-{name}-seed-{seed}'))
+    runs.append(real_corpora.run_pipeline(sessions.data_root, homes[-1],
+                                          _settings(args, seed)))
+  judged = {'last': sessions.heldout,
+            'next': time_to_quality.next_items(homes[0], sessions)}
+  train_file = time_to_quality.train_split_file(
+      homes[0], os.path.join(work, f'train-{name}.txt'))
+  summaries = [s for s, _ in runs]
+  rows = [_row(f'pipeline, train split ({args.seeds} seeds)',
+               [t for _, t in runs],
+               statistics.median(map(_trainer_seconds, summaries)), judged,
+               summaries)]
+  for workers in WORKERS:
+    seconds, tables = gensim_runs(train_file, args.seeds, workers)
+    rows.append(_row(f'gensim {workers} workers, train split', tables,
+                     seconds, judged))
+  seconds, tables = gensim_runs(sessions.corpus_file, args.seeds, WORKERS[0])
+  rows.append(_row(f'gensim {WORKERS[0]} workers, all sequences', tables,
+                   seconds, {'last': sessions.heldout}))
+  print(f'\n== {name}: {len(sessions.heldout):,} sessions '
+        f'({sessions.skipped:,} of one event left out), '
+        f'{sessions.events:,} events written, {sessions.items:,} items; '
+        f'HR@10 last on {len(judged["last"]):,} items, next on '
+        f'{len(judged["next"]):,}', flush=True)
+  base = rows[1]['train']
+  print_rows(rows, judged, base)
+  if args.epochs:
+    passes_to_quality(name, sessions, work, args, judged,
+                      rows[1]['figures']['next'], base)
+  return rows
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--events', action='append', default=[],
+                      metavar='NAME=PATH', required=True,
+                      help='a CSV of user_or_session,item,timestamp rows; '
+                      'repeatable')
+  parser.add_argument('--seeds', type=int, default=3,
+                      help='runs of each side (seeds 0, 1, ...); figures '
+                      'and seconds are their medians')
+  parser.add_argument('--config', default=ITEM_CONFIG,
+                      help='the pipeline settings (JSON, as the CLI takes)')
+  parser.add_argument('--epochs', default='',
+                      help='passes to run the pipeline again at (e.g. '
+                      '1,2,3), for its time to gensim quality')
+  parser.add_argument('--tolerance', type=float, default=0.005,
+                      help='HR@10 shortfall still counted as reached')
+  parser.add_argument('--set', action='append', default=[],
+                      metavar='KEY=VALUE',
+                      help='another pipeline setting (e.g. trainer.epochs=3)'
+                      '; repeatable')
+  parser.add_argument('--work', help='keep data roots and homes here')
+  args = parser.parse_args(argv)
+  if args.seeds < 1:
+    parser.error(f'--seeds {args.seeds}: give at least 1')
+  args.epochs = [int(e) for e in args.epochs.split(',') if e]
+  args.settings = arguments.settings_of(args.set)
+  try:
+    files = session_events.named_files(args.events)
+    sequences = {name: session_events.read(path)
+                 for name, path in files.items()}
+    with open(args.config, encoding='utf-8') as f:
+      args.config = _flat_config(args.config, f.read())
+  except (OSError, ValueError) as e:
+    parser.error(str(e))
+  print(f'pipeline: {args.config} + {FIXED}'
+        f'{" + " + str(args.settings) if args.settings else ""}; gensim '
+        f'Word2Vec {GENSIM}; {os.cpu_count()} cores')
+  kernels_ready.build_first()
+  with tempfile.TemporaryDirectory() as tmp:
+    work = args.work or tmp
+    for name, found in sequences.items():
+      run_events(name, found, work, args)
+
+
+def _flat_config(path, text):
+  from pipelines import config as config_lib
+  try:
+    values = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise ValueError(f'--config {path}: not valid JSON ({e})') from None
+  return config_lib.PipelineConfig.flat(values)
+
+
+if __name__ == '__main__':
+  np.seterr(all='ignore')
+  main()
