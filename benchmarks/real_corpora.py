@@ -54,6 +54,7 @@ from benchmarks import embedding_quality as quality
 from benchmarks import gensim_side
 from benchmarks import interaction_corpus
 from benchmarks import kernels_ready
+from benchmarks import run_arguments
 from benchmarks import text_corpora
 from benchmarks import time_to_quality
 from pipelines.cli import arguments
@@ -254,20 +255,13 @@ def main(argv=None):
                       'NAME.txt ("word1<TAB>word2<TAB>score") is judged as '
                       'NAME')
   parser.add_argument('--work', help='keep corpora and homes here')
-  parser.add_argument('--epochs', default='',
-                      help='passes to run the pipeline again at (e.g. '
-                      '1,2,3), for its time to gensim quality')
-  parser.add_argument('--tolerance', type=float, default=0.02,
-                      help='relative shortfall still counted as reached')
-  parser.add_argument('--set', action='append', default=[],
-                      metavar='KEY=VALUE',
-                      help='a pipeline setting for every run (e.g. '
-                      'table.optimizer=sgd); repeatable')
+  run_arguments.add_passes(
+      parser, 0.02, 'relative shortfall still counted as reached')
   args = parser.parse_args(argv)
   args.epochs = [int(e) for e in args.epochs.split(',') if e]
   args.settings = arguments.settings_of(args.set)
   try:
-    args.texts = text_corpora.named_files(args.text)
+    args.texts = run_arguments.named_files(args.text, '--text')
     args.similarity = gensim_side.similarity_sets(
         gensim_side.similarity_files(args.similarity))
   except ValueError as e:

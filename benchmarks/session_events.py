@@ -16,7 +16,7 @@ out: it is left out (and counted).
 import csv
 import dataclasses
 import os
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, List, Tuple
 
 from benchmarks import interaction_corpus
 
@@ -33,19 +33,6 @@ class Sessions:
   events: int  # written, the held-out items not counted
   items: int  # distinct items of the whole file
   skipped: int  # sessions of one event
-
-
-def named_files(given: Iterable[str]) -> Dict[str, str]:
-  """{name: path} of "NAME=PATH" items, each naming a readable file."""
-  files = {}
-  for item in given:
-    name, _, path = item.partition('=')
-    if not name or not path:
-      raise ValueError(f'--events {item!r}: expected NAME=PATH')
-    if not os.path.isfile(path):
-      raise ValueError(f'--events {item!r}: no file {path}')
-    files[name] = path
-  return files
 
 
 def read(path: str) -> List[List[str]]:

@@ -43,6 +43,7 @@ import numpy as np
 from benchmarks import embedding_quality as quality
 from benchmarks import kernels_ready
 from benchmarks import real_corpora
+from benchmarks import run_arguments
 from benchmarks import session_events
 from benchmarks import time_to_quality
 from pipelines.cli import arguments
@@ -191,15 +192,8 @@ def main(argv=None):
                       'and seconds are their medians')
   parser.add_argument('--config', default=ITEM_CONFIG,
                       help='the pipeline settings (JSON, as the CLI takes)')
-  parser.add_argument('--epochs', default='',
-                      help='passes to run the pipeline again at (e.g. '
-                      '1,2,3), for its time to gensim quality')
-  parser.add_argument('--tolerance', type=float, default=0.005,
-                      help='HR@10 shortfall still counted as reached')
-  parser.add_argument('--set', action='append', default=[],
-                      metavar='KEY=VALUE',
-                      help='another pipeline setting (e.g. trainer.epochs=3)'
-                      '; repeatable')
+  run_arguments.add_passes(
+      parser, 0.005, 'HR@10 shortfall still counted as reached')
   parser.add_argument('--work', help='keep data roots and homes here')
   args = parser.parse_args(argv)
   if args.seeds < 1:
@@ -207,7 +201,7 @@ def main(argv=None):
   args.epochs = [int(e) for e in args.epochs.split(',') if e]
   args.settings = arguments.settings_of(args.set)
   try:
-    files = session_events.named_files(args.events)
+    files = run_arguments.named_files(args.events, '--events')
     sequences = {name: session_events.read(path)
                  for name, path in files.items()}
     with open(args.config, encoding='utf-8') as f:

@@ -64,19 +64,6 @@ def _file_lines(path: str) -> Iterator[List[str]]:
       yield line.split()
 
 
-def named_files(given: Iterable[str]) -> Dict[str, str]:
-  """{name: path} of "NAME=PATH" items, each naming a readable file."""
-  texts = {}
-  for item in given:
-    name, _, path = item.partition('=')
-    if not name or not path:
-      raise ValueError(f'--text {item!r}: expected NAME=PATH')
-    if not os.path.isfile(path):
-      raise ValueError(f'--text {item!r}: no file {path}')
-    texts[name] = path
-  return texts
-
-
 def write(name: str, data_root: str, path: str = '') -> int:
   """Writes corpus `name`, or the tokenized text at `path` (one sequence per
   line, tokens separated by spaces), as a one-span data root; returns its

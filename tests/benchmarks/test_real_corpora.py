@@ -9,15 +9,16 @@ import sys
 import pytest
 
 from benchmarks import gensim_side
+from benchmarks import run_arguments
 from benchmarks import text_corpora
 from tests.support import paths
 
 
 def test_a_text_must_be_named_and_exist(tmp_path):
   with pytest.raises(ValueError, match='expected NAME=PATH'):
-    text_corpora.named_files([str(tmp_path / 'a.txt')])
+    run_arguments.named_files([str(tmp_path / 'a.txt')], '--text')
   with pytest.raises(ValueError, match='no file'):
-    text_corpora.named_files([f'a={tmp_path}/missing.txt'])
+    run_arguments.named_files([f'a={tmp_path}/missing.txt'], '--text')
 
 
 def test_a_similarity_folder_needs_tsv_or_txt_files(tmp_path):

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from benchmarks import run_arguments
 from benchmarks import session_events
 from tests.support import paths
 
@@ -51,9 +52,9 @@ def test_a_bad_events_file_is_named_with_its_line(tmp_path, text, problem):
 
 def test_an_events_file_must_be_named_and_exist(tmp_path):
   with pytest.raises(ValueError, match='expected NAME=PATH'):
-    session_events.named_files([str(tmp_path / 'events.csv')])
+    run_arguments.named_files([str(tmp_path / 'events.csv')], '--events')
   with pytest.raises(ValueError, match='no file'):
-    session_events.named_files([f'shop={tmp_path}/missing.csv'])
+    run_arguments.named_files([f'shop={tmp_path}/missing.csv'], '--events')
 
 
 @pytest.mark.slow
