@@ -32,6 +32,8 @@ import importlib.machinery
 import sys
 from typing import Iterable
 
+from pipelines.cli import wrapped_loader
+
 DEFERRED = (
     'tfx.components',
     'tensorflow_model_analysis',
@@ -57,20 +59,13 @@ def _attribute(module, loader, name: str):
   return getattr(module, name)
 
 
-class _DeferringLoader(importlib.abc.Loader):
+class _DeferringLoader(wrapped_loader.WrappedLoader):
   """Creates the package as `loader` would, but leaves its `__init__` to
   `_attribute`."""
 
-  def __init__(self, loader):
-    self._loader = loader
-
-  def create_module(self, spec):
-    return self._loader.create_module(spec)
-
   def exec_module(self, module):
-    module.__loader__ = self._loader
-    module.__spec__.loader = self._loader
-    module.__getattr__ = functools.partial(_attribute, module, self._loader)
+    self.hand_back(module)
+    module.__getattr__ = functools.partial(_attribute, module, self.loader)
 
 
 class DeferringFinder(importlib.abc.MetaPathFinder):

@@ -23,6 +23,8 @@ import sys
 import tempfile
 from typing import Iterator, Pattern
 
+from pipelines.cli import wrapped_loader
+
 # The duplicate-registration lines of the cuDNN, cuFFT and cuBLAS factories.
 FACTORY_REGISTRATION = re.compile(
     rb'Unable to register cu(DNN|FFT|BLAS) factory: Attempting to register '
@@ -63,23 +65,16 @@ def dropping_lines(pattern: Pattern[bytes] = FACTORY_REGISTRATION,
           os.write(fd, line)
 
 
-class _FilteringLoader(importlib.abc.Loader):
+class _FilteringLoader(wrapped_loader.WrappedLoader):
   """Runs another loader's exec_module inside `dropping_lines()`."""
 
-  def __init__(self, loader):
-    self._loader = loader
-
-  def create_module(self, spec):
-    return self._loader.create_module(spec)
-
   def exec_module(self, module):
-    module.__loader__ = self._loader
-    module.__spec__.loader = self._loader
+    self.hand_back(module)
     with dropping_lines():
-      self._loader.exec_module(module)
+      self.loader.exec_module(module)
 
   def __getattr__(self, name):
-    return getattr(self._loader, name)
+    return getattr(self.loader, name)
 
 
 class _TensorFlowFinder(importlib.abc.MetaPathFinder):
