@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Set
 
 from pipelines import demo_data
 from tests.support import fault_checkpoints
@@ -47,7 +47,7 @@ class Row:
   # disk_full, store_full, read_only_home, read_only_push, SIGINT, SIGTERM,
   # none
   fault: str
-  when: str = 'start'          # start, running, checkpoint, later
+  when: str = 'start'          # start, running, checkpoint, writing
 
 
 class Chain:
@@ -174,13 +174,16 @@ def _trigger(row: Row, home: str, lines: List[str], before,
     return lambda: running in lines
   if row.when == 'checkpoint':  # a new one, of the training this run claimed
     return lambda: bool(set(fault_checkpoints.claimed_by(home, pid)) - before)
-  seen: List[float] = []
+  # 'writing': once the component has written a file of this run, so the
+  # stop lands amid its outputs however fast it is.
+  folder = os.path.join(home, 'pipeline', row.node)
+  earlier = _files(folder)
+  return lambda: running in lines and bool(_files(folder) - earlier)
 
-  def later():  # two seconds into the component
-    if running in lines and not seen:
-      seen.append(time.monotonic())
-    return bool(seen) and time.monotonic() - seen[0] > 2
-  return later
+
+def _files(folder: str) -> Set[str]:
+  return {os.path.join(d, f) for d, _, files in os.walk(folder)
+          for f in files}
 
 
 def _sh(*command: str):
@@ -212,7 +215,8 @@ SIGNAL_ROWS = [
         'checkpoint'),
     Row('SIGINT at CheckpointValidator', 'CheckpointValidator', 'SIGINT',
         'running'),
-    Row('SIGINT at EmbeddingExporter', 'EmbeddingExporter', 'SIGINT', 'later'),
+    Row('SIGINT at EmbeddingExporter', 'EmbeddingExporter', 'SIGINT',
+        'writing'),
     Row('SIGINT at EmbeddingPusher', 'EmbeddingPusher', 'SIGINT', 'running'),
 ]
 TABLES = {'disk': DISK_ROWS, 'signals': SIGNAL_ROWS}
