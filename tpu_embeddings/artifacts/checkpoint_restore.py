@@ -125,6 +125,10 @@ def restore_objects(path: str, embedding, model=None,
   try:
     # Restore before build(): SparseCore layouts are only read this way.
     status = tf.train.Checkpoint(**objects).restore(path)
+    # Optimizer slots are never read; marked at once, so that a stop during
+    # build() deletes the restore without TensorFlow's unrestored-values
+    # warnings.
+    status.expect_partial()
     embedding.build()
     if check_matched:
       status.assert_existing_objects_matched()
@@ -133,7 +137,6 @@ def restore_objects(path: str, embedding, model=None,
     raise CheckpointError(
         f'checkpoint {path}: restore failed ({type(e).__name__}: '
         f'{str(e).splitlines()[0]})') from e
-  status.expect_partial()  # optimizer slots are never read
   return status
 
 
