@@ -32,7 +32,6 @@ of gensim's is its time to quality.
 """
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -204,8 +203,7 @@ def main(argv=None):
     files = run_arguments.named_files(args.events, '--events')
     sequences = {name: session_events.read(path)
                  for name, path in files.items()}
-    with open(args.config, encoding='utf-8') as f:
-      args.config = _flat_config(args.config, f.read())
+    args.config = arguments.config_file_settings(args.config)
   except (OSError, ValueError) as e:
     parser.error(str(e))
   print(f'pipeline: {args.config} + {FIXED}'
@@ -216,15 +214,6 @@ def main(argv=None):
     work = args.work or tmp
     for name, found in sequences.items():
       run_events(name, found, work, args)
-
-
-def _flat_config(path, text):
-  from pipelines import config as config_lib
-  try:
-    values = json.loads(text)
-  except json.JSONDecodeError as e:
-    raise ValueError(f'--config {path}: not valid JSON ({e})') from None
-  return config_lib.PipelineConfig.flat(values)
 
 
 if __name__ == '__main__':

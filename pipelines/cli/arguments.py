@@ -55,30 +55,32 @@ def config_of(values, module_file: str, source: str = model_settings.GIVEN):
 def given_settings(args) -> dict:
   """The settings of --config, --set and --tpu, flat ({"trainer.window": 5}),
   in the order they apply; --module-file is checked to exist."""
-  from pipelines.config import PipelineConfig
   if args.module_file and not os.path.isfile(args.module_file):
     raise FileNotFoundError(f'--module-file {args.module_file}: no such file')
-  values = {}
-  if args.config:
-    if not os.path.exists(args.config):
-      raise FileNotFoundError(f'--config {args.config}: no such file')
-    with open(args.config, 'rb') as f:
-      raw = f.read()
-    try:
-      loaded = json.loads(raw.decode('utf-8'))
-    except UnicodeDecodeError as e:
-      raise ValueError(f'--config {args.config}: not UTF-8 text: {e}') from e
-    except json.JSONDecodeError as e:
-      raise ValueError(f'--config {args.config}: not valid JSON: {e}') from e
-    if not isinstance(loaded, dict):
-      raise ValueError(f'--config {args.config}: expected a JSON object of '
-                       f'settings, got {type(loaded).__name__}')
-    values.update(loaded)
-  values = PipelineConfig.flat(values)
+  values = config_file_settings(args.config) if args.config else {}
   values.update(settings_of(args.set))
   if args.tpu is not None:
     values['trainer.tpu'] = args.tpu
   return values
+
+
+def config_file_settings(path: str) -> dict:
+  """The settings of a --config JSON file, flat ({"trainer.window": 5})."""
+  from pipelines.config import PipelineConfig
+  if not os.path.exists(path):
+    raise FileNotFoundError(f'--config {path}: no such file')
+  with open(path, 'rb') as f:
+    raw = f.read()
+  try:
+    loaded = json.loads(raw.decode('utf-8'))
+  except UnicodeDecodeError as e:
+    raise ValueError(f'--config {path}: not UTF-8 text: {e}') from e
+  except json.JSONDecodeError as e:
+    raise ValueError(f'--config {path}: not valid JSON: {e}') from e
+  if not isinstance(loaded, dict):
+    raise ValueError(f'--config {path}: expected a JSON object of '
+                     f'settings, got {type(loaded).__name__}')
+  return PipelineConfig.flat(loaded)
 
 
 def check_model(config, module_file: str):
