@@ -115,7 +115,7 @@ def input_factory(module: ModelModule, spec: EmbeddingSpec,
   def batches(context: tf.distribute.InputContext) -> tf.data.Dataset:
     key = (context.num_input_pipelines, context.input_pipeline_id)
     if key not in built:
-      built[key] = build(context)
+      built[key] = input_pipelines.without_autotune(build(context))
     return built[key]
 
   return batches

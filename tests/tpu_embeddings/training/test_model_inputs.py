@@ -96,3 +96,13 @@ def test_each_pipeline_s_input_is_built_once():
   assert input_fn(tf.distribute.InputContext()).element_spec == spec
   input_fn(pipeline(0))
   assert calls == [1, 1]  # the single pipeline's, then pipeline 0 of 2's
+
+
+def test_the_training_input_has_no_autotuning_thread_to_wait_for():
+  # An autotuned iterator's destructor joins its model thread, which can
+  # sleep tens of seconds after the last step.
+  ctx = ModelContext(global_batch_size=ROWS)
+  input_fn = model_inputs.input_factory(module(global_batches), None, ctx, 1)
+  dataset = input_fn(tf.distribute.InputContext())
+  assert dataset.options().autotune.enabled is False
+  assert rows_of(dataset) == rows_of(global_batches(ctx, 1))
