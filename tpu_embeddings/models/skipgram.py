@@ -274,9 +274,10 @@ def with_shared_negatives(batches: tf.data.Dataset, accept: tf.Tensor,
   groups = config.negative_groups
   if groups % context.num_input_pipelines:
     raise ValueError(
-        f'batch_size / negative_group ({groups} groups of shared negatives) '
-        f'does not split over the {context.num_input_pipelines} input '
-        'pipelines; make it a multiple of them')
+        f'the batch\'s {groups} groups of {config.group_size} pairs sharing '
+        f'negatives do not split over the {context.num_input_pipelines} '
+        'input pipelines; choose batch_size and negative_group so that the '
+        'groups are a multiple of them')
   shape = [groups // context.num_input_pipelines, config.shared_negatives]
 
   def shared(index, batch):

@@ -44,8 +44,10 @@ class SkipGramConfig(settings.Settings):
       negatives, every pair scoring all S with weight K/S (the loss keeps
       the scale of K per pair). Fewer rows drawn, read and updated per pair:
       a faster step, on CPU and TPU alike.
-    negative_group: pairs per group sharing negatives; the batch (and on a
-      TPU each replica's share of it) must hold whole groups.
+    negative_group: at most this many consecutive pairs share negatives: a
+      group is the largest divisor of batch_size up to it (64 of 2048, 50
+      of 100), so a batch holds whole groups; on a TPU each replica's share
+      of the batch must hold whole groups too.
     subsample: word2vec's sample threshold t; a token with corpus frequency f
       is kept with probability min(1, (sqrt(f/t) + 1) * t/f). 0 keeps all.
     seed: seed of every random choice (initial values, input pipeline).
@@ -77,20 +79,20 @@ class SkipGramConfig(settings.Settings):
   # Sequences held in memory to shuffle: 1M of 100 tokens are ~1 GB.
   shuffle_buffer: int = settings.bounded(10_000, 1, 1_000_000)
 
-  def validate(self):
-    super().validate()
-    if self.shared_negatives and self.batch_size % self.negative_group:
-      raise ValueError(
-          f'{self.WHAT} parameter batch_size ({self.batch_size}) must be a '
-          f'multiple of negative_group ({self.negative_group}) when '
-          'shared_negatives is set')
+  @property
+  def group_size(self) -> int:
+    """Pairs sharing a row of negatives: the largest divisor of batch_size
+    not above negative_group; 1 when each pair draws its own."""
+    if not self.shared_negatives:
+      return 1
+    return next(size for size in range(min(self.negative_group,
+                                           self.batch_size), 0, -1)
+                if self.batch_size % size == 0)
 
   @property
   def negative_groups(self) -> int:
     """Rows of a batch's negatives: one per pair, or one per group."""
-    if self.shared_negatives:
-      return self.batch_size // self.negative_group
-    return self.batch_size
+    return self.batch_size // self.group_size
 
   @property
   def negatives_per_row(self) -> int:

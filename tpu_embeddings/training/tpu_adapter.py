@@ -54,7 +54,8 @@ def per_replica_input_shapes(ids_spec, replicas: int
       raise ValueError(
           f'feature {name!r} has {dims[0]} rows per batch, which do not '
           f'split evenly over the {replicas} TPU replicas (shared negatives: '
-          f'make batch_size / negative_group a multiple of {replicas})')
+          f'choose batch_size and negative_group so that the batch holds a '
+          f'multiple of {replicas} groups)')
     dims[0] = dims[0] // replicas if dims[0] else dims[0]
     if not isinstance(spec, tf.RaggedTensorSpec) and len(dims) >= 2:
       dims.append(1)

@@ -89,8 +89,17 @@ def test_negatives_that_do_not_divide_the_batch_are_refused():
                        tf.zeros([3, 2, 3]), 8)
 
 
-def test_shared_negatives_need_whole_groups_in_the_batch():
-  with pytest.raises(ValueError, match=r'batch_size \(100\) must be a '
-                     r'multiple of negative_group \(64\)'):
-    skipgram.SkipGramConfig(batch_size=100, shared_negatives=8,
-                            negative_group=64).validate()
+@pytest.mark.parametrize('batch, group, groups', [
+    (2048, 64, 32), (100, 64, 2), (8, 64, 1), (101, 64, 101), (96, 64, 2)])
+def test_a_batch_holds_whole_groups_of_at_most_negative_group(batch, group,
+                                                              groups):
+  config = skipgram.SkipGramConfig(batch_size=batch, shared_negatives=8,
+                                   negative_group=group)
+  config.validate()
+  assert config.negative_groups == groups
+  assert config.group_size * groups == batch
+
+
+def test_per_pair_negatives_make_a_row_per_pair():
+  assert skipgram.SkipGramConfig(batch_size=100,
+                                 shared_negatives=0).negative_groups == 100
