@@ -35,6 +35,7 @@ from tpu_embeddings.models.context import ModelContext
 from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training import checkpoints
+from tpu_embeddings.training import corpus_scaling
 from tpu_embeddings.training import cpu_adapter
 from tpu_embeddings.training import dense_model
 from tpu_embeddings.training import device
@@ -90,6 +91,7 @@ class _Run:
   ctx: ModelContext
   spec: EmbeddingSpec
   vocabularies: vocabularies_lib.Vocabularies
+  scaling: Optional[corpus_scaling.Scaling] = None
 
   @property
   def uris(self) -> List[str]:
@@ -169,10 +171,14 @@ def _prepare(args: TrainerArgs, config: TrainerConfig,
   vocabularies = vocabularies_lib.read(args.vocabulary_uri)
   for artifact in args.examples:
     examples_io.split_files(artifact.uri, keys.TRAIN_SPLIT)
+  config, scaling = corpus_scaling.apply(config, module, vocabularies)
+  if scaling:
+    logging.info('EmbeddingTrainer: %s',
+                 corpus_scaling.summary_line(scaling.to_dict()))
   ctx = model_inputs.context(module, config, vocabularies,
                              [a.uri for a in args.examples])
   spec = model_inputs.resolve_spec(module, ctx)
-  return _Run(args, config, module, ctx, spec, vocabularies)
+  return _Run(args, config, module, ctx, spec, vocabularies, scaling)
 
 
 def _metadata(run: _Run, result: training_loop.LoopResult, adapter,
@@ -193,6 +199,8 @@ def _metadata(run: _Run, result: training_loop.LoopResult, adapter,
       'steps_this_run': result.steps_this_run,
       'learning_rate_decay_steps': decay.total_steps,
       'examples_per_sec': result.examples_per_sec,
+      corpus_scaling.METADATA_KEY: (run.scaling.to_dict() if run.scaling
+                                    else None),
       'checkpoint': os.path.basename(result.checkpoint or ''),
       **outcome,
       'trained_at': model_output.now(),

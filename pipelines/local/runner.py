@@ -42,6 +42,7 @@ from pipelines.local import store_guard
 from pipelines.local import summary_notes
 from pipelines.local.progress_line import ProgressLine
 from tpu_embeddings.push_root import served
+from tpu_embeddings.training import corpus_scaling
 
 # Beam options of the Beam components (ExampleGen, Vocabulary): none, i.e.
 # DirectRunner in memory with one worker. Any option makes TFX package its own
@@ -250,6 +251,10 @@ def format_summary(summary: Dict[str, Any]) -> str:
       lines.append(f'resumed: from step {training.get("resumed_from_step")} '
                    f'of interrupted {training["resumed_from"]}')
     lines.append(summary_notes.start(summary))
+    scaling = corpus_scaling.summary_line(
+        training.get(corpus_scaling.METADATA_KEY))
+    if scaling:
+      lines.append(scaling)
   if summary.get('cached'):
     lines.append(f'cached (inputs unchanged): {", ".join(summary["cached"])}')
   t = summary.get('timing')

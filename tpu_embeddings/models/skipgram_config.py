@@ -19,7 +19,7 @@ SEEDS = (0, 2**31 - 1)
 # (pipelines/model_settings.py).
 SKIPGRAM_SETTINGS = (
     'trainer.window', 'trainer.negatives', 'trainer.shared_negatives',
-    'trainer.negative_group', 'trainer.subsample',
+    'trainer.negative_group', 'trainer.subsample', 'trainer.corpus_scaling',
     'trainer.sequences_per_chunk', 'validator.k',
     'validator.max_recall_queries', 'validator.similarity_file',
     'validator.related_pairs_file', 'validator.analogy_file',
@@ -50,6 +50,9 @@ class SkipGramConfig(settings.Settings):
       of the batch must hold whole groups too.
     subsample: word2vec's sample threshold t; a token with corpus frequency f
       is kept with probability min(1, (sqrt(f/t) + 1) * t/f). 0 keeps all.
+    corpus_scaling: the learning rate and `subsample` follow the corpus's
+      size: as set up to 1M tokens, a quarter and a tenth of that from 10M
+      (tpu_embeddings/training/corpus_scaling.py); false keeps them as set.
     seed: seed of every random choice (initial values, input pipeline).
     sequences_per_chunk: sequences turned into pairs together; the pairs of
       a chunk are shuffled before batching.
@@ -72,6 +75,7 @@ class SkipGramConfig(settings.Settings):
   # word2vec uses 1e-3 to 1e-5; at 0.1 only a token making over a quarter
   # of the corpus is thinned at all (none from 0.39 up).
   subsample: float = settings.bounded(1e-3, 0.0, 0.1)
+  corpus_scaling: bool = True
   seed: int = settings.bounded(0, *SEEDS)
   # A chunk's pairs are made and shuffled in memory at once: 65,536
   # sequences of 100 tokens at window 5 are ~65M pairs, about 0.5 GB.

@@ -20,7 +20,8 @@ MODULE = os.path.join(paths.REPO, 'examples', 'two_tower',
 # none of them.
 SKIP_GRAM_ONLY = {
     'trainer_config': ('window', 'negatives', 'shared_negatives',
-                       'negative_group', 'subsample', 'sequences_per_chunk',
+                       'negative_group', 'subsample', 'corpus_scaling',
+                       'sequences_per_chunk',
                        'embedding_spec'),
     'validator_config': ('k', 'max_recall_queries', 'similarity_file',
                          'related_pairs_file', 'analogy_file',
