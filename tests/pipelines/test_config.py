@@ -103,19 +103,8 @@ def test_the_item_sequences_config_changes_only_what_the_readme_names():
   assert config == PipelineConfig().replace(**{
       'trainer.window': 50, 'trainer.shared_negatives': 16,
       'trainer.batch_size': 512, 'trainer.epochs': 3,
-      'table.optimizer': 'sgd', 'table.learning_rate': 51.2})
-
-
-def test_the_large_text_config_changes_only_what_its_docs_name():
-  from pipelines.cli import arguments
-  from pipelines.cli import main as cli
-  path = os.path.join(paths.REPO, 'examples', 'large_text.json')
-  args = cli.build_parser().parse_args(['run', '--data', 'd', '--home', 'h',
-                                        '--config', path])
-  config = arguments.config_from_args(args)
-  assert config == PipelineConfig().replace(**{
-      'trainer.shared_negatives': 16, 'table.dim': 128,
-      'table.learning_rate': 2.0})
+      'trainer.corpus_scaling': False, 'table.optimizer': 'sgd',
+      'table.learning_rate': 51.2, 'table.dim': 64})
 
 
 def test_trainer_resume_root_is_one_stable_folder_of_the_pipeline_root():

@@ -70,7 +70,7 @@ class SkipGramConfig(settings.Settings):
   negatives: int = settings.bounded(5, 1, 1000)
   # Shared ones are scored by [group, S] products: S in the thousands is
   # already sampled-softmax sized.
-  shared_negatives: int = settings.bounded(0, 0, 8192)
+  shared_negatives: int = settings.bounded(16, 0, 8192)
   negative_group: int = settings.bounded(64, 1, 1 << 22)  # <= a batch
   # word2vec uses 1e-3 to 1e-5; at 0.1 only a token making over a quarter
   # of the corpus is thinned at all (none from 0.39 up).

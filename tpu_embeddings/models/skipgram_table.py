@@ -30,7 +30,7 @@ class TableConfig(settings.Settings):
   """
   WHAT = 'table'
 
-  dim: int = settings.bounded(64, *spec_bounds.DIMS)
+  dim: int = settings.bounded(128, *spec_bounds.DIMS)
   optimizer: str = 'adagrad'
   learning_rate: float = settings.bounded(
       8.0, *optimizer_spec.PARAM_BOUNDS['learning_rate'])
