@@ -81,8 +81,10 @@ def trainer_parts(corpus, window, dim):
   from tpu_embeddings.models.skipgram_config import SkipGramConfig
   from tpu_embeddings.models.skipgram_features import skipgram_spec
   from tpu_embeddings.training import cpu_adapter
+  # Per-pair negatives: what the Keras baseline scores; the shared row
+  # sets its own.
   config = SkipGramConfig(batch_size=BATCH, window=window,
-                          negatives=NEGATIVES)
+                          negatives=NEGATIVES, shared_negatives=0)
   spec = skipgram_spec(dim=dim, vocabulary_size=len(corpus.tokens),
                        learning_rate=1.0, initial_accumulator_value=1e-3)
   adapter = cpu_adapter.for_skipgram(spec, BATCH, fused=False)

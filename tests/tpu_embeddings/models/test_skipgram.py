@@ -85,8 +85,8 @@ def test_batches_have_static_shapes_and_resume_exactly():
            + ['unknown-token'] for _ in range(200)]
   seqs = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(lines))
   config = skipgram.SkipGramConfig(batch_size=64, window=2, negatives=3,
-                                   subsample=0.0, seed=7,
-                                   sequences_per_chunk=16)
+                                   shared_negatives=0, subsample=0.0,
+                                   seed=7, sequences_per_chunk=16)
   data = skipgram.SkipGramData(tokens, counts, config)
   full = list(data.batches(seqs, epochs=2).as_numpy_iterator())
   assert len(full) > 10
