@@ -4,11 +4,11 @@ follow the size of the corpus the trainer reads.
 The defaults (Adagrad at 8, subsample 1e-3) were chosen on texts of 58k-453k
 tokens. On 12M tokens of books a quarter of that rate and a tenth of that
 threshold score better on every similarity set and train faster, since the
-most frequent words are thinned harder (docs/defaults.md, "Corpus
-scaling"). The rule keeps both settings as given up to SMALL_TOKENS
-in-vocabulary tokens, multiplies them by RATE_FACTOR and SUBSAMPLE_FACTOR
-from LARGE_TOKENS up, and by the same factors raised to a power growing
-linearly in log tokens in between.
+most frequent words are thinned harder (the measurements are in
+docs/defaults.md, under its corpus scaling heading). The rule keeps both
+settings as given up to SMALL_TOKENS in-vocabulary tokens, multiplies them
+by RATE_FACTOR and SUBSAMPLE_FACTOR from LARGE_TOKENS up, and by the same
+factors raised to a power growing linearly in log tokens in between.
 
 It applies to a model that reads `trainer.corpus_scaling` (the built-in
 skip-gram; a module file that lists it in SETTINGS_READ) while the setting
