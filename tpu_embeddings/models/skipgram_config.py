@@ -17,9 +17,12 @@ SEEDS = (0, 2**31 - 1)
 # file declares the ones its code reads (`ctx.settings`, `ctx.evaluation`),
 # and any other is refused before the pipeline runs
 # (pipelines/model_settings.py).
+# The switch of the corpus-size rule (tpu_embeddings/training/
+# corpus_scaling.py), which applies to a model that reads it.
+CORPUS_SCALING = 'trainer.corpus_scaling'
 SKIPGRAM_SETTINGS = (
     'trainer.window', 'trainer.negatives', 'trainer.shared_negatives',
-    'trainer.negative_group', 'trainer.subsample', 'trainer.corpus_scaling',
+    'trainer.negative_group', 'trainer.subsample', CORPUS_SCALING,
     'trainer.sequences_per_chunk', 'validator.k',
     'validator.max_recall_queries', 'validator.similarity_file',
     'validator.related_pairs_file', 'validator.analogy_file',

@@ -23,10 +23,10 @@ from typing import Any, Dict, Optional, Tuple
 
 from tpu_embeddings.artifacts import vocabularies as vocabularies_lib
 from tpu_embeddings.models.model_module import ModelModule
+from tpu_embeddings.models.skipgram_config import CORPUS_SCALING
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training.config import TrainerConfig
 
-SETTING = 'trainer.corpus_scaling'
 METADATA_KEY = 'corpus_scaling'
 SMALL_TOKENS = 1_000_000
 LARGE_TOKENS = 10_000_000
@@ -85,7 +85,7 @@ def apply(config: TrainerConfig, module: ModelModule,
   """`config` with the rule applied for the corpus `vocabularies` counted,
   and what it did; `config` and None where the rule does not apply."""
   if (not config.corpus_scaling or
-      SETTING not in module.declared('SETTINGS_READ', ())):
+      CORPUS_SCALING not in module.declared('SETTINGS_READ', ())):
     return config, None
   tokens = corpus_tokens(vocabularies)
   rate_factor, subsample_factor = factors(tokens)
@@ -119,4 +119,5 @@ def summary_line(recorded: Optional[Dict[str, Any]]) -> str:
     parts.append(f'learning rate {given:g} -> {applied:.3g}')
   given, applied = recorded['subsample']
   parts.append(f'subsample {given:g} -> {applied:.3g}')
-  return f'{head}: {", ".join(parts)} ({SETTING}=false keeps them as set)'
+  return (f'{head}: {", ".join(parts)} ({CORPUS_SCALING}=false keeps them '
+          'as set)')
