@@ -137,13 +137,6 @@ def restore_objects(path: str, embedding, model=None,
     raise CheckpointError(
         f'checkpoint {path}: restore failed ({type(e).__name__}: '
         f'{str(e).splitlines()[0]})') from e
-  except KeyboardInterrupt:
-    # A stop inside restore() leaves TensorFlow's restore unmarked (there is
-    # no status yet to call expect_partial on), and its deletion would log a
-    # dozen unrestored-values warnings under the stop's one line. The
-    # process is stopping: TensorFlow's warnings are not wanted any more.
-    tf.get_logger().setLevel('ERROR')
-    raise
   return status
 
 

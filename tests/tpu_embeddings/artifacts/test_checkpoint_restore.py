@@ -69,27 +69,3 @@ def test_truncated_checkpoint_is_a_clear_error(tmp_path):
   with pytest.raises(checkpoint_restore.CheckpointError, match=path):
     checkpoint_restore.restore_for_serving(uri)
 
-
-def test_a_stop_inside_restore_logs_no_unrestored_values(model, monkeypatch,
-                                                         caplog):
-  import gc
-  import logging
-
-  import tensorflow as tf
-  uri, _, _ = model
-  restore = tf.train.Checkpoint.restore
-
-  def stopped_at_its_end(self, path, *args, **kwargs):
-    restore(self, path, *args, **kwargs)
-    raise KeyboardInterrupt  # a Ctrl-C before the status is returned
-
-  monkeypatch.setattr(tf.train.Checkpoint, 'restore', stopped_at_its_end)
-  level = tf.get_logger().level
-  try:
-    with caplog.at_level(logging.WARNING, logger='tensorflow'):
-      with pytest.raises(KeyboardInterrupt):
-        checkpoint_restore.restore_for_serving(uri)
-      gc.collect()
-    assert 'unrestored values' not in caplog.text
-  finally:
-    tf.get_logger().setLevel(level)
