@@ -12,10 +12,6 @@ SIGINT, 143 for SIGTERM), as a shell reports a process a signal ended.
 A second signal while the first unwinds ends the process at once (the
 default action), for a user who does not want to wait for the cleanups.
 
-Once a stop arrived, TensorFlow logs errors only: what it would warn about
-while the run unwinds (a checkpoint restore deleted half-done, wherever the
-stop landed in it) is noise under the stop's one line.
-
 A stop raised inside a finalizer (`__del__`, e.g. grpc's server) is
 swallowed by Python, which prints "Exception ignored in". `install()` also
 sets a hook that keeps that quiet and raises the stop again in the main
@@ -23,7 +19,6 @@ thread, so the run still stops, with its one line.
 """
 
 import _thread
-import logging
 import signal
 import sys
 import threading
@@ -47,7 +42,6 @@ def _raise_stopped(signum, frame):
   _RECEIVED.append(signum)
   for handled in HANDLED:
     signal.signal(handled, signal.SIG_DFL)
-  logging.getLogger('tensorflow').setLevel(logging.ERROR)
   raise Stopped(signum)
 
 

@@ -86,12 +86,20 @@ def _quiet_logs(verbose: bool):
     tf_logger = py_logging.getLogger('tensorflow')
     quieted.append((tf_logger, tf_logger.level))
     tf_logger.setLevel(py_logging.CRITICAL)
+  stopped = False
   try:
     yield
+  except KeyboardInterrupt:
+    # A stop: the process ends after its one line, and the run's objects
+    # are deleted after that line (a checkpoint restore the stop cut short
+    # would warn of its unrestored values): the logs stay quiet.
+    stopped = True
+    raise
   finally:
-    logging.set_verbosity(verbosity)
-    for h, level in quieted:
-      h.setLevel(level)
+    if not stopped:
+      logging.set_verbosity(verbosity)
+      for h, level in quieted:
+        h.setLevel(level)
 
 
 def run(data_root: str,

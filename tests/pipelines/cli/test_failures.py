@@ -164,31 +164,6 @@ def test_a_stop_swallowed_by_a_finalizer_is_still_the_stop(monkeypatch):
       signal.signal(s, handler)
 
 
-def test_after_a_stop_tensorflow_warns_no_more(monkeypatch, tmp_path, caplog):
-  """A stop landing inside a checkpoint restore leaves it half-done; its
-  deletion while the run unwinds must not warn under the stop's line."""
-  import gc
-  import logging
-  monkeypatch.setattr(stop_signals, '_RECEIVED', [])
-  handlers = {s: signal.getsignal(s) for s in stop_signals.HANDLED}
-  path = tf.train.Checkpoint(a=tf.Variable(1.), b=tf.Variable(2.)).write(
-      str(tmp_path / 'ckpt'))
-  level = logging.getLogger('tensorflow').level
-  try:
-    with caplog.at_level(logging.WARNING, logger='tensorflow'):
-      try:
-        restored = tf.train.Checkpoint(a=tf.Variable(0.)).restore(path)
-        stop_signals._raise_stopped(signal.SIGINT, None)  # before marking
-      except stop_signals.Stopped:
-        del restored
-        gc.collect()
-    assert 'could not be found' not in caplog.text
-  finally:
-    logging.getLogger('tensorflow').setLevel(level)
-    for s, handler in handlers.items():
-      signal.signal(s, handler)
-
-
 _FINALIZER_STOP = textwrap.dedent("""
     import os, signal, time
     from pipelines import stop_signals

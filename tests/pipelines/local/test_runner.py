@@ -38,3 +38,47 @@ def test_verbose_shows_absl_info_logs_and_quiet_hides_them():
     py_logging.getLogger('absl').removeHandler(handler)
     logging.set_verbosity(before)
   assert seen == ['trainer step 100']
+
+
+def _through_quiet_logs(raised: BaseException, tmp_path) -> bool:
+  """Whether TensorFlow warns once `raised` left `_quiet_logs` while a
+  checkpoint restore was cut short, as a stop inside the exporter's restore
+  leaves it; that restore is deleted after the CLI's one line."""
+  import gc
+  import logging
+
+  import tensorflow as tf
+  from absl import logging as absl_logging
+  handlers = logging.getLogger().handlers + [absl_logging.get_absl_handler()]
+  levels = [h.level for h in handlers]
+  path = tf.train.Checkpoint(a=tf.Variable(1.), b=tf.Variable(2.)).write(
+      str(tmp_path / 'ckpt'))
+  tf_logger = logging.getLogger('tensorflow')
+  level = tf_logger.level
+  warned = []
+  handler = logging.Handler(logging.WARNING)
+  handler.emit = lambda record: warned.append(record.getMessage())
+  tf_logger.addHandler(handler)
+  try:
+    try:
+      with local_runner._quiet_logs(verbose=False):
+        restored = tf.train.Checkpoint(a=tf.Variable(0.)).restore(path)
+        raise raised
+    except BaseException:
+      pass
+    del restored
+    gc.collect()
+    return any('could not be found' in m for m in warned)
+  finally:
+    tf_logger.removeHandler(handler)
+    tf_logger.setLevel(level)
+    for h, was in zip(handlers, levels):  # a stop leaves them quiet
+      h.setLevel(was)
+
+
+def test_a_stop_leaves_the_logs_quiet_as_the_run_unwinds(tmp_path):
+  assert not _through_quiet_logs(KeyboardInterrupt(), tmp_path)
+
+
+def test_an_error_gives_the_logs_back(tmp_path):
+  assert _through_quiet_logs(ValueError('a failed run'), tmp_path)
