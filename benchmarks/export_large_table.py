@@ -50,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Dict
 
 from benchmarks import synthetic_model
 from tpu_embeddings.core import huge_pages
@@ -217,7 +218,7 @@ def _contend(model_uri: str, out: str, rounds: int, on: bool):
   return results, sizes
 
 
-def main():
+def _parser():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--rows', type=int, default=10_000_000)
   parser.add_argument('--dim', type=int, default=64)
@@ -228,7 +229,88 @@ def main():
   parser.add_argument('--huge-pages', choices=('on', 'off'), default='on',
                       help="glibc's huge-page tunable for every exporter")
   parser.add_argument('--child', nargs='+', help=argparse.SUPPRESS)
-  args = parser.parse_args()
+  return parser
+
+
+def _measure(args, work: str):
+  """Writes (or reuses) the model and runs every exporter; (results,
+  sizes, plain copy seconds, checkpoint GiB) as `_contend` and main read
+  them."""
+  model_uri = os.path.join(work, 'model')
+  if os.path.exists(os.path.join(model_uri, 'metadata.json')):
+    # from an earlier --workdir run
+    print(f'reusing the model in {model_uri}')
+  else:
+    start = time.perf_counter()
+    _run_child('--rows', str(args.rows), '--dim', str(args.dim),
+               '--optimizer', args.optimizer, '--child', 'write', model_uri)
+    print(f'wrote the model in {time.perf_counter() - start:.0f} s')
+  ckpt_dir = os.path.join(model_uri, 'checkpoint')
+  start = time.perf_counter()
+  shutil.copytree(ckpt_dir, os.path.join(work, 'checkpoint-copy'))
+  copy_wall = time.perf_counter() - start
+  shutil.rmtree(os.path.join(work, 'checkpoint-copy'))
+  out = os.path.join(work, 'exports')
+  shutil.rmtree(out, ignore_errors=True)
+  os.makedirs(out)
+  results, sizes = _contend(model_uri, out, args.rounds,
+                            args.huge_pages == 'on')
+  return results, sizes, copy_wall, _dir_bytes(ckpt_dir) / 2**30
+
+
+def _print(args, results, sizes, copy_wall, ckpt_gib):
+  table_bytes = args.rows * args.dim * 4
+  peers_wall = results['tf2']['wall'] + results['hub']['wall']
+  rows = [('plain copy of the checkpoint', copy_wall, None, '(info)'),
+          ('(a) TF2 tf.saved_model.save', results['tf2']['wall'],
+           results['tf2']['peak_rss'], '(info)'),
+          ('(b) TF Hub recipe, module.export', results['hub']['wall'],
+           results['hub']['peak_rss'], '(info)'),
+          ('peers (a) + (b)', peers_wall, None, ''),
+          ('ours, both + load checks', results['export']['wall'],
+           results['export']['peak_rss'], 'wall <= 0.5, RSS <= 1.2')]
+  print(f'\ntable {args.rows} x {args.dim} float32 '
+        f'{table_bytes / 2**30:.2f} GiB; checkpoint ({args.optimizer}, with '
+        f'slots) {ckpt_gib:.2f} GiB; exports (a) '
+        f'{sizes["tf2"]:.2f}, (b) {sizes["hub"]:.2f}, ours serving + hub '
+        f'{sizes["export"]:.2f} GiB; medians of {args.rounds} runs each, '
+        f'huge pages {args.huge_pages} for all')
+  print('export phases (last run): ' + '; '.join(
+      results['export']['phases']))
+  print('peak RSS above the imports: ' + ', '.join(
+      f'{name} {(r["peak_rss"] - r["base_rss"]) / 2**30:.2f} GiB'
+      for name, r in (('(a)', results['tf2']), ('(b)', results['hub']),
+                      ('ours', results['export']))))
+  print(f'{"":34} {"wall s":>8} {"peak RSS GiB":>13} {"RSS/table":>10} '
+        f'{"wall/(a+b)":>11} target')
+  for name, wall, rss, target in rows:
+    rss_cols = (f'{rss / 2**30:13.2f} {rss / table_bytes:10.2f}' if rss
+                else f'{"-":>13} {"-":>10}')
+    print(f'{name:34} {wall:8.1f} {rss_cols} {wall / peers_wall:11.2f} '
+          f'{target}')
+
+
+def run(argv=None) -> Dict[str, float]:
+  """Measures and prints the table; returns ours against the targets:
+  {'wall_vs_peers', 'rss_vs_table', 'rss_above_imports_vs_table'}."""
+  args = _parser().parse_args(argv)
+  work = args.workdir or tempfile.mkdtemp(prefix='export-bench-')
+  try:
+    results, sizes, copy_wall, ckpt_gib = _measure(args, work)
+  finally:
+    if not args.workdir:
+      shutil.rmtree(work, ignore_errors=True)
+  _print(args, results, sizes, copy_wall, ckpt_gib)
+  ours, table_bytes = results['export'], args.rows * args.dim * 4
+  return {'wall_vs_peers': ours['wall'] / (results['tf2']['wall'] +
+                                           results['hub']['wall']),
+          'rss_vs_table': ours['peak_rss'] / table_bytes,
+          'rss_above_imports_vs_table':
+              (ours['peak_rss'] - ours['base_rss']) / table_bytes}
+
+
+def main():
+  args = _parser().parse_args()
   if args.child:
     if args.child[0] == 'write':
       synthetic_model.write_model(args.child[1], args.rows, args.dim,
@@ -236,62 +318,7 @@ def main():
     else:
       _CHILDREN[args.child[0]](args.child[1], args.child[2])
     return
-
-  work = args.workdir or tempfile.mkdtemp(prefix='export-bench-')
-  try:
-    model_uri = os.path.join(work, 'model')
-    if os.path.exists(os.path.join(model_uri, 'metadata.json')):
-      # from an earlier --workdir run
-      print(f'reusing the model in {model_uri}')
-    else:
-      start = time.perf_counter()
-      _run_child('--rows', str(args.rows), '--dim', str(args.dim),
-                 '--optimizer', args.optimizer, '--child', 'write', model_uri)
-      print(f'wrote the model in {time.perf_counter() - start:.0f} s')
-    ckpt_dir = os.path.join(model_uri, 'checkpoint')
-
-    start = time.perf_counter()
-    shutil.copytree(ckpt_dir, os.path.join(work, 'checkpoint-copy'))
-    copy_wall = time.perf_counter() - start
-    shutil.rmtree(os.path.join(work, 'checkpoint-copy'))
-
-    out = os.path.join(work, 'exports')
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
-    results, sizes = _contend(model_uri, out, args.rounds,
-                              args.huge_pages == 'on')
-    table_bytes = args.rows * args.dim * 4
-    peers_wall = results['tf2']['wall'] + results['hub']['wall']
-    rows = [('plain copy of the checkpoint', copy_wall, None, '(info)'),
-            ('(a) TF2 tf.saved_model.save', results['tf2']['wall'],
-             results['tf2']['peak_rss'], '(info)'),
-            ('(b) TF Hub recipe, module.export', results['hub']['wall'],
-             results['hub']['peak_rss'], '(info)'),
-            ('peers (a) + (b)', peers_wall, None, ''),
-            ('ours, both + load checks', results['export']['wall'],
-             results['export']['peak_rss'], 'wall <= 0.5, RSS <= 1.2')]
-    print(f'\ntable {args.rows} x {args.dim} float32 '
-          f'{table_bytes / 2**30:.2f} GiB; checkpoint ({args.optimizer}, with '
-          f'slots) {_dir_bytes(ckpt_dir) / 2**30:.2f} GiB; exports (a) '
-          f'{sizes["tf2"]:.2f}, (b) {sizes["hub"]:.2f}, ours serving + hub '
-          f'{sizes["export"]:.2f} GiB; medians of {args.rounds} runs each, '
-          f'huge pages {args.huge_pages} for all')
-    print('export phases (last run): ' + '; '.join(
-        results['export']['phases']))
-    print('peak RSS above the imports: ' + ', '.join(
-        f'{name} {(r["peak_rss"] - r["base_rss"]) / 2**30:.2f} GiB'
-        for name, r in (('(a)', results['tf2']), ('(b)', results['hub']),
-                        ('ours', results['export']))))
-    print(f'{"":34} {"wall s":>8} {"peak RSS GiB":>13} {"RSS/table":>10} '
-          f'{"wall/(a+b)":>11} target')
-    for name, wall, rss, target in rows:
-      rss_cols = (f'{rss / 2**30:13.2f} {rss / table_bytes:10.2f}' if rss
-                  else f'{"-":>13} {"-":>10}')
-      print(f'{name:34} {wall:8.1f} {rss_cols} {wall / peers_wall:11.2f} '
-            f'{target}')
-  finally:
-    if not args.workdir:
-      shutil.rmtree(work, ignore_errors=True)
+  run()
 
 
 if __name__ == '__main__':

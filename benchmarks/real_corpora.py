@@ -166,7 +166,8 @@ def passes_to_quality(name, data_root, work, args, gensim_train, score,
 def run_text(name, work, args):
   """One text corpus: the pipeline once per seed, gensim's seeded runs,
   their figures on every similarity set and the analogies (the pipeline's
-  the median over its seeds), then `--epochs`' passes."""
+  the median over its seeds), then `--epochs`' passes. Returns the printed
+  rows ({'pipeline': ..., 'gensim': ...}) and the corpus's 'tokens'."""
   data_root = os.path.join(work, f'data-{name}')
   tokens = text_corpora.write(name, data_root, args.texts.get(name, ''))
   runs, homes = [], []
@@ -192,6 +193,7 @@ def run_text(name, work, args):
                     lambda one: gensim_side.judged(one, theirs, ours,
                                                    args.similarity),
                     train_file)
+  rows['tokens'] = tokens
   return rows
 
 
@@ -235,7 +237,9 @@ def run_items(work, args):
   return rows
 
 
-def main(argv=None):
+def parse_args(argv=None):
+  """The command line's arguments, its settings, texts and similarity sets
+  read; exits with the parser's message on a bad one."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--corpora', default=','.join(TEXT + ('items',)))
   parser.add_argument('--item-sequences', type=int, default=2_000,
@@ -266,18 +270,23 @@ def main(argv=None):
         gensim_side.similarity_files(args.similarity))
   except ValueError as e:
     parser.error(str(e))
-  names = [n for n in args.corpora.split(',') if n] + list(args.texts)
-  unknown = sorted(set(names) - set(TEXT) - {'items'} - set(args.texts))
+  args.names = [n for n in args.corpora.split(',') if n] + list(args.texts)
+  unknown = sorted(set(args.names) - set(TEXT) - {'items'} - set(args.texts))
   if unknown:
     parser.error(f'unknown corpus {unknown[0]!r}; choose from '
                  f'{", ".join(TEXT + ("items",))} or give it with --text')
+  return args
+
+
+def main(argv=None):
+  args = parse_args(argv)
   print(f'pipeline: PipelineConfig() defaults'
         f'{" with " + str(args.settings) if args.settings else ""}; '
         f'gensim: Word2Vec(sg=1) defaults; {os.cpu_count()} cores')
   kernels_ready.build_first()
   with tempfile.TemporaryDirectory() as tmp:
     work = args.work or tmp
-    for name in names:
+    for name in args.names:
       if name == 'items':
         run_items(work, args)
       else:

@@ -180,7 +180,9 @@ def run_events(name, sequences, work, args):
   return rows
 
 
-def main(argv=None):
+def parse_args(argv=None):
+  """(the command line's arguments, {events name: its sequences}); exits
+  with the parser's message on a bad one."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--events', action='append', default=[],
                       metavar='NAME=PATH', required=True,
@@ -206,6 +208,11 @@ def main(argv=None):
     args.config = arguments.config_file_settings(args.config)
   except (OSError, ValueError) as e:
     parser.error(str(e))
+  return args, sequences
+
+
+def main(argv=None):
+  args, sequences = parse_args(argv)
   print(f'pipeline: {args.config} + {FIXED}'
         f'{" + " + str(args.settings) if args.settings else ""}; gensim '
         f'Word2Vec {GENSIM}; {os.cpu_count()} cores')

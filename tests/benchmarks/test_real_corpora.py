@@ -10,8 +10,8 @@ import pytest
 
 from benchmarks import gensim_side
 from benchmarks import run_arguments
-from benchmarks import text_corpora
 from tests.support import paths
+from tests.support import tiny_inputs
 
 
 def test_a_text_must_be_named_and_exist(tmp_path):
@@ -36,10 +36,8 @@ def test_a_similarity_folder_needs_tsv_or_txt_files(tmp_path):
 
 @pytest.mark.slow
 def test_a_text_file_is_judged_on_each_similarity_set(tmp_path):
-  with open(text_corpora.datapath('lee_background.cor')) as f:
-    stories = [line.lower().split() for line, _ in zip(f, range(80))]
   text = tmp_path / 'stories.txt'
-  text.write_text(''.join(' '.join(s) + '\n' for s in stories))
+  stories = tiny_inputs.lee_stories(text)
   sets = tmp_path / 'sets'
   sets.mkdir()
   # Pairs of words the stories hold often, scored so the set ranks them.

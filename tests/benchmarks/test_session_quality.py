@@ -11,8 +11,9 @@ import pytest
 from benchmarks import run_arguments
 from benchmarks import session_events
 from tests.support import paths
+from tests.support import tiny_inputs
 
-HEADER = 'user_or_session,item,timestamp\n'
+HEADER = tiny_inputs.EVENTS_HEADER
 
 
 def test_each_session_is_its_items_in_time_order(tmp_path):
@@ -59,14 +60,7 @@ def test_an_events_file_must_be_named_and_exist(tmp_path):
 
 @pytest.mark.slow
 def test_the_script_prints_both_sides_and_the_passes_to_quality(tmp_path):
-  # 240 sessions walking through 60 items in 6 groups of 10.
-  rows = [HEADER]
-  for session in range(240):
-    group = session % 6
-    rows.extend(f's{session},g{group}-{(session + step) % 10},{step}\n'
-                for step in range(8))
-  events = tmp_path / 'events.csv'
-  events.write_text(''.join(rows))
+  events = tiny_inputs.walk_events(tmp_path / 'events.csv')
   done = subprocess.run(
       [sys.executable, '-m', 'benchmarks.session_quality', '--events',
        f'walks={events}', '--seeds', '1', '--epochs', '1',
