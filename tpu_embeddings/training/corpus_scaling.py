@@ -89,19 +89,18 @@ def apply(config: TrainerConfig, module: ModelModule,
     return config, None
   tokens = corpus_tokens(vocabularies)
   rate_factor, subsample_factor = factors(tokens)
-  subsample = config.subsample * subsample_factor
-  # Up to SMALL_TOKENS the factors are 1: the config is left as it is.
-  scaled = config.replace(subsample=subsample) if tokens > SMALL_TOKENS else (
-      config)
-  learning_rate = None
-  if module.declared('SPEC_FROM_SETTINGS'):
-    spec = config.spec()
-    given = spec.optimizer.learning_rate
-    learning_rate = (given, given * rate_factor)
-    if tokens > SMALL_TOKENS:
-      scaled = scaled.replace(embedding_spec=_with_learning_rate(
-          spec, learning_rate[1]).to_json())
-  return scaled, Scaling(tokens, (config.subsample, subsample), learning_rate)
+  spec = config.spec() if module.declared('SPEC_FROM_SETTINGS') else None
+  given = spec.optimizer.learning_rate if spec else None
+  scaling = Scaling(tokens,
+                    (config.subsample, config.subsample * subsample_factor),
+                    (given, given * rate_factor) if spec else None)
+  if tokens <= SMALL_TOKENS:  # the factors are 1: the config as it is
+    return config, scaling
+  scaled = config.replace(subsample=scaling.subsample[1])
+  if spec:
+    scaled = scaled.replace(embedding_spec=_with_learning_rate(
+        spec, scaling.learning_rate[1]).to_json())
+  return scaled, scaling
 
 
 def summary_line(recorded: Optional[Dict[str, Any]]) -> str:
