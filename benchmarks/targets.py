@@ -119,9 +119,13 @@ def events(given: List[str], seeds: int, work: str) -> List[Target]:
   return found
 
 
-def large_export(rows: int, dim: int, rounds: int) -> List[Target]:
+def large_export(rows: int, dim: int, rounds: int,
+                 work: str) -> List[Target]:
+  """export_large_table's ratios, its model and exports under `work` (a
+  10M-row run writes about 15 GiB)."""
   ratios = export_large_table.run(['--rows', str(rows), '--dim', str(dim),
-                                   '--rounds', str(rounds)])
+                                   '--rounds', str(rounds), '--workdir',
+                                   os.path.join(work, 'export')])
   what = f'export {rows:,} x {dim}'
   return [
       Target(f'{what}: wall / peers', f'{ratios["wall_vs_peers"]:.2f}x',
@@ -228,27 +232,35 @@ def main(argv=None):
   given = dict(t.split('=', 1) for t in args.text if '=' in t)
   if len(given) != len(args.text):
     parser.error('--text: expected NAME=PATH')
-  found: List[Target] = []
-  kernels_ready.build_first()
-  with tempfile.TemporaryDirectory() as tmp:
-    work = args.work or tmp
-    names = [n for n in args.small.split(',') if n] + list(given)
-    if names:
-      found += texts(names, given, args.seeds, args.similarity, work)
-    if args.events:
-      found += events(args.events, args.seeds, work)
-    if args.export_rows:
-      found += large_export(args.export_rows, args.export_dim,
-                            args.export_rounds)
-    if args.demo_runs:
-      found += demo(args.demo_runs, work)
-  if args.suite:
-    found += suite()
-  if not found:
+  names = [n for n in args.small.split(',') if n] + list(given)
+  if not (names or args.events or args.export_rows or args.demo_runs or
+          args.suite):
     parser.error('nothing to measure: give --text, --small, --events, '
                  '--export-rows, --demo-runs or --suite')
-  print_targets(found)
+  found: List[Target] = []
+  kernels_ready.build_first()
+  try:
+    with tempfile.TemporaryDirectory() as tmp:
+      _measure(args, names, given, args.work or tmp, found)
+  finally:  # what was measured before a part failed is printed too
+    if found:
+      print_targets(found)
 
+
+def _measure(args, names: List[str], given: dict, work: str,
+             found: List[Target]):
+  """Runs every part `args` asks for, adding its targets to `found`."""
+  if names:
+    found += texts(names, given, args.seeds, args.similarity, work)
+  if args.events:
+    found += events(args.events, args.seeds, work)
+  if args.export_rows:
+    found += large_export(args.export_rows, args.export_dim,
+                          args.export_rounds, work)
+  if args.demo_runs:
+    found += demo(args.demo_runs, work)
+  if args.suite:
+    found += suite()
 
 if __name__ == '__main__':
   np.seterr(all='ignore')
