@@ -146,12 +146,14 @@ def _cli(*args: str, env=None) -> float:
 
 def demo(runs: int, work: str) -> List[Target]:
   """`make run`'s two commands, a fresh home each run (the data once, as
-  `make run` writes it once); median seconds of the run."""
-  data = os.path.join(work, 'demo', 'data')
+  `make run` writes it once), in a new folder of `work` so that a second
+  targets run there times fresh runs too; median seconds of the run."""
+  folder = tempfile.mkdtemp(prefix='demo-', dir=work)
+  data = os.path.join(folder, 'data')
   _cli('demo-data', '--out', data, '--spans', '2')
   env = dict(os.environ, GLIBC_TUNABLES='glibc.malloc.hugetlb=1')
   seconds = [_cli('run', '--data', data, '--home',
-                  os.path.join(work, 'demo', f'home-{i}'), env=env)
+                  os.path.join(folder, f'home-{i}'), env=env)
              for i in range(runs)]
   median = statistics.median(seconds)
   return [Target('demo: `make run` end to end',
