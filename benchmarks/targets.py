@@ -39,6 +39,7 @@ import numpy as np
 from benchmarks import export_large_table
 from benchmarks import kernels_ready
 from benchmarks import real_corpora
+from benchmarks import run_arguments
 from benchmarks import session_quality
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -231,9 +232,10 @@ def main(argv=None):
                       help='time `make unit` and `make test` too')
   parser.add_argument('--work', help='keep corpora and homes here')
   args = parser.parse_args(argv)
-  given = dict(t.split('=', 1) for t in args.text if '=' in t)
-  if len(given) != len(args.text):
-    parser.error('--text: expected NAME=PATH')
+  try:
+    given = run_arguments.named_files(args.text, '--text')
+  except ValueError as e:
+    parser.error(str(e))
   names = [n for n in args.small.split(',') if n] + list(given)
   if not (names or args.events or args.export_rows or args.demo_runs or
           args.suite):
