@@ -38,8 +38,16 @@ def ids_of(tokens: tf.RaggedTensor, lookup: Lookup) -> tf.RaggedTensor:
   """Ragged [B, None] tokens -> ragged [B, None] int32 rows, OOV removed (an
   unknown token is never looked up; a bag of only unknown tokens is empty and
   its activation zero)."""
-  ids = tokens.with_flat_values(lookup(tokens.flat_values))
-  return tf.cast(tf.ragged.boolean_mask(ids, ids >= 0), tf.int32)
+  flat = lookup(tokens.flat_values)
+  known = flat >= 0
+  # `tf.ragged.boolean_mask` with its checks, in a few ops: the known ids,
+  # and each row's count of them as its new length.
+  rows = tf.math.unsorted_segment_sum(
+      tf.cast(known, tokens.row_splits.dtype), tokens.value_rowids(),
+      tokens.nrows())
+  return tf.RaggedTensor.from_row_splits(
+      tf.cast(tf.boolean_mask(flat, known), tf.int32),
+      tf.concat([tokens.row_splits[:1], tf.cumsum(rows)], 0), validate=False)
 
 
 @dataclasses.dataclass

@@ -122,3 +122,33 @@ def test_a_number_feature_of_strings_or_two_kinds_is_refused(tmp_path):
   with pytest.raises(raw_features.FeatureError,
                      match="'rating' is int64 in .*b.gz but float in"):
     raw_features.number_kind([ints, floats], 'rating')
+
+
+_VOCABULARY = ['a', 'b', 'c', '7', 'é']
+
+
+def _expected_rows(bags):
+  """Each bag's known tokens' rows, by Python's tokenizer and a dict."""
+  from tpu_embeddings.core import text
+  row = {t: i for i, t in enumerate(_VOCABULARY)}
+  return [[row[t] for t in text.tokenize(str(bag)) if t in row]
+          for bag in bags]
+
+
+@pytest.mark.parametrize('traced', [False, True])
+def test_raw_bags_become_the_rows_of_their_known_tokens(traced):
+  """Dense strings, integers and ragged bags: whitespace runs split, unknown
+  tokens dropped, an all-unknown or empty bag left empty, in row order."""
+  bags = ['a  b\tz', '', 'zz yy', 'é c a', ' 7 ', 'b']
+  lookup = context.static_lookup(_VOCABULARY)
+  to_ids = lambda raw: context.ids_of(raw_features.tokens(raw), lookup)
+  if traced:
+    to_ids = tf.function(to_ids, autograph=False)
+  dense = to_ids(tf.constant(bags))
+  assert dense.dtype == tf.int32
+  assert dense.to_list() == _expected_rows(bags)
+  ints = to_ids(tf.constant([7, 3, 7], tf.int64))
+  assert ints.to_list() == [[3], [], [3]]
+  ragged = to_ids(tf.ragged.constant([['a b', 'q'], [], ['7', 'c', 'c']]))
+  assert ragged.to_list() == [[0, 1], [], [3, 2, 2]]
+  assert to_ids(tf.constant([], tf.string)).to_list() == []
