@@ -18,7 +18,6 @@ import os
 from typing import Dict
 
 import numpy as np
-import tensorflow as tf
 
 from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.exports import module_hub
@@ -83,9 +82,7 @@ class ModuleSource:
                     export_kinds.HUB.name: self._write_hub}
 
   def _write_serving(self, export_dir: str):
-    self._serving.trace_reusable()
-    tf.saved_model.save(self._serving, export_dir,
-                        signatures=self._serving.signatures())
+    self._serving.save(export_dir)
     warmup.write(export_dir, [
         (name, _as_request(inputs))
         for name, inputs in self._serving.sample_inputs().items()])

@@ -24,6 +24,9 @@ from typing import Any, Dict, Mapping
 
 import tensorflow as tf
 
+# Private: how a trace knows a save is under way (`save`).
+from tensorflow.python.saved_model import save_context
+
 from tpu_embeddings.artifacts import raw_features
 from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.artifacts import vocabulary_resources
@@ -216,6 +219,18 @@ class ServingModel(tf.Module):
     activations = self.embed(inputs)
     return call_model(self.model, self._module.hub_call,
                       self._module.hub_features, activations, training)
+
+  def save(self, export_dir: str):
+    """Writes the SavedModel: the signatures, `__call__` and the losses.
+
+    They are traced inside the save's context: traced outside it,
+    `tf.saved_model.save` would trace each once more, as TensorFlow's
+    function cache keys on whether a save is under way."""
+    options = tf.saved_model.SaveOptions()
+    with save_context.save_context(options):
+      self.trace_reusable()
+    tf.saved_model.save(self, export_dir, signatures=self.signatures(),
+                        options=options)
 
   def trace_reusable(self):
     """Traces `__call__` (training False and True) and the losses, so that a
