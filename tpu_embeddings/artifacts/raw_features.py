@@ -143,11 +143,12 @@ def parse_spec(kinds: Mapping[str, str]) -> Dict[str, tf.io.RaggedFeature]:
 
 
 def tokens(values) -> tf.RaggedTensor:
-  """[B] or ragged [B, None] strings or integers -> ragged [B, None] tokens.
+  """[B] or ragged [B, None] strings or integers -> ragged [B, None] tokens
+  (a deeper ragged input: one bag per row).
 
-  A dense input is split directly: the ragged path's reshape and merge add
-  about a hundred ops to every signature that takes the feature, and a
-  trace's time goes with its ops.
+  Built in few ops: TensorFlow's ragged reshapes and merges add about a
+  hundred ops to every signature and input pipeline that takes the feature,
+  and a trace's time goes with its ops.
   """
   if not isinstance(values, tf.RaggedTensor):
     values = tf.reshape(tf.convert_to_tensor(values), [-1])
@@ -158,7 +159,15 @@ def tokens(values) -> tf.RaggedTensor:
   flat = values.flat_values
   if flat.dtype != tf.string:
     flat = tf.strings.as_string(flat)
-  return values.with_flat_values(text.tf_tokenize(flat)).merge_dims(1, 2)
+  split = text.tf_tokenize(flat)  # ragged [values, None]
+  if values.ragged_rank > 1:
+    return values.with_flat_values(split).merge_dims(1, -1)
+  # A row's tokens are its values' tokens: merge_dims(1, 2) of the ragged
+  # [B, None, None], by its splits picked out of the values' (a gather
+  # where merge_dims checks and reshapes in a hundred ops).
+  return tf.RaggedTensor.from_row_splits(
+      split.flat_values, tf.gather(split.row_splits, values.row_splits),
+      validate=False)
 
 
 def parse_tokens(serialized: tf.Tensor,

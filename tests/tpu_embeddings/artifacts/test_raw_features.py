@@ -152,3 +152,9 @@ def test_raw_bags_become_the_rows_of_their_known_tokens(traced):
   ragged = to_ids(tf.ragged.constant([['a b', 'q'], [], ['7', 'c', 'c']]))
   assert ragged.to_list() == [[0, 1], [], [3, 2, 2]]
   assert to_ids(tf.constant([], tf.string)).to_list() == []
+
+
+def test_bags_of_bags_are_one_bag_per_row():
+  nested = tf.ragged.constant([[['a b'], ['c']], [], [['7', '']]])
+  assert raw_features.tokens(nested).to_list() == [
+      [b'a', b'b', b'c'], [], [b'7']]
