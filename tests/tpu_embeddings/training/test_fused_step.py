@@ -7,7 +7,7 @@ small vocabulary make every row repeat and the op split the batch into
 several blocks. Shared negatives (negatives [N, S], each B/N consecutive
 pairs sharing a row, their term weighted K/S) are checked the same way, and
 against a numpy float64 step, and for results independent of the intra-op
-thread count.
+thread count and of whether the op splits a step over its threads.
 """
 
 import subprocess
@@ -239,6 +239,30 @@ def test_shared_negatives_equal_the_numpy_step(ops, optimizer, params,
                                  rtol=0, err_msg=f'variable {i}')
 
 
+def test_a_step_split_over_the_threads_equals_the_numpy_step(ops):
+  """4096 pairs x 64 dims: over the op's serial limit (the other cases are
+  under it), so its blocks and row shards run on the worker threads."""
+  rng = np.random.default_rng(11)
+  dim, size, lr, weight = 64, 4096, 0.5, 5 / 8
+  tables = [tf.Variable(rng.uniform(-0.5, 0.5, (V, dim)).astype(np.float32))
+            for _ in range(2)]
+  slots = [tf.Variable(tf.fill([V, dim], 0.1)) for _ in range(2)]
+  for _ in range(2):
+    batch = shared_batch(rng, size, 256, 8)
+    before = [v.numpy() for v in tables + slots]
+    loss = ops.skip_gram_step(
+        tables=[v.handle for v in tables], slots=[v.handle for v in slots],
+        target=batch['target'], context=batch['context'],
+        negatives=batch['negatives'], learning_rate=lr,
+        loss_scale=1 / size, negative_weight=weight, optimizer='adagrad')
+    want_loss, want = numpy_step(before, 'adagrad', batch, lr, 1 / size,
+                                 weight)
+    assert float(loss) == pytest.approx(want_loss, abs=1e-6)
+    for i, (variable, expected) in enumerate(zip(tables + slots, want)):
+      np.testing.assert_allclose(variable.numpy(), expected, atol=1e-6,
+                                 rtol=0, err_msg=f'variable {i}')
+
+
 _THREADS_RUN = """
 import sys
 import numpy as np
@@ -246,9 +270,10 @@ import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[2]))
 ops = tf.load_op_library(sys.argv[1])
 rng = np.random.default_rng(3)
-tables = [tf.Variable(rng.uniform(-0.5, 0.5, (40, 12)).astype(np.float32))
+# 8192 pairs x 40 dims: over the op's serial limit, so it splits each step.
+tables = [tf.Variable(rng.uniform(-0.5, 0.5, (40, 40)).astype(np.float32))
           for _ in range(2)]
-slots = [tf.Variable(tf.fill([40, 12], 0.1)) for _ in range(2)]
+slots = [tf.Variable(tf.fill([40, 40], 0.1)) for _ in range(2)]
 for _ in range(2):
   ops.skip_gram_step(
       tables=[v.handle for v in tables], slots=[v.handle for v in slots],
