@@ -14,6 +14,7 @@ where it is. The trainer then gets `module_path` in place of `module_file`,
 and `keys.MODULE_SOURCE_FILE`, the path its user gave, to name in errors.
 """
 
+import contextlib
 import os
 import tempfile
 
@@ -23,6 +24,19 @@ from tfx.dsl.io import fileio
 
 from components import keys
 from components import module_file as module_file_lib
+
+
+@contextlib.contextmanager
+def _temporary_files_in(directory: str):
+  """`tempfile`'s default folder is `directory` inside the block: TFX's wheel
+  build makes three folders with `tempfile.mkdtemp()` (sources, build, wheel)
+  and removes none, so every compile would leave them behind."""
+  before = tempfile.tempdir
+  tempfile.tempdir = directory
+  try:
+    yield
+  finally:
+    tempfile.tempdir = before
 
 
 class ModuleFileWheel(base_component._PipDependencyFuture):
@@ -42,11 +56,13 @@ class ModuleFileWheel(base_component._PipDependencyFuture):
       raise ValueError(f'module file {source}: no such file')
     if not fileio.exists(pipeline_root):
       fileio.makedirs(pipeline_root)
-    with tempfile.TemporaryDirectory(prefix='module-file-') as alone:
+    with tempfile.TemporaryDirectory(prefix='module-file-') as alone, \
+        tempfile.TemporaryDirectory(prefix='module-wheel-') as build:
       copy = os.path.join(alone, os.path.basename(source))
       fileio.copy(source, copy)
-      wheel, module_path = udf_utils.package_user_module_file(
-          self.component.id, copy, pipeline_root)
+      with _temporary_files_in(build):
+        wheel, module_path = udf_utils.package_user_module_file(
+            self.component.id, copy, pipeline_root)
     properties[module_file_lib.MODULE_PATH_KEY] = module_path
     properties[module_file_lib.MODULE_FILE_KEY] = None
     properties[keys.MODULE_SOURCE_FILE] = source

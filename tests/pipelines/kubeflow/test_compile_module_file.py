@@ -5,6 +5,7 @@ the task's container does (TFX's udf_utils installs the wheel)."""
 import glob
 import os
 import shutil
+import tempfile
 import zipfile
 
 import pytest
@@ -36,7 +37,10 @@ def _trainer_module_path(package: str) -> str:
 
 
 def test_compile_packages_the_module_file_as_the_trainer_loads_it(
-    tmp_path, capfd):
+    tmp_path, capfd, monkeypatch):
+  temporary = tmp_path / 'tmp'
+  temporary.mkdir()
+  monkeypatch.setattr(tempfile, 'tempdir', str(temporary))
   root = tmp_path / 'root'
   out = tmp_path / 'pipeline.yaml'
   rc = cli.main(['compile', '--output', str(out), '--image', IMAGE,
@@ -49,6 +53,10 @@ def test_compile_packages_the_module_file_as_the_trainer_loads_it(
       'module', 'wrote', 'requests', 'run-time'], printed.out
   wheels = glob.glob(str(root / '_wheels' / '*.whl'))
   assert len(wheels) == 1, wheels
+  # No folder of the wheel's build is left in the temporary folder (the
+  # files autograph writes there go when the process exits).
+  left = [p for p in temporary.iterdir() if p.is_dir()]
+  assert not left, left
   module_path = _trainer_module_path(str(out))
   assert module_path == f'two_tower_model@{wheels[0]}'
   # What the trainer task does with it, in a fresh install location.
