@@ -1,16 +1,15 @@
 """The serving model of a module file, saved: its Hub call and losses are
 traced once each, and the SavedModel answers as the model did."""
 
-import importlib.util
 import os
 
 import numpy as np
 import tensorflow as tf
 
+from pipelines import model_settings
 from tests.support import paths
 from tpu_embeddings.models import model_restore
 from tpu_embeddings.models import served
-from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.training.config import TrainerConfig
 from tpu_embeddings.training.selftest import synthetic
 
@@ -18,10 +17,7 @@ RATING = os.path.join(paths.REPO, 'examples', 'rating', 'rating_model.py')
 
 
 def _rating_model(directory):
-  loaded = importlib.util.spec_from_file_location('rating_model', RATING)
-  code = importlib.util.module_from_spec(loaded)
-  loaded.loader.exec_module(code)
-  module = ModelModule(code, RATING)
+  module = model_settings.load(RATING)
   ctx = synthetic.context(module, TrainerConfig(), 6)
   built = model_restore.untrained(model_restore.RestoredModule(
       module, ctx, synthetic.resolved_spec(module, ctx), model=None,

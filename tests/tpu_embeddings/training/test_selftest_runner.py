@@ -2,14 +2,12 @@
 for skip-gram and the two-tower example, and every perturbation of one side
 is reported as a difference naming what differs."""
 
-import importlib.util
-
 import numpy as np
 import pytest
 
+from pipelines import model_settings
 from tests.support import interaction_fixtures
 from tpu_embeddings.models import module_files
-from tpu_embeddings.models.model_module import ModelModule
 from tpu_embeddings.training.config import TableConfig
 from tpu_embeddings.training.config import TrainerConfig
 from tpu_embeddings.training.selftest import runner
@@ -26,11 +24,7 @@ def skipgram_settings(optimizer='adagrad', **table):
 
 
 def two_tower():
-  path = interaction_fixtures.MODULE_FILE
-  loaded = importlib.util.spec_from_file_location('two_tower_model', path)
-  module = importlib.util.module_from_spec(loaded)
-  loaded.loader.exec_module(module)
-  return ModelModule(module, path)
+  return model_settings.load(interaction_fixtures.MODULE_FILE)
 
 
 def selftest(tmp_path, module, settings, perturb=''):
