@@ -19,7 +19,8 @@ the other timed functions it calls):
   hparams                   RunLogs.start, less the loss it computes
   held-out loss (start)     the first RunLogs.evaluate
   build + restore           training_loop._restore_latest
-  first call (traces)       the first CompiledSteps call (--steps / 2 steps)
+  first call (traces)       the first CompiledSteps or CompiledStacks call
+                            (--steps / 2 steps)
   later calls               the other calls (the steps' own cost)
   checkpoint save           CheckpointManager.save
   held-out loss (end)       the other RunLogs.evaluate calls
@@ -92,6 +93,7 @@ def instrument(seconds=SECONDS):
 
   from tpu_embeddings.artifacts import vocabulary_file
   from tpu_embeddings.training import model_inputs
+  from tpu_embeddings.training import stacked_steps
   from tpu_embeddings.training import tensorboard_logs
   from tpu_embeddings.training import training_loop
   logs = tensorboard_logs.RunLogs
@@ -110,9 +112,9 @@ def instrument(seconds=SECONDS):
   logs.finish = _timed(seconds, 'projector, flush', logs.finish)
   training_loop._restore_latest = _timed(
       seconds, 'build + restore', training_loop._restore_latest)
-  training_loop.CompiledSteps.__call__ = _timed(
-      seconds, 'later calls', training_loop.CompiledSteps.__call__,
-      first_part='first call (traces)')
+  for compiled in (training_loop.CompiledSteps, stacked_steps.CompiledStacks):
+    compiled.__call__ = _timed(seconds, 'later calls', compiled.__call__,
+                               first_part='first call (traces)')
   tf.train.CheckpointManager.save = _timed(seconds, 'checkpoint save',
                                            tf.train.CheckpointManager.save)
 

@@ -36,10 +36,19 @@ REGISTER_OP("SkipGramStep")
     .Attr("num_slots: int >= 0")
     .Attr("optimizer: {'sgd', 'adagrad'}")
     .SetIsStateful()
-    .SetShapeFn(shape_inference::ScalarShape)
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      // The loss has the learning rate's shape: a scalar, or one per step.
+      int tables = 0, slots = 0;
+      TF_RETURN_IF_ERROR(c->GetAttr("num_tables", &tables));
+      TF_RETURN_IF_ERROR(c->GetAttr("num_slots", &slots));
+      c->set_output(0, c->input(tables + slots + 3));
+      return OkStatus();
+    })
     .Doc(R"doc(
 One skip-gram step: loss, gradients, duplicate rows summed, one optimizer
-update per distinct row (as a TPU applies the embedding optimizer).
+update per distinct row (as a TPU applies the embedding optimizer). Or S
+such steps in order, each on the tables the one before it wrote: target and
+context [S, B], negatives [S, N, K], learning_rate and loss [S].
 
 tables: [input] (tied: targets, contexts and negatives read it) or [input,
   output] (contexts and negatives read the output table).
@@ -116,26 +125,41 @@ class SkipGramStepOp : public OpKernel {
     const Tensor& target = ctx->input(variables);
     const Tensor& context = ctx->input(variables + 1);
     const Tensor& negatives = ctx->input(variables + 2);
-    const int64_t batch = target.NumElements();
+    const Tensor& learning_rate = ctx->input(variables + 3);
+    // One step ([B] pairs, a scalar rate) or S steps ([S, B], [S] rates).
+    const bool stepped = target.dims() == 2;
+    const int64_t steps = stepped ? target.dim_size(0) : 1;
+    const int64_t batch = stepped ? target.dim_size(1) : target.NumElements();
+    const int negatives_dims = stepped ? 3 : 2;
     const int64_t negative_rows =
-        negatives.dims() == 2 ? negatives.dim_size(0) : -1;
-    OP_REQUIRES(ctx, target.dims() == 1 && context.dims() == 1 &&
-                         context.NumElements() == batch &&
+        negatives.dims() == negatives_dims
+            ? negatives.dim_size(negatives_dims - 2) : -1;
+    OP_REQUIRES(ctx, (target.dims() == 1 || target.dims() == 2) &&
+                         context.shape() == target.shape() &&
+                         (!stepped || (negatives.dims() == 3 &&
+                                       negatives.dim_size(0) == steps)) &&
                          (negative_rows == batch ||
                           (negative_rows >= 1 && batch % negative_rows == 0)),
                 errors::InvalidArgument(
                     "SkipGramStep: needs target [B], context [B] and "
                     "negatives [N, K] with N dividing B (N = B: K per pair; "
-                    "N < B: each B/N consecutive pairs share a row), got ",
+                    "N < B: each B/N consecutive pairs share a row), or the "
+                    "same with a leading [S] of steps, got ",
                     target.shape().DebugString(), ", ",
                     context.shape().DebugString(), ", ",
                     negatives.shape().DebugString()));
-    for (int i = variables + 3; i < variables + 6; ++i) {
+    OP_REQUIRES(ctx, stepped ? learning_rate.shape() == TensorShape({steps})
+                             : TensorShapeUtils::IsScalar(learning_rate.shape()),
+                errors::InvalidArgument(
+                    "SkipGramStep: learning_rate must be a scalar, or [S] "
+                    "with a leading [S] of steps, got ",
+                    learning_rate.shape().DebugString()));
+    for (int i = variables + 4; i < variables + 6; ++i) {
       const TensorShape& shape = ctx->input(i).shape();
       OP_REQUIRES(ctx, TensorShapeUtils::IsScalar(shape),
                   errors::InvalidArgument(
-                      "SkipGramStep: learning_rate, loss_scale and "
-                      "negative_weight must be scalars, got ",
+                      "SkipGramStep: loss_scale and negative_weight must be "
+                      "scalars, got ",
                       shape.DebugString()));
     }
     const int out = num_tables_ - 1;
@@ -147,17 +171,13 @@ class SkipGramStepOp : public OpKernel {
     tpu_embeddings::StepArgs args;
     args.dim = tensors[0].dim_size(1);
     args.batch = batch;
-    args.num_negatives = negatives.dim_size(1);
+    args.num_negatives = negatives.dim_size(negatives_dims - 1);
     args.negative_rows = negative_rows;
     args.output_table = out;
-    args.target = target.flat<int32>().data();
-    args.context = context.flat<int32>().data();
-    args.negatives = negatives.flat<int32>().data();
     for (int t = 0; t < num_tables_; ++t) {
       args.tables[t] = tensors[t].flat<float>().data();
       if (adagrad_) args.slots[t] = tensors[num_tables_ + t].flat<float>().data();
     }
-    args.learning_rate = ctx->input(variables + 3).scalar<float>()();
     args.loss_scale = ctx->input(variables + 4).scalar<float>()();
     args.negative_weight = ctx->input(variables + 5).scalar<float>()();
 
@@ -173,12 +193,21 @@ class SkipGramStepOp : public OpKernel {
                              for (int64_t i = begin; i < end; ++i) fn(i);
                            });
     };
-    std::unique_ptr<tpu_embeddings::StepScratch> scratch = TakeScratch();
-    const float loss = tpu_embeddings::RunStep(args, scratch.get(), parallel);
-    ReturnScratch(std::move(scratch));
     Tensor* output = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
-    output->scalar<float>()() = loss;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, learning_rate.shape(),
+                                             &output));
+    const float* rates = learning_rate.flat<float>().data();
+    float* losses = output->flat<float>().data();
+    const int64_t negative_ids = negative_rows * args.num_negatives;
+    std::unique_ptr<tpu_embeddings::StepScratch> scratch = TakeScratch();
+    for (int64_t step = 0; step < steps; ++step) {
+      args.target = target.flat<int32>().data() + step * batch;
+      args.context = context.flat<int32>().data() + step * batch;
+      args.negatives = negatives.flat<int32>().data() + step * negative_ids;
+      args.learning_rate = rates[step];
+      losses[step] = tpu_embeddings::RunStep(args, scratch.get(), parallel);
+    }
+    ReturnScratch(std::move(scratch));
   }
 
  private:

@@ -41,8 +41,20 @@ from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training import dense_model
 from tpu_embeddings.training import embedding_optimizers
 from tpu_embeddings.training import fused_step
+from tpu_embeddings.training import stacked_steps
 from tpu_embeddings.training import training_loop
 from tpu_embeddings.training.learning_rate import LinearDecay
+
+# Steps of the fused op per call (see fused_step.FusedSkipGramStep.stacked):
+# small steps gain most from the first few per call, little past 16
+# (docs/benchmarks.md).
+MOST_STEPS_PER_CALL = 16
+
+
+@tf.autograph.experimental.do_not_convert
+def _ids_only(ids, extras):
+  del extras  # the fused step reads the ids alone
+  return ids
 
 
 class CpuAdapter:
@@ -88,6 +100,10 @@ class CpuAdapter:
     self.train = training_loop.CompiledSteps(
         self.step, self.learning_rate_scale, decay or LinearDecay(0),
         user_code=module.declared('AUTOGRAPH', True))
+    # train_stacked(iterator of stacks, steps, first_step): the same for
+    # iterator(input_fn, stack > 1), where the fused op takes stacks.
+    self.train_stacked = stacked_steps.CompiledStacks(
+        self._fused_stack, self.learning_rate_scale, decay or LinearDecay(0))
 
   def build(self, element_spec=None):
     """Creates the tables and slots, and the dense model and its slots on a
@@ -115,13 +131,27 @@ class CpuAdapter:
     return model_layout.FUSED_KERNELS, ''
 
   @property
+  def most_steps_per_call(self) -> int:
+    """Most steps `train_stacked` runs in one op call: MOST_STEPS_PER_CALL
+    with the fused op (built), else 1 (a call per step)."""
+    return MOST_STEPS_PER_CALL if self._fused is not None else 1
+
+  def _fused_stack(self, ids, scales) -> tf.Tensor:
+    return self._fused.stacked(ids, scales)
+
+  @property
   def variables(self) -> Dict[str, Dict[str, tf.Variable]]:
     """{table: {'parameters': table, <slot>: slot variable}}."""
     return embedding_variables.table_variables(self.embedding)
 
-  def iterator(self, input_fn: InputFn):
-    """An iterator of `input_fn`'s batches for the one input pipeline."""
-    return iter(input_fn(input_pipelines.single()))
+  def iterator(self, input_fn: InputFn, stack: int = 1):
+    """An iterator of `input_fn`'s batches for the one input pipeline; with
+    `stack` > 1 (the fused op only), of their ids `stack` batches at a time
+    (the last stack may hold fewer), for `train_stacked`."""
+    batches = input_fn(input_pipelines.single())
+    if stack > 1:
+      batches = batches.map(_ids_only).batch(stack)
+    return iter(batches)
 
   def tape_step(self, batch) -> tf.Tensor:
     """One step of any module: the loss differentiated by a tape."""

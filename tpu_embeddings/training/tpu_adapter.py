@@ -123,9 +123,14 @@ class TpuAdapter:
         dense_model.build(self.module, self.ctx, self.spec, element_spec,
                           self.model, self.dense_optimizer)
 
-  def iterator(self, input_fn: InputFn):
+  # A step per call: the TPU's steps have no stacked form.
+  most_steps_per_call = 1
+
+  def iterator(self, input_fn: InputFn, stack: int = 1):
     """An iterator of per-replica batches of `input_fn`'s (ids, extras), its
-    ids as TPUEmbedding takes them."""
+    ids as TPUEmbedding takes them. `stack` must be 1 (most_steps_per_call)."""
+    if stack != 1:
+      raise ValueError(f'TPU adapter: one batch per step, got stack={stack}')
     return iter(distribute(self.strategy, lambda context: input_fn(
         context).map(lambda ids, extras: (tpu_features(ids), extras))))
 

@@ -3,7 +3,9 @@
 Restores the latest checkpoint of the output model if there is one (a rerun
 after a kill resumes; the pipeline skips the batches already trained on, so
 the data continues exactly), then trains in calls of up to `log_every`
-steps, writes a progress line per call and TensorBoard files
+steps (an adapter whose step takes stacks of batches, the CPU's fused op,
+gets them `stacked_steps.steps_per_call` at a time), writes a progress line
+per call and TensorBoard files
 (`tensorboard_logs`: the loss every `summary_every` steps from the per-step
 losses a call returns, the held-out loss at every checkpoint, the projector
 files at the end), and saves a checkpoint every `checkpoint_every` steps, once
@@ -22,6 +24,7 @@ from absl import logging
 from tpu_embeddings.core.input_pipelines import InputFn
 from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training import checkpoints
+from tpu_embeddings.training import stacked_steps
 from tpu_embeddings.training.config import LoopConfig
 from tpu_embeddings.training.tensorboard_logs import RunLogs
 
@@ -197,7 +200,8 @@ def run(adapter, spec: EmbeddingSpec, input_fn: InputFn, element_spec,
   state, latest = _restore_latest(adapter, spec, element_spec, model_uri,
                                   config)
   start_step = int(state.step)
-  iterator = adapter.iterator(_skipped(input_fn, start_step))
+  iterator, train = stacked_steps.iterator_and_train(
+      adapter, _skipped(input_fn, start_step), config, start_step)
   logs.start(start_step, adapter.embedding)
   began = time.perf_counter()
   last_saved = start_step if latest else -1
@@ -206,7 +210,7 @@ def run(adapter, spec: EmbeddingSpec, input_fn: InputFn, element_spec,
   while not config.train_steps or step < config.train_steps:
     n = _steps_in_next_call(step, config)
     tick = time.perf_counter()
-    losses = adapter.train(iterator, n, step)
+    losses = train(iterator, n, step)
     seconds = time.perf_counter() - tick
     done = losses.size
     if done:

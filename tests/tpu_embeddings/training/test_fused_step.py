@@ -49,8 +49,9 @@ def adapter(spec, size=B, settings=None):
   a = cpu_adapter.for_skipgram(spec, size, fused=False, settings=settings)
   a.build()
   if 'contexts' in a.variables:  # zero-initialized: give it values to learn
-    a.variables['contexts']['parameters'].assign(
-        tf.random.stateless_uniform([V, D], [3, 4], -0.5, 0.5))
+    contexts = a.variables['contexts']['parameters']
+    contexts.assign(tf.random.stateless_uniform(contexts.shape, [3, 4], -0.5,
+                                                0.5))
   return a
 
 
