@@ -18,6 +18,11 @@
 shows every run's curves, its hparams and its table in the projector. The
 projector files sit in `train/`: the plugin looks for a checkpoint in a run
 and in its parent, so files in the run's root would show up three times.
+
+The training curve's points are written in batches (every WRITE_SECONDS or
+WRITE_POINTS points, at each checkpoint and at the end): a write of one
+point costs about what a write of hundreds does, and the file writer puts
+them on disk only every two minutes anyway.
 """
 
 import dataclasses
@@ -121,6 +126,8 @@ class _Scalars:
 
 class RunLogs:
   """Writes a run's scalars, hparams and projector files."""
+  WRITE_POINTS = 1000
+  WRITE_SECONDS = 10.0
 
   def __init__(self, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
                projected: Sequence[projector.Projected],
@@ -139,6 +146,9 @@ class RunLogs:
       self.table, self.output_table = skipgram_tables(spec)
     self._writers = {}
     self._pending = []
+    # Train points not yet written: {tag: (steps, values)}.
+    self._unwritten = {'loss': ([], []), 'examples_per_sec': ([], [])}
+    self._written_at = time.monotonic()
 
   @classmethod
   def create(cls, run_uri: str, config: TrainerConfig, spec: EmbeddingSpec,
@@ -188,18 +198,29 @@ class RunLogs:
                   examples_per_sec: float):
     """Batch losses of steps first_step+1.. : a point every summary_every."""
     every = self.config.summary_every
-    steps, means = [], []
+    steps, means = self._unwritten['loss']
     for step, loss in enumerate(losses.tolist(), start=first_step + 1):
       self._pending.append(loss)
       if step % every == 0:
         steps.append(step)
         means.append(sum(self._pending) / len(self._pending))
         self._pending = []
-    train = self._scalars(TRAIN_SUBDIR)
-    train.write('loss', steps, means)
     if losses.size:
-      train.write('examples_per_sec', [first_step + losses.size],
-                  [examples_per_sec])
+      steps, rates = self._unwritten['examples_per_sec']
+      steps.append(first_step + losses.size)
+      rates.append(examples_per_sec)
+    if (sum(len(steps) for steps, _ in self._unwritten.values()) >=
+        self.WRITE_POINTS or
+        time.monotonic() - self._written_at >= self.WRITE_SECONDS):
+      self._write_train()
+
+  def _write_train(self):
+    """Writes the train points held back, and empties the lists."""
+    train = self._scalars(TRAIN_SUBDIR)
+    for tag, (steps, values) in self._unwritten.items():
+      train.write(tag, steps, values)
+      del steps[:], values[:]
+    self._written_at = time.monotonic()
 
   def metric_tags(self):
     """(group, tag) of every scalar: METRICS and the declared metrics."""
@@ -211,6 +232,7 @@ class RunLogs:
     """What the model declares of the current state, written under eval/:
     skip-gram's held-out loss of the current table (TPU: call right after a
     save), a module's METRICS of the latest checkpoint."""
+    self._write_train()
     values = {}
     if self.eval_pairs is not None:
       inputs = table_variable(embedding, self.table)
@@ -229,9 +251,11 @@ class RunLogs:
   def finish(self, step: int, embedding):
     """Last partial loss point, projector files, everything flushed."""
     if self._pending:
-      self._scalars(TRAIN_SUBDIR).write(
-          'loss', [step], [sum(self._pending) / len(self._pending)])
+      steps, means = self._unwritten['loss']
+      steps.append(step)
+      means.append(sum(self._pending) / len(self._pending))
       self._pending = []
+    self._write_train()
     if self.config.projector_tokens:
       self.write_projector(embedding)
     if self.declared is not None:

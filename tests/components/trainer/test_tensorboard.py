@@ -114,6 +114,33 @@ def test_a_writer_writes_every_point_eagerly_then_compiled(tmp_path):
       **{step: 0.5 for step in range(1000, 1040)}}
 
 
+def test_train_points_are_written_in_batches_and_all_by_the_end(tmp_path):
+  """Points wait until WRITE_POINTS of them (or WRITE_SECONDS) are held,
+  then go in one write; finish writes the rest and the last partial mean."""
+  config = executor.TrainerConfig(summary_every=2, projector_tokens=0)
+  logs = tensorboard_logs.RunLogs(str(tmp_path), config,
+                                  skipgram_spec(vocabulary_size=4), [])
+  logs.WRITE_POINTS, logs.WRITE_SECONDS = 6, 3600.0
+
+  def points():
+    logs._scalars(tensorboard_logs.TRAIN_SUBDIR).writer.flush()
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(tmp_path))
+    multiplexer.Reload()
+    if 'loss' not in multiplexer.Runs().get('train', {}).get('tensors', []):
+      return {}
+    return _scalars(multiplexer, 'train', 'loss')
+
+  logs.train_steps(0, np.float32([1, 3, 5]), 10.0)  # 1 loss point, 1 rate
+  assert points() == {}
+  logs.train_steps(3, np.float32([7, 9, 11, 13, 15, 17]), 10.0)  # 4 + 2
+  assert points() == {2: 2.0, 4: 6.0, 6: 10.0, 8: 14.0}
+  logs.train_steps(9, np.float32([19]), 10.0)
+  assert len(points()) == 4
+  logs.finish(10, None)
+  assert points() == {2: 2.0, 4: 6.0, 6: 10.0, 8: 14.0, 10: 18.0}
+
+
 @pytest.mark.slow
 def test_loss_every_summary_every_steps_and_eval_loss_per_checkpoint(trained):
   mux = trained['multiplexer']
