@@ -30,6 +30,9 @@ step, --live-steps steps per round in the training loop's compiled runner
     fused step; first pass, and later passes (timed after a whole untimed
     pass, reading the ids it kept in memory, as the trainer's passes after
     its first do);
+  new, stacks: the first pass again, STACK batches per call of the op in
+    the trainer's runner of stacks (stacked_steps.CompiledStacks), as the
+    trainer runs the fused op;
   shared: the same with shared negatives (--shared S negatives per group of
     --group pairs, weighted K/S; 0: no such row);
   gensim Word2Vec (sg=1, the same window, dim, negatives and sample, 2
@@ -62,6 +65,7 @@ PRESETS = {
     'window50': (50, 64, 20, 500, 400_000),
 }
 BATCH, NEGATIVES, CACHED_BATCHES = 2048, 5, 200
+STACK = 10  # batches per op call: the trainer's at log_every 100
 
 
 class Clock:
@@ -92,10 +96,12 @@ def trainer_parts(corpus, window, dim):
   return config, spec, adapter
 
 
-def fused_on(adapter, negative_weight: float = 1.0):
+def fused_on(adapter, negative_weight: float = 1.0, stacks: bool = False):
   """The SkipGramStep op on `adapter`'s variables, in the training loop's
-  compiled runner (training_loop.CompiledSteps)."""
+  compiled runner (training_loop.CompiledSteps), or with `stacks` in the
+  trainer's runner of stacks of batches (stacked_steps.CompiledStacks)."""
   from tpu_embeddings.training import fused_step
+  from tpu_embeddings.training import stacked_steps
   from tpu_embeddings.training import training_loop
   from tpu_embeddings.training.learning_rate import LinearDecay
   optimizer = adapter._rules['tokens'].optimizer
@@ -103,6 +109,10 @@ def fused_on(adapter, negative_weight: float = 1.0):
                                 BATCH, negative_weight=negative_weight)
   if step is None:
     raise SystemExit('the SkipGramStep op is unavailable (see the log)')
+  if stacks:
+    return stacked_steps.CompiledStacks(step.stacked,
+                                        adapter.learning_rate_scale,
+                                        LinearDecay(0))
   return training_loop.CompiledSteps(
       step, adapter.learning_rate_scale, LinearDecay(0), user_code=False)
 
@@ -181,6 +191,7 @@ def live_rows(corpus, config, adapter, live_steps, pairs_per_epoch, dim,
   old = SkipGramData(corpus.tokens, corpus.counts, config)
   new = SkipGramBatches(old)
   fused_train = fused_on(adapter)
+  stacked_train = fused_on(adapter, stacks=True)
   sentences = skipgram_corpus.read_text(corpus.text_file)
 
   def gensim_round():
@@ -200,6 +211,10 @@ def live_rows(corpus, config, adapter, live_steps, pairs_per_epoch, dim,
       'live new: SkipGramBatches + fused op': live_round(
           lambda: new.batches(new.id_sequences([corpus.examples_uri],
                                                'train')), fused_train,
+          live_steps),
+      f'live new, stacks of {STACK}: + fused op': live_round(
+          lambda: new.batches(new.id_sequences(
+              [corpus.examples_uri], 'train')).batch(STACK), stacked_train,
           live_steps),
       'live new, later passes: ids in memory': live_round(
           lambda: new.batches(new.id_sequences([corpus.examples_uri],
