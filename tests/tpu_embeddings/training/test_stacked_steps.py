@@ -111,6 +111,21 @@ def test_the_adapter_trains_stacks_as_it_trains_steps():
   assert float(many.learning_rate_scale) == float(one.learning_rate_scale)
 
 
+def test_stacks_run_in_order_at_each_steps_scale_until_the_data_ends():
+  stacks = tf.data.Dataset.range(1, 9).map(
+      lambda x: tf.cast(x, tf.float32)).batch(4)
+  scale = tf.Variable(1.0)
+  train = stacked_steps.CompiledStacks(
+      lambda batches, scales: batches + scales, scale,
+      lambda step: tf.cast(step, tf.float32) / 100.0)
+  iterator = iter(stacks)
+  np.testing.assert_allclose(train(iterator, 8, first_step=20),
+                             np.arange(1, 9) + np.arange(20, 28) / 100.0)
+  assert float(scale) == pytest.approx(0.27)  # the last step's, as one by one
+  # The data ended on the call's boundary: the next call runs nothing.
+  assert train(iterator, 8, first_step=28).shape == (0,)
+
+
 @pytest.mark.parametrize('settings,start,most,want', [
     # log_every 100: stacks of 10 end on every progress line.
     ({}, 0, 16, 10),
