@@ -18,7 +18,9 @@ A module without a dense model may give its loss's gradients w.r.t. the
 activations itself (`activation_gradients`): `fast_step` then replaces step 2
 with them, as the TPU adapter does. For a module declaring the skip-gram
 fused step (FUSED_STEP) with SGD or Adagrad, `fast_step` is one op where it
-loads (fused_step.py), on the same variables.
+loads (fused_step.py), on the same variables; the training loop then hands
+the op stacks of batches, one call per stack (`train_stacked`,
+stacked_steps.py).
 
 The input is a factory of one input pipeline's batches; on CPU there is one
 pipeline, whose batches are the global batches.
