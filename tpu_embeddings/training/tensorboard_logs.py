@@ -198,13 +198,10 @@ class RunLogs:
                   examples_per_sec: float):
     """Batch losses of steps first_step+1.. : a point every summary_every."""
     every = self.config.summary_every
-    steps, means = self._unwritten['loss']
     for step, loss in enumerate(losses.tolist(), start=first_step + 1):
       self._pending.append(loss)
       if step % every == 0:
-        steps.append(step)
-        means.append(sum(self._pending) / len(self._pending))
-        self._pending = []
+        self._loss_point(step)
     if losses.size:
       steps, rates = self._unwritten['examples_per_sec']
       steps.append(first_step + losses.size)
@@ -213,6 +210,13 @@ class RunLogs:
         self.WRITE_POINTS or
         time.monotonic() - self._written_at >= self.WRITE_SECONDS):
       self._write_train()
+
+  def _loss_point(self, step: int):
+    """Holds the mean of the pending batch losses as the point of `step`."""
+    steps, means = self._unwritten['loss']
+    steps.append(step)
+    means.append(sum(self._pending) / len(self._pending))
+    self._pending = []
 
   def _write_train(self):
     """Writes the train points held back, and empties the lists."""
@@ -251,10 +255,7 @@ class RunLogs:
   def finish(self, step: int, embedding):
     """Last partial loss point, projector files, everything flushed."""
     if self._pending:
-      steps, means = self._unwritten['loss']
-      steps.append(step)
-      means.append(sum(self._pending) / len(self._pending))
-      self._pending = []
+      self._loss_point(step)
     self._write_train()
     if self.config.projector_tokens:
       self.write_projector(embedding)
