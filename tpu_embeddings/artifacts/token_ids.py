@@ -1,17 +1,21 @@
 """Token -> table row, shared by the serving SavedModel and the Hub module.
 
-Both exports build an int64-keyed hash table from their vocabulary asset when
-they are loaded: keys are 63-bit fingerprints
-(`tf.strings.to_hash_bucket_fast`), as an int64 table is cheaper to build and
-probe than a string-keyed one. Each value packs the row id (low `ID_BITS`) with
-a second, independent 31-bit hash of the token (`tf.strings.to_hash_bucket`),
-which `decode` compares against the query's: an OOV token whose fingerprint
-equals a vocabulary token's is still OOV (chance about vocabulary size / 2**94
-per token). A vocabulary in which two tokens share a fingerprint
-(`fingerprints_collide`) is served from a plain string-keyed table instead.
+Both exports find a token's row by its 63-bit fingerprint
+(`tf.strings.to_hash_bucket_fast`) in a sorted array of the vocabulary's
+fingerprints (`SortedKeys`), computed once at export and saved with the
+export's variables: a load reads 16 bytes per token and builds nothing (a
+hash table built from the asset at load held about 44 bytes per token, and
+twice that while it was built). Each value packs the row id (low `ID_BITS`)
+with a second, independent 31-bit hash of the token
+(`tf.strings.to_hash_bucket`), which `decode` compares against the query's:
+an OOV token whose fingerprint equals a vocabulary token's is still OOV
+(chance about vocabulary size / 2**94 per token). A vocabulary in which two
+tokens share a fingerprint (`SortedKeys.collide`) is served from a plain
+string-keyed table instead.
 """
 
-from typing import Tuple
+import dataclasses
+from typing import Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -76,18 +80,65 @@ def decode(found: tf.Tensor, tokens: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
   return ids, known
 
 
-def fingerprints_collide(tokens_path: str) -> bool:
-  """True when two lines of a token file share a fingerprint.
+@dataclasses.dataclass(frozen=True)
+class SortedKeys:
+  """A vocabulary's lookup arrays: `keys` (int64 [size]) its tokens'
+  fingerprints in ascending order, `values` (int64 [size]) what
+  `keys_and_values` gives each, in the same order."""
+  keys: np.ndarray
+  values: np.ndarray
 
-  Reads the file in blocks: the process holds 8 bytes per token, not the
-  tokens.
-  """
-  fingerprints = np.empty([vocabulary_file.count_lines(tokens_path)], np.int64)
+  @property
+  def collide(self) -> bool:
+    """True when two tokens share a fingerprint (the same token twice does):
+    their rows cannot be told apart by it."""
+    return bool(np.any(self.keys[1:] == self.keys[:-1]))
+
+
+def sorted_keys(tokens_path: str) -> SortedKeys:
+  """The `SortedKeys` of a one-token-per-line file, read in blocks: the
+  process holds about 32 bytes per token while sorting, never the tokens."""
+  size = vocabulary_file.count_lines(tokens_path)
+  fingerprints = np.empty([size], np.int64)
+  checks = np.empty([size], np.int64)
   filled = 0
   for block in vocabulary_file.line_blocks(tokens_path):
     lines = tf.raw_ops.StringSplitV2(input=[block], sep='\n').values[:-1]
-    hashed = keys(lines).numpy()
-    fingerprints[filled:filled + hashed.shape[0]] = hashed
-    filled += hashed.shape[0]
-  fingerprints.sort()
-  return bool(np.any(fingerprints[1:] == fingerprints[:-1]))
+    end = filled + int(lines.shape[0])
+    fingerprints[filled:end] = keys(lines).numpy()
+    checks[filled:end] = tf.strings.to_hash_bucket(lines,
+                                                   CHECK_BUCKETS).numpy()
+    filled = end
+  order = np.argsort(fingerprints, kind='stable')
+  fingerprints = fingerprints[order]
+  checks = checks[order]
+  np.left_shift(checks, ID_BITS, out=checks)
+  np.bitwise_or(checks, order, out=checks)
+  return SortedKeys(keys=fingerprints, values=checks)
+
+
+def lookup_keys(tokens_path: str, token_keys: Optional[SortedKeys] = None,
+                keyed_by_string: bool = False) -> Optional[SortedKeys]:
+  """What an export's token lookup is built from: the token file's
+  `SortedKeys` (`token_keys` if already known), or None for a table keyed
+  by the token strings, when `keyed_by_string` or two tokens share a
+  fingerprint."""
+  if keyed_by_string:
+    return None
+  if token_keys is None:
+    token_keys = sorted_keys(tokens_path)
+  return None if token_keys.collide else token_keys
+
+
+def find(sorted_fingerprints: tf.Tensor, values: tf.Tensor,
+         tokens: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """`(ids, known)` of [n] `tokens` in a vocabulary's `SortedKeys` (as
+  tensors, [size] each; size >= 1): a binary search for each fingerprint,
+  then `decode`. OOV tokens get id 0."""
+  wanted = keys(tokens)
+  at = tf.searchsorted(sorted_fingerprints, wanted, out_type=tf.int64)
+  at = tf.minimum(at, tf.size(sorted_fingerprints, out_type=tf.int64) - 1)
+  hit = tf.equal(tf.gather(sorted_fingerprints, at), wanted)
+  found = tf.where(hit, tf.gather(values, at),
+                   tf.constant(MISSING, tf.int64))
+  return decode(found, tokens)

@@ -1,13 +1,15 @@
-"""The serving SavedModel's vocabulary, as resources built when it is loaded.
+"""The serving SavedModel's vocabulary: token -> row and row -> token.
 
-`TokenIds` maps a token to its table row, `TokenStrings` a row to its token;
-both read the vocabulary asset (one token per line, line i = row i) at load
-time, so nothing per token is built while exporting. Every resource is named
-(`_shared_name`), so the signatures answer under session loaders (TF Serving,
-`saved_model_cli run`) as under `tf.saved_model.load`.
+`TokenIds` maps a token to its table row, from the vocabulary's sorted
+fingerprints saved as variables; `TokenStrings` a row to its token, read
+from the vocabulary asset (one token per line, line i = row i) at load
+time. Every resource is named (`_shared_name`), so the signatures answer
+under session loaders (TF Serving, `saved_model_cli run`) as under
+`tf.saved_model.load`.
 """
 
 import uuid
+from typing import List, Optional
 
 import tensorflow as tf
 
@@ -29,63 +31,95 @@ def _shared_name(kind: str) -> str:
   return f'{kind}_{uuid.uuid4().hex}'
 
 
-class TokenIds(tf.saved_model.experimental.TrackableResource):
-  """Token -> row id (`tpu_embeddings.artifacts.token_ids`), built at load time.
+class TokenIds(tf.Module):
+  """Token -> row id (`tpu_embeddings.artifacts.token_ids`).
 
-  Nothing is built while exporting; the table exists only in the process that
-  loads the SavedModel. `keyed_by_string=True` (for vocabularies in which two
-  tokens share a fingerprint) keys a plain table by the token strings.
+  Given the vocabulary's `token_ids.SortedKeys`, they are two variables of
+  the SavedModel: a load restores them with the table and builds nothing.
+  Without them (`sorted_keys=None`, for vocabularies in which two tokens
+  share a fingerprint), a plain table keyed by the token strings is built
+  from the asset at load time (`StringTokenIds`).
   """
 
   def __init__(self, vocabulary_asset: tf.saved_model.Asset,
-               vocabulary_size: int, keyed_by_string: bool = False):
-    super().__init__()
+               vocabulary_size: int,
+               sorted_keys: Optional[token_ids.SortedKeys]):
+    super().__init__(name=None)
     if vocabulary_size > token_ids.MAX_TOKENS:
       raise ValueError(
           f'serving export: {vocabulary_size} tokens; at most '
           f'{token_ids.MAX_TOKENS} fit the token id table')
+    if sorted_keys is None:
+      self.by_string = StringTokenIds(vocabulary_asset, vocabulary_size)
+      return
+    if sorted_keys.keys.shape != (vocabulary_size,):
+      raise ValueError(
+          f'serving export: {sorted_keys.keys.shape[0]} token keys for '
+          f'{vocabulary_size} tokens')
+    self.by_string = None
+    self.token_keys = tf.Variable(sorted_keys.keys, trainable=False,
+                                  name='token_keys')
+    self.token_values = tf.Variable(sorted_keys.values, trainable=False,
+                                    name='token_values')
+
+  @property
+  def lookup_variables(self) -> List[tf.Variable]:
+    """The variables a lookup reads (none for a string-keyed table)."""
+    return ([] if self.by_string is not None else
+            [self.token_keys, self.token_values])
+
+  def initialize_now(self):
+    """Makes lookups answer in this process before the model is saved (a
+    loaded SavedModel initializes its table itself)."""
+    if self.by_string is not None:
+      self.by_string.initialize_now()
+
+  def lookup(self, tokens):
+    """`(ids, known)`: ids in [0, vocabulary size) (0 for OOV), OOV mask."""
+    if self.by_string is not None:
+      return self.by_string.lookup(tokens)
+    # Dense reads: a gather on the variable itself (ResourceGather) would
+    # switch it to copy-on-read, after which every search copies it.
+    return token_ids.find(self.token_keys.value(),
+                          self.token_values.value(), tokens)
+
+
+class StringTokenIds(tf.saved_model.experimental.TrackableResource):
+  """Token -> row id in a table keyed by the token strings, built from the
+  asset at load time: the fallback for vocabularies in which two tokens
+  share a fingerprint."""
+
+  def __init__(self, vocabulary_asset: tf.saved_model.Asset,
+               vocabulary_size: int):
+    super().__init__()
     self._vocabulary_asset = vocabulary_asset
     self._vocabulary_size = vocabulary_size
-    self._keyed_by_string = keyed_by_string
     self._name = _shared_name('token_ids')
     _create_now(self)
 
   def _create_resource(self):
-    return tf.raw_ops.HashTableV2(
-        key_dtype=tf.string if self._keyed_by_string else tf.int64,
-        value_dtype=tf.int64, shared_name=self._name)
+    return tf.raw_ops.HashTableV2(key_dtype=tf.string, value_dtype=tf.int64,
+                                  shared_name=self._name)
 
   def _initialize(self):
-    tokens = token_ids.read_lines(self._vocabulary_asset,
-                                  self._vocabulary_size)
-    if self._keyed_by_string:
-      keys = tokens
-      values = tf.range(self._vocabulary_size, dtype=tf.int64)
-    else:
-      keys, values = token_ids.keys_and_values(tokens,
-                                               self._vocabulary_size)
     return tf.raw_ops.InitializeTableV2(
-        table_handle=self.resource_handle, keys=keys, values=values)
+        table_handle=self.resource_handle,
+        keys=token_ids.read_lines(self._vocabulary_asset,
+                                  self._vocabulary_size),
+        values=tf.range(self._vocabulary_size, dtype=tf.int64))
 
   def initialize_now(self):
-    """Fills the table in this process, to look tokens up before the model
-    is saved (a loaded SavedModel initializes it itself)."""
+    """Fills the table in this process."""
     with tf.init_scope():
       self._initialize()
 
   def lookup(self, tokens):
-    """`(ids, known)`: ids in [0, vocabulary size) (0 for OOV), OOV mask."""
-    if self._keyed_by_string:
-      found = tf.raw_ops.LookupTableFindV2(
-          table_handle=self.resource_handle, keys=tokens,
-          default_value=tf.constant(vocabulary_file.OOV_ID, tf.int64))
-      found.set_shape(tokens.shape)
-      return tf.maximum(found, 0), found >= 0
+    """`(ids, known)`, as `TokenIds.lookup`."""
     found = tf.raw_ops.LookupTableFindV2(
-        table_handle=self.resource_handle, keys=token_ids.keys(tokens),
-        default_value=tf.constant(token_ids.MISSING, tf.int64))
+        table_handle=self.resource_handle, keys=tokens,
+        default_value=tf.constant(vocabulary_file.OOV_ID, tf.int64))
     found.set_shape(tokens.shape)
-    return token_ids.decode(found, tokens)
+    return tf.maximum(found, 0), found >= 0
 
 
 class TokenStrings(tf.saved_model.experimental.TrackableResource):

@@ -68,6 +68,35 @@ class TokenFile(collections.abc.Sequence):
                for block in vocabulary_file.line_blocks(self._path))
 
 
+def picked_rows(size: int) -> List[int]:
+  """The rows a canary of a `size`-row table holds: first, middle, last."""
+  return sorted({0, size // 2, size - 1})
+
+
+def expected_lines(canary: Canary, size: int) -> Dict[int, str]:
+  """{row: token} that a `size`-token vocabulary file of `canary`'s table
+  holds at `picked_rows(size)`."""
+  picks = picked_rows(size)
+  first, _, _, middle, last = canary.tokens
+  return {picks[0]: first, picks[len(picks) // 2]: middle, picks[-1]: last}
+
+
+def lines_at(path: str, lines: Sequence[int]) -> Dict[int, str]:
+  """{line: its text} of a text file's 0-based `lines` that it has, read in
+  blocks."""
+  from tpu_embeddings.artifacts import vocabulary_file
+  wanted, found, count = set(lines), {}, 0
+  for block in vocabulary_file.line_blocks(path):
+    size = block.count(b'\n')
+    inside = [w for w in wanted if count <= w < count + size]
+    if inside:
+      parts = block.split(b'\n')
+      for w in inside:
+        found[w] = parts[w - count].decode('utf-8', errors='replace')
+    count += size
+  return found
+
+
 def make_canary(tokens: Sequence[str],
                 read_rows: Callable[[int, int], np.ndarray]) -> Canary:
   """Canary inputs and expected outputs for a table whose row i is tokens[i].
@@ -76,7 +105,7 @@ def make_canary(tokens: Sequence[str],
   read.
   """
   size = len(tokens)
-  picks = sorted({0, size // 2, size - 1})
+  picks = picked_rows(size)
   rows = {i: np.asarray(read_rows(i, i + 1), np.float32)[0] for i in picks}
   dim = rows[0].shape[0]
   oov = 'oov-canary'

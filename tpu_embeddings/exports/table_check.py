@@ -5,19 +5,23 @@ values computed from the restored table: the serving SavedModel its three
 signatures through `tf.saved_model.load` and through a TF1 session loader,
 as TF Serving loads it, and its warm-up requests; the Hub module through
 `hub.load(...).signatures`, the TF2 way to call a TF1 Hub module, and
-through `hub.Module` in a TF1 graph. Each loader reads the export into a
-graph and a session of its own (`graph_loaders`), so nothing it loads is
-shared with the process's eager state: the exporter runs these checks in
-its own process, as `tpu_embeddings.exports.fresh_process` can in a new
-one.
+through `hub.Module` in a TF1 graph; and each export's vocabulary asset
+lists the canary's tokens at their rows (`check_asset`). Each loader reads
+the export into a graph and a session of its own (`graph_loaders`), so
+nothing it loads is shared with the process's eager state: the exporter
+runs these checks in its own process, as
+`tpu_embeddings.exports.fresh_process` can in a new one.
 """
 
 import concurrent.futures
+import os
+from typing import Callable
 
 import numpy as np
 
 from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import vocabulary_file
 from tpu_embeddings.core import tf_allocator
 from tpu_embeddings.exports import graph_loaders
 from tpu_embeddings.exports import limits
@@ -25,6 +29,8 @@ from tpu_embeddings.exports import warmup
 from tpu_embeddings.exports.load_errors import LoadCheckError
 from tpu_embeddings.exports.load_errors import reason
 from tpu_embeddings.exports.table_canary import Canary
+from tpu_embeddings.exports.table_canary import expected_lines
+from tpu_embeddings.exports.table_canary import lines_at
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -175,9 +181,46 @@ def check_hub_in_a_graph(export_dir: str, canary: Canary):
              outputs[name][serving_contract.HUB_OUTPUT], want)
 
 
+def check_asset(kind: str, export_dir: str, canary: Canary):
+  """The export's vocabulary asset holds the canary's tokens at their rows.
+
+  Its lookups find rows through the sorted fingerprints saved beside the
+  table (`token_ids`), not through the asset, so the canary's answers alone
+  would not show an asset listing other tokens: consumers read it to name
+  the rows.
+  """
+  path = os.path.join(export_dir, serving_contract.ASSETS_DIR,
+                      serving_contract.TOKENS_ASSET_FILENAME)
+  if not os.path.isfile(path):
+    raise LoadCheckError(f'{kind} export: no vocabulary asset {path}')
+  want = expected_lines(canary, vocabulary_file.count_lines(path))
+  got = lines_at(path, list(want))
+  for row, token in sorted(want.items()):
+    if got.get(row) != token:
+      raise LoadCheckError(
+          f'{kind} export: vocabulary asset {path} differs from the '
+          f'checkpoint\'s tokens: line {row + 1} is {got.get(row)!r}, '
+          f'expected {token!r}')
+
+
+def _asset_then(kind: str, check: Callable[[str, Canary], None]):
+  """`check` of a `kind` export, after `check_asset`."""
+
+  def checked(export_dir: str, canary: Canary):
+    check_asset(kind, export_dir, canary)
+    check(export_dir, canary)
+
+  return checked
+
+
 # {export kind: its check}: every registered kind has one.
-CHECKS = {export_kinds.SERVING.name: check_serving,
-          export_kinds.HUB.name: check_hub}
+CHECKS = {
+    export_kinds.SERVING.name: _asset_then(export_kinds.SERVING.name,
+                                           check_serving),
+    export_kinds.HUB.name: _asset_then(export_kinds.HUB.name, check_hub)}
 # {export kind: its check through graph loaders only, in this process}.
-GRAPH_CHECKS = {export_kinds.SERVING.name: check_serving_in_a_session,
-                export_kinds.HUB.name: check_hub_in_a_graph}
+GRAPH_CHECKS = {
+    export_kinds.SERVING.name: _asset_then(export_kinds.SERVING.name,
+                                           check_serving_in_a_session),
+    export_kinds.HUB.name: _asset_then(export_kinds.HUB.name,
+                                       check_hub_in_a_graph)}

@@ -5,7 +5,8 @@
     <export_dir>/saved_model.pb          one meta graph per tag set: {} and
                                          {"train"}
     <export_dir>/variables/              `embeddings` [V, dim],
-                                         `oov_embeddings` [B, dim]
+                                         `oov_embeddings` [B, dim],
+                                         `token_keys`, `token_values` [V]
     <export_dir>/assets/vocabulary.txt   one token per line, line i = table
                                          row i
 
@@ -21,9 +22,12 @@ modules):
 
 Ids 0..V-1 are the vocabulary rows (`embeddings`), ids V..V+B-1 the OOV bucket
 rows (`oov_embeddings`, kept in their own variable so that `embeddings` has
-exactly the checkpoint's shape and is restored straight from it). An OOV
-token's bucket is Fingerprint64(token) % B (`tf.strings.to_hash_bucket_fast`),
-as in `StaticVocabularyTable`.
+exactly the checkpoint's shape and is restored straight from it). A token's
+row is found in the vocabulary's sorted fingerprints (`token_keys`,
+`token_values`: `token_ids.SortedKeys`, never trainable), restored with the
+table, so a load builds no table of its own. An OOV token's bucket is
+Fingerprint64(token) % B (`tf.strings.to_hash_bucket_fast`), as in
+`StaticVocabularyTable`.
 
 Fine-tuning follows the TF1 Hub publishing advice: the `{"train"}` tag set makes
 both variables trainable and puts an L2 loss on them into
@@ -54,6 +58,8 @@ from tpu_embeddings.core import text
 
 EMBEDDINGS_VARIABLE = 'embeddings'
 OOV_VARIABLE = 'oov_embeddings'
+TOKEN_KEYS_VARIABLE = 'token_keys'
+TOKEN_VALUES_VARIABLE = 'token_values'
 TRAIN_TAGS = frozenset({'train'})
 DEFAULT_NUM_OOV_BUCKETS = 1
 DEFAULT_L2_REGULARIZATION = 1e-6
@@ -106,10 +112,12 @@ def _token_id_lookup(vocabulary_path: str, vocabulary_size: int,
                      num_oov_buckets: int, keyed_by_string: bool):
   """In the module's graph: tokens -> ids, V.. for OOV (hashed into buckets).
 
-  The table is fingerprint-keyed (`tpu_embeddings.artifacts.token_ids`, as in
-  the serving SavedModel) unless `keyed_by_string`, for vocabularies in which
-  two tokens share a fingerprint. Either way an OOV token goes to bucket
-  Fingerprint64(token) % num_oov_buckets.
+  Ids come from the vocabulary's sorted fingerprints, two variables
+  restored with the table (`tpu_embeddings.artifacts.token_ids`, as in the
+  serving SavedModel), unless `keyed_by_string`: then from a table keyed by
+  the token strings, built from the asset at load, for vocabularies in
+  which two tokens share a fingerprint. Either way an OOV token goes to
+  bucket Fingerprint64(token) % num_oov_buckets.
   """
   if keyed_by_string:
     table = tf.compat.v1.lookup.StaticVocabularyTable(
@@ -119,18 +127,19 @@ def _token_id_lookup(vocabulary_path: str, vocabulary_size: int,
             vocab_size=vocabulary_size),
         num_oov_buckets=num_oov_buckets)
     return table.lookup
-  # Registered as an asset: hub copies the file into the module and points
-  # this constant at the copy when the module is loaded.
+  # Registered as an asset: hub copies the file into the module (consumers
+  # read the tokens from it) and points this constant at the copy.
   asset = tf.constant(vocabulary_path, name='vocabulary_asset')
   tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.ASSET_FILEPATHS, asset)
-  table = tf.compat.v1.lookup.StaticHashTable(
-      tf.compat.v1.lookup.KeyValueTensorInitializer(
-          *token_ids.keys_and_values(
-              token_ids.read_lines(asset, vocabulary_size), vocabulary_size)),
-      default_value=tf.constant(token_ids.MISSING, tf.int64))
+  sorted_keys, values = (
+      tf.compat.v1.get_variable(
+          name, shape=[vocabulary_size], dtype=tf.int64,
+          initializer=tf.compat.v1.zeros_initializer(), trainable=False,
+          use_resource=False)
+      for name in (TOKEN_KEYS_VARIABLE, TOKEN_VALUES_VARIABLE))
 
   def lookup(tokens):
-    ids, known = token_ids.decode(table.lookup(token_ids.keys(tokens)), tokens)
+    ids, known = token_ids.find(sorted_keys, values, tokens)
     buckets = tf.strings.to_hash_bucket_fast(tokens, num_oov_buckets)
     return tf.where(known, ids, vocabulary_size + buckets)
 
@@ -231,7 +240,8 @@ def export_hub_module(rows: TableRows,
                       export_dir: str,
                       num_oov_buckets: int = DEFAULT_NUM_OOV_BUCKETS,
                       l2_regularization: float = DEFAULT_L2_REGULARIZATION,
-                      keyed_by_string: Optional[bool] = None) -> None:
+                      token_keys: Optional[token_ids.SortedKeys] = None,
+                      keyed_by_string: bool = False) -> None:
   """Writes the TF1 Hub module for the table `rows` (row i = token i).
 
   Args:
@@ -245,28 +255,36 @@ def export_hub_module(rows: TableRows,
     export_dir: must not exist (hub's `export` refuses an existing directory).
     num_oov_buckets: zero rows for OOV tokens (>= 1).
     l2_regularization: strength of the L2 loss of the {"train"} tag set (>= 0).
-    keyed_by_string: `token_ids.fingerprints_collide(tokens_path)`, if
-      already known; computed when None.
+    token_keys: `token_ids.sorted_keys(tokens_path)`, if already known;
+      computed when None.
+    keyed_by_string: key the token lookup by the token strings, as it is
+      anyway when two tokens share a fingerprint (`SortedKeys.collide`).
   """
   _check_arguments(num_oov_buckets, l2_regularization, export_dir)
   vocabulary_size, dim = _table_shape(rows, tokens_path)
-  if keyed_by_string is None:
-    keyed_by_string = token_ids.fingerprints_collide(tokens_path)
+  token_keys = token_ids.lookup_keys(tokens_path, token_keys,
+                                     keyed_by_string)
   spec = make_module_spec(tokens_path, vocabulary_size, dim, num_oov_buckets,
-                          float(l2_regularization), keyed_by_string)
+                          float(l2_regularization), token_keys is None)
   # hub's `ModuleSpec.export(path, checkpoint_path)` and `Module.export`
   # load the table into a session to save it again; `_export` (which both
   # end in) takes the writer of the variables checkpoint instead.
   spec._export(export_dir, functools.partial(
-      _write_variables, rows, num_oov_buckets))
+      _write_variables, rows, num_oov_buckets, token_keys))
 
 
-def _write_variables(rows: TableRows, num_oov_buckets: int, prefix: str):
+def _write_variables(rows: TableRows, num_oov_buckets: int,
+                     token_keys: Optional[token_ids.SortedKeys], prefix: str):
   """The module's variables checkpoint at `prefix`, as its TF1 Saver names
-  them: the table straight from `rows`, the OOV rows zeros."""
+  them: the table straight from `rows`, the OOV rows zeros, and the token
+  lookup's arrays, if any."""
   table = rows.value()
-  tf.raw_ops.SaveV2(
-      prefix=prefix, tensor_names=[EMBEDDINGS_VARIABLE, OOV_VARIABLE],
-      shape_and_slices=['', ''],
-      tensors=[table, tf.zeros([num_oov_buckets, table.shape[1]],
-                               tf.float32)])
+  tensors = {EMBEDDINGS_VARIABLE: table,
+             OOV_VARIABLE: tf.zeros([num_oov_buckets, table.shape[1]],
+                                    tf.float32)}
+  if token_keys is not None:
+    tensors[TOKEN_KEYS_VARIABLE] = tf.constant(token_keys.keys)
+    tensors[TOKEN_VALUES_VARIABLE] = tf.constant(token_keys.values)
+  tf.raw_ops.SaveV2(prefix=prefix, tensor_names=list(tensors),
+                    shape_and_slices=[''] * len(tensors),
+                    tensors=list(tensors.values()))

@@ -1,8 +1,9 @@
 """The serving SavedModel: a TF2 SavedModel in TF Serving layout.
 
     <export_dir>/saved_model.pb
-    <export_dir>/variables/              the table and its row norms, nothing
-                                         else
+    <export_dir>/variables/              the table, its row norms and the
+                                         vocabulary's sorted fingerprints
+                                         (`token_ids.SortedKeys`)
     <export_dir>/assets/vocabulary.txt   one token per line, line i = table
                                          row i
 
@@ -30,8 +31,9 @@ under `tf.saved_model.load`.
 It is also a TF2 reusable SavedModel, for `hub.KerasLayer(export_dir,
 trainable=True)`: calling the loaded object, `obj(sentences)`, gives the
 `serving_default` embeddings as a [batch, dim] tensor and is differentiable
-with respect to the table; `obj.variables` holds the table and its row norms,
-`obj.trainable_variables` the table, and `obj.regularization_losses` is empty.
+with respect to the table; `obj.variables` holds the table, its row norms and
+the token lookup's two arrays, `obj.trainable_variables` the table, and
+`obj.regularization_losses` is empty.
 Fine-tuning does not update the row norms that `neighbors` divides by.
 
 `assets.extra/tf_serving_warmup_requests` holds one warm-up request per
@@ -98,7 +100,9 @@ class EmbeddingServingModule(tf.Module):
   regularization_losses = None
 
   def __init__(self, table: tf.Variable, vocabulary_path: str,
-               keyed_by_string: bool = False):
+               token_keys: Optional[token_ids.SortedKeys]):
+    """`token_keys`: the vocabulary's; None keys its lookup by the token
+    strings (`vocabulary_resources.TokenIds`)."""
     super().__init__(name=None)
     if table.shape.rank != 2:
       raise ValueError(f'serving export: table must be 2-D, got {table.shape}')
@@ -110,10 +114,11 @@ class EmbeddingServingModule(tf.Module):
             tf.Variable(_row_norms(table), trainable=False, name='row_norms'))
     self.vocabulary_asset = tf.saved_model.Asset(vocabulary_path)
     self.token_ids = vocabulary_resources.TokenIds(
-        self.vocabulary_asset, self.vocabulary_size, keyed_by_string)
+        self.vocabulary_asset, self.vocabulary_size, token_keys)
     self.tokens_by_id = vocabulary_resources.TokenStrings(
         self.vocabulary_asset, self.vocabulary_size)
-    self.variables = [table, getattr(self, NORMS_ATTRIBUTE)]
+    self.variables = [table, getattr(self, NORMS_ATTRIBUTE)
+                     ] + self.token_ids.lookup_variables
     self.trainable_variables = [table]
     self.regularization_losses = []
 
@@ -207,7 +212,8 @@ def _first_tokens(tokens_path: str) -> list:
 
 def export_serving_model(restored: RestoredModel, export_dir: str,
                          table: str = '', tokens_path: str = '',
-                         keyed_by_string: Optional[bool] = None) -> None:
+                         token_keys: Optional[token_ids.SortedKeys] = None,
+                         keyed_by_string: bool = False) -> None:
   """Writes the serving SavedModel for one table of `restored` to `export_dir`.
 
   Args:
@@ -221,9 +227,10 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
       `write_tokens_asset` format) shipped as the vocabulary asset; default:
       written from `restored.vocabulary`. With a path, `restored.vocabulary`
       is not used, so a multi-million-token vocabulary need not be in memory.
-    keyed_by_string: `token_ids.fingerprints_collide(tokens_path)`, if
-      already known (it costs 8 bytes per token while it runs); computed when
-      None.
+    token_keys: `token_ids.sorted_keys(tokens_path)`, if already known
+      (it costs about 32 bytes per token while it runs); computed when None.
+    keyed_by_string: key the token lookup by the token strings, as it is
+      anyway when two tokens share a fingerprint (`SortedKeys.collide`).
   """
   name = table or restored.spec.tables[0].name
   if name != restored.spec.tables[0].name:
@@ -246,8 +253,8 @@ def export_serving_model(restored: RestoredModel, export_dir: str,
       raise ValueError(
           f'serving export: table {name!r} has {variable.shape[0]} rows but '
           f'the vocabulary has {tokens} tokens')
-    if keyed_by_string is None:
-      keyed_by_string = token_ids.fingerprints_collide(tokens_path)
-    module = EmbeddingServingModule(variable, tokens_path, keyed_by_string)
+    module = EmbeddingServingModule(
+        variable, tokens_path,
+        token_ids.lookup_keys(tokens_path, token_keys, keyed_by_string))
     tf.saved_model.save(module, export_dir, signatures=module.signatures())
     warmup.write(export_dir, warmup.requests_for(_first_tokens(tokens_path)))

@@ -9,7 +9,8 @@ the single vocabulary). Then
    optimizer=None)` (tpu_embeddings.artifacts.checkpoint_restore), so no
    slot is ever read; meanwhile, on a second thread, the vocabulary is
    streamed into the token asset (no Python string per token) and its
-   fingerprints are checked;
+   fingerprints sorted for both exports' token lookups
+   (`token_ids.SortedKeys`);
 2. the serving SavedModel (`table_serving`) and the Hub module
    (`table_hub`) are written from the restored table, which is then
    released: the process holds one copy of a multi-GB table, never two, and
@@ -37,19 +38,19 @@ from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 
 
 def _write_token_file(vocabulary_dir: str, tokens_path: str, rows: int):
-  """vocabulary.tsv -> the token asset; `(count, known lines, collide)`.
+  """vocabulary.tsv -> the token asset; `(count, known lines, SortedKeys)`.
 
   Streamed: never a Python string per token (at 10M tokens those would cost
-  about half the table's memory); the fingerprint check holds 8 bytes per
-  token.
+  about half the table's memory); the sorted fingerprints hold 16 bytes per
+  token (32 while they are sorted).
   """
   with staging.phase('vocabulary asset'):
     count, known = vocabulary_file.write_tokens_asset(
         vocabulary_dir, tokens_path, lines=(0, rows // 2, rows - 1))
   if count != rows:
-    return count, known, False
-  with staging.phase('fingerprint check'):
-    return count, known, token_ids.fingerprints_collide(tokens_path)
+    return count, known, None
+  with staging.phase('token keys'):
+    return count, known, token_ids.sorted_keys(tokens_path)
 
 
 class TableSource:
@@ -86,7 +87,7 @@ class TableSource:
       with staging.phase('restore'):
         restored = checkpoint_restore.restore_for_serving(
             model_uri, read_vocabulary=False, tables=[table])
-      count, known, self._keyed_by_string = token_file.result()
+      count, known, self._token_keys = token_file.result()
     if count != rows:
       raise checkpoint_restore.CheckpointError(
           f'model {model_uri}: vocabulary {vocabulary or "(single)"!r} has '
@@ -110,12 +111,13 @@ class TableSource:
   def _write_serving(self, export_dir: str):
     table_serving.export_serving_model(
         self._restored_model(), export_dir, self._table_name,
-        tokens_path=self._tokens_path, keyed_by_string=self._keyed_by_string)
+        tokens_path=self._tokens_path, token_keys=self._token_keys)
 
   def _write_hub(self, export_dir: str):
     rows = table_hub.TableRows.from_variable(
         self._restored_model().table(self._table_name))
     table_hub.export_hub_module(
         rows, self._tokens_path, export_dir,
-        keyed_by_string=self._keyed_by_string, **self._hub_options)
+        token_keys=self._token_keys, **self._hub_options)
     self._restored = None  # the caller releases a large table's memory
+    self._token_keys = None

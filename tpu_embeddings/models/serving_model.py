@@ -2,8 +2,10 @@
 
     model        the module's dense model (its variables are saved)
     embedding    TPUEmbeddingForServing(optimizer=None): the tables, no slots
-    token_ids    per vocabulary a named token -> row resource, built at load
-                 from its asset `<vocabulary>.txt` (one token per line)
+    token_ids    per vocabulary its token -> row lookup: its sorted
+                 fingerprints, saved as variables
+                 (`vocabulary_resources.TokenIds`); its asset
+                 `<vocabulary>.txt` (one token per line) is saved beside
     signatures   the module's (`signatures(model, embed, ctx)`), plus
                  `examples`: serialized tf.Examples in ([None] DT_STRING, the
                  one input stock InfraValidator's PredictRequest fills), the
@@ -81,7 +83,7 @@ class ServingModel(tf.Module):
       self.vocabulary_assets[name] = asset
       self.token_ids[name] = vocabulary_resources.TokenIds(
           asset, ctx.vocabulary_size(name),
-          token_ids.fingerprints_collide(vocabulary_files[name]))
+          token_ids.lookup_keys(vocabulary_files[name]))
       self.token_ids[name].initialize_now()
     self._module = module
     self._feature_config = spec.build_feature_config()
@@ -120,7 +122,9 @@ class ServingModel(tf.Module):
     model, embedding = self.model, self.embedding
     weights = list(model.variables) if model is not None else []
     tables = list(embedding.embedding_tables.values())
-    self.variables = weights + tables
+    lookups = [v for ids in self.token_ids.values()
+               for v in ids.lookup_variables]
+    self.variables = weights + tables + lookups
     self.trainable_variables = (
         list(model.trainable_variables) if model is not None else []) + tables
     self.regularization_losses = self._regularization_losses()

@@ -52,14 +52,45 @@ def test_read_lines_checks_the_count(tmp_path):
     token_ids.read_lines(tf.constant(str(path)), 5)
 
 
-def test_fingerprints_collide(tmp_path):
+def test_sorted_keys_collide(tmp_path):
   unique = tmp_path / 'unique.txt'
   unique.write_text(''.join(f't{i}\n' for i in range(5000)), encoding='utf-8')
-  assert not token_ids.fingerprints_collide(str(unique))
+  assert not token_ids.sorted_keys(str(unique)).collide
   # The same token twice is the collision every vocabulary would show.
   repeated = tmp_path / 'repeated.txt'
   repeated.write_text('a\nb\nc\nb\n', encoding='utf-8')
-  assert token_ids.fingerprints_collide(str(repeated))
+  assert token_ids.sorted_keys(str(repeated)).collide
+  assert token_ids.lookup_keys(str(repeated)) is None
+  assert token_ids.lookup_keys(str(unique), keyed_by_string=True) is None
+
+
+def test_sorted_keys_find_every_token_across_blocks(tmp_path, monkeypatch):
+  """Read in blocks smaller than the file: every token finds its own row,
+  whatever its place in the sort; other tokens are OOV."""
+  tokens = [f'w{i}é' for i in range(3000)] + ['', ' ', 'the']
+  tokens = [t for t in tokens if t.strip()]
+  path = tmp_path / 'vocabulary.txt'
+  path.write_text(''.join(f'{t}\n' for t in tokens), encoding='utf-8')
+  from tpu_embeddings.artifacts import vocabulary_file
+  blocks = vocabulary_file.line_blocks
+  monkeypatch.setattr(vocabulary_file, 'line_blocks',
+                      lambda p, block_bytes=0: blocks(p, 1000))
+  found = token_ids.sorted_keys(str(path))
+  assert (np.diff(found.keys) > 0).all()
+  queries = tf.constant(tokens + ['w3000é', 'nope', ''])
+  ids, known = token_ids.find(tf.constant(found.keys),
+                              tf.constant(found.values), queries)
+  assert ids.numpy().tolist() == list(range(len(tokens))) + [0, 0, 0]
+  assert known.numpy().tolist() == [True] * len(tokens) + [False] * 3
+
+
+def test_find_with_a_fingerprint_match_of_another_token_is_oov():
+  """Stands in for a 64-bit collision in the sorted arrays."""
+  _, values = token_ids.keys_and_values(tf.constant(['dog']), 1)
+  keys = token_ids.keys(tf.constant(['cat']))
+  query = tf.constant(['cat', 'dog'])
+  _, known = token_ids.find(keys, values, query)
+  assert known.numpy().tolist() == [False, False]
 
 
 def test_values_pack_id_and_check_hash():

@@ -15,6 +15,7 @@ import tensorflow as tf
 from tests.support import artifact_fixtures
 from tpu_embeddings.artifacts import export_kinds
 from tpu_embeddings.artifacts import serving_contract
+from tpu_embeddings.artifacts import token_ids
 from tpu_embeddings.exports import export as export_lib
 from tpu_embeddings.exports import graph_loaders
 from tpu_embeddings.exports import limits
@@ -49,7 +50,8 @@ def _canary(table):
 
 def _with_tokens_reversed(export_dir: str, copy: str) -> str:
   """A copy of the export whose vocabulary asset lists the tokens in
-  reverse: each row then answers for another token."""
+  reverse, and whose token lookup is rebuilt from it: each row then answers
+  for another token."""
   shutil.copytree(export_dir, copy)
   assets = os.path.join(copy, 'assets')
   for name in os.listdir(assets):
@@ -57,6 +59,21 @@ def _with_tokens_reversed(export_dir: str, copy: str) -> str:
       lines = f.read().splitlines()
     with open(os.path.join(assets, name), 'w') as f:
       f.write('\n'.join(reversed(lines)) + '\n')
+    keys = token_ids.sorted_keys(os.path.join(assets, name))
+  prefix = os.path.join(copy, 'variables', 'variables')
+  reader = tf.train.load_checkpoint(prefix)
+  tensors = {key: reader.get_tensor(key)
+             for key in reader.get_variable_to_shape_map()}
+  rebuilt = {'token_keys': keys.keys, 'token_values': keys.values}
+  for key in tensors:
+    for part, value in rebuilt.items():
+      if part in key.split('/'):
+        tensors[key] = value
+  for name in os.listdir(os.path.dirname(prefix)):
+    os.remove(os.path.join(os.path.dirname(prefix), name))
+  tf.raw_ops.SaveV2(prefix=prefix, tensor_names=list(tensors),
+                    shape_and_slices=[''] * len(tensors),
+                    tensors=[tf.constant(v) for v in tensors.values()])
   return copy
 
 

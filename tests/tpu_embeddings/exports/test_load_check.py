@@ -103,13 +103,14 @@ def test_session_path_refuses_anonymous_resources(export, tmp_path,
   load_check.check('serving', good_dir, canary)
 
   monkeypatch.setattr(
-      vocabulary_resources.TokenIds, '_create_resource',
-      lambda self: tf.raw_ops.AnonymousHashTable(key_dtype=tf.int64,
+      vocabulary_resources.StringTokenIds, '_create_resource',
+      lambda self: tf.raw_ops.AnonymousHashTable(key_dtype=tf.string,
                                                  value_dtype=tf.int64))
   model_uri = os.path.join(os.path.dirname(good_dir), 'model')
   bad_dir = str(tmp_path / 'anonymous')
   table_serving.export_serving_model(
-      checkpoint_restore.restore_for_serving(model_uri), bad_dir)
+      checkpoint_restore.restore_for_serving(model_uri), bad_dir,
+      keyed_by_string=True)
   loaded = tf.saved_model.load(bad_dir)
   np.testing.assert_allclose(
       loaded.signatures['lookup'](tokens=tf.constant(TOKENS))['embeddings'],

@@ -56,7 +56,9 @@ def test_layout_and_variables(module):
   variables = dict(tf.train.list_variables(
       os.path.join(export_dir, 'variables', 'variables')))
   assert variables == {'embeddings': [len(TOKENS), DIM],
-                       'oov_embeddings': [2, DIM]}
+                       'oov_embeddings': [2, DIM],
+                       'token_keys': [len(TOKENS)],
+                       'token_values': [len(TOKENS)]}
   reader = tf.train.load_checkpoint(
       os.path.join(export_dir, 'variables', 'variables'))
   np.testing.assert_array_equal(reader.get_tensor('embeddings'),

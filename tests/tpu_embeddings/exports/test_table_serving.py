@@ -187,7 +187,9 @@ def test_tpu_and_cpu_trainer_checkpoints_export_the_same(tmp_path):
     variables = os.path.join(export_dir, 'variables', 'variables')
     assert sorted(k for k, _ in tf.train.list_variables(variables)) == sorted(
         ['_CHECKPOINTABLE_OBJECT_GRAPH', table_serving.table_checkpoint_key(),
-         'row_norms/.ATTRIBUTES/VARIABLE_VALUE'])
+         'row_norms/.ATTRIBUTES/VARIABLE_VALUE',
+         'token_ids/token_keys/.ATTRIBUTES/VARIABLE_VALUE',
+         'token_ids/token_values/.ATTRIBUTES/VARIABLE_VALUE'])
     exported[name] = tf.train.load_checkpoint(variables).get_tensor(
         table_serving.table_checkpoint_key())
   np.testing.assert_array_equal(exported['tpu'], table)
@@ -232,7 +234,7 @@ def test_export_from_a_streamed_token_file(exported, tmp_path):
                                            5: vocab.tokens[5]}
   with open(tokens_path, encoding='utf-8') as f:
     assert f.read().splitlines() == list(vocab.tokens)
-  assert not token_ids.fingerprints_collide(tokens_path)
+  assert not token_ids.sorted_keys(tokens_path).collide
   restored = checkpoint_restore.restore_for_serving(model_uri,
                                                     read_vocabulary=False)
   assert restored.vocabulary is None
