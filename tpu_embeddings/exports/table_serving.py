@@ -1,9 +1,10 @@
 """The serving SavedModel: a TF2 SavedModel in TF Serving layout.
 
     <export_dir>/saved_model.pb
-    <export_dir>/variables/              the table, its row norms and the
+    <export_dir>/variables/              the table, its row norms, the
                                          vocabulary's sorted fingerprints
-                                         (`token_ids.SortedKeys`)
+                                         (`token_ids.SortedKeys`) and its
+                                         line ends
     <export_dir>/assets/vocabulary.txt   one token per line, line i = table
                                          row i
 
@@ -31,8 +32,9 @@ under `tf.saved_model.load`.
 It is also a TF2 reusable SavedModel, for `hub.KerasLayer(export_dir,
 trainable=True)`: calling the loaded object, `obj(sentences)`, gives the
 `serving_default` embeddings as a [batch, dim] tensor and is differentiable
-with respect to the table; `obj.variables` holds the table, its row norms and
-the token lookup's two arrays, `obj.trainable_variables` the table, and
+with respect to the table; `obj.variables` holds the table, its row norms,
+the vocabulary's line ends and the token lookup's two arrays,
+`obj.trainable_variables` the table, and
 `obj.regularization_losses` is empty.
 Fine-tuning does not update the row norms that `neighbors` divides by.
 
@@ -116,9 +118,10 @@ class EmbeddingServingModule(tf.Module):
     self.token_ids = vocabulary_resources.TokenIds(
         self.vocabulary_asset, self.vocabulary_size, token_keys)
     self.tokens_by_id = vocabulary_resources.TokenStrings(
-        self.vocabulary_asset, self.vocabulary_size)
-    self.variables = [table, getattr(self, NORMS_ATTRIBUTE)
-                     ] + self.token_ids.lookup_variables
+        self.vocabulary_asset, vocabulary_resources.line_ends(vocabulary_path))
+    self.variables = [table, getattr(self, NORMS_ATTRIBUTE),
+                      self.tokens_by_id.line_ends
+                      ] + self.token_ids.lookup_variables
     self.trainable_variables = [table]
     self.regularization_losses = []
 

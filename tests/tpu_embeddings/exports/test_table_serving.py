@@ -124,23 +124,21 @@ def test_neighbors_drop_only_the_query_itself(tmp_path):
     np.testing.assert_allclose(out['scores'].numpy()[0, 0], 1.0, atol=1e-6)
 
 
-def test_table_is_never_read_sparsely(exported):
-  """ResourceGather would switch the loaded table to copy-on-read, and every
-  `neighbors` call would then copy the whole table."""
+def test_no_variable_is_read_sparsely(exported):
+  """ResourceGather would switch a loaded variable to copy-on-read, and
+  every dense read of it (the table in `neighbors`, the token keys in every
+  lookup) would then copy it whole."""
   from tensorflow.core.protobuf import saved_model_pb2
   _, export_dir = exported
   proto = saved_model_pb2.SavedModel()
   with open(os.path.join(export_dir, 'saved_model.pb'), 'rb') as f:
     proto.ParseFromString(f.read())
-  gathers = [
-      (function.signature.name, node.attr['dtype'].type)
-      for graph in proto.meta_graphs
-      for function in graph.graph_def.library.function
-      for node in function.node_def if node.op == 'ResourceGather']
-  # Only the id -> token strings (for `neighbors`) are gathered from a
-  # resource; the float table never is.
-  assert gathers and all(dtype == tf.string.as_datatype_enum
-                         for _, dtype in gathers), gathers
+  ops = [node.op for graph in proto.meta_graphs
+         for function in graph.graph_def.library.function
+         for node in function.node_def]
+  # No variable is read sparsely: the table, the token lookup's arrays and
+  # the line ends are all read densely, then gathered.
+  assert 'ReadVariableOp' in ops and 'ResourceGather' not in ops
 
 
 def test_refuses_non_empty_export_dir(exported, tmp_path):
@@ -188,6 +186,7 @@ def test_tpu_and_cpu_trainer_checkpoints_export_the_same(tmp_path):
     assert sorted(k for k, _ in tf.train.list_variables(variables)) == sorted(
         ['_CHECKPOINTABLE_OBJECT_GRAPH', table_serving.table_checkpoint_key(),
          'row_norms/.ATTRIBUTES/VARIABLE_VALUE',
+         'tokens_by_id/line_ends/.ATTRIBUTES/VARIABLE_VALUE',
          'token_ids/token_keys/.ATTRIBUTES/VARIABLE_VALUE',
          'token_ids/token_values/.ATTRIBUTES/VARIABLE_VALUE'])
     exported[name] = tf.train.load_checkpoint(variables).get_tensor(

@@ -132,8 +132,8 @@ def test_fine_tunes_as_a_keras_layer(exported):
   table, export_dir = exported
   loaded = tf.saved_model.load(export_dir)
   assert [v.shape for v in loaded.trainable_variables] == [table.shape]
-  # The table, its row norms and the token lookup's two arrays.
-  assert len(loaded.variables) == 4 and not loaded.regularization_losses
+  # The table, its row norms, the line ends and the lookup's two arrays.
+  assert len(loaded.variables) == 5 and not loaded.regularization_losses
   np.testing.assert_allclose(
       loaded(tf.constant(['cat sat', ''])),
       loaded.signatures['serving_default'](
