@@ -109,7 +109,10 @@ def sorted_keys(tokens_path: str) -> SortedKeys:
     checks[filled:end] = tf.strings.to_hash_bucket(lines,
                                                    CHECK_BUCKETS).numpy()
     filled = end
-  order = np.argsort(fingerprints, kind='stable')
+  # Equal keys' order does not matter: a vocabulary with any is served by
+  # the string-keyed table (`collide`). Quicksort takes half of a stable
+  # sort's time on 10M keys.
+  order = np.argsort(fingerprints)
   fingerprints = fingerprints[order]
   checks = checks[order]
   np.left_shift(checks, ID_BITS, out=checks)
