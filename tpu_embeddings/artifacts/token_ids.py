@@ -15,7 +15,7 @@ string-keyed table instead.
 """
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -84,15 +84,23 @@ def decode(found: tf.Tensor, tokens: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
 class SortedKeys:
   """A vocabulary's lookup arrays: `keys` (int64 [size]) its tokens'
   fingerprints in ascending order, `values` (int64 [size]) what
-  `keys_and_values` gives each, in the same order."""
-  keys: np.ndarray
-  values: np.ndarray
+  `keys_and_values` gives each, in the same order; numpy arrays, or
+  tf.Variables (`in_variables`). `collide`: two tokens share a fingerprint
+  (the same token twice does), so their rows cannot be told apart by it."""
+  keys: Any
+  values: Any
+  collide: bool
 
-  @property
-  def collide(self) -> bool:
-    """True when two tokens share a fingerprint (the same token twice does):
-    their rows cannot be told apart by it."""
-    return bool(np.any(self.keys[1:] == self.keys[:-1]))
+  def in_variables(self) -> 'SortedKeys':
+    """The same arrays in two tf.Variables, which both exports can save
+    without copying them again (each numpy array is copied once; as a
+    tensor it would be copied twice)."""
+    if isinstance(self.keys, tf.Variable):
+      return self
+    return SortedKeys(
+        tf.Variable(self.keys, trainable=False, name='token_keys'),
+        tf.Variable(self.values, trainable=False, name='token_values'),
+        self.collide)
 
 
 def sorted_keys(tokens_path: str) -> SortedKeys:
@@ -117,7 +125,9 @@ def sorted_keys(tokens_path: str) -> SortedKeys:
   checks = checks[order]
   np.left_shift(checks, ID_BITS, out=checks)
   np.bitwise_or(checks, order, out=checks)
-  return SortedKeys(keys=fingerprints, values=checks)
+  return SortedKeys(keys=fingerprints, values=checks,
+                    collide=bool(np.any(fingerprints[1:] ==
+                                        fingerprints[:-1])))
 
 
 def lookup_keys(tokens_path: str, token_keys: Optional[SortedKeys] = None,

@@ -53,15 +53,14 @@ class TokenIds(tf.Module):
     if sorted_keys is None:
       self.by_string = StringTokenIds(vocabulary_asset, vocabulary_size)
       return
-    if sorted_keys.keys.shape != (vocabulary_size,):
+    if tuple(sorted_keys.keys.shape) != (vocabulary_size,):
       raise ValueError(
           f'serving export: {sorted_keys.keys.shape[0]} token keys for '
           f'{vocabulary_size} tokens')
     self.by_string = None
-    self.token_keys = tf.Variable(sorted_keys.keys, trainable=False,
-                                  name='token_keys')
-    self.token_values = tf.Variable(sorted_keys.values, trainable=False,
-                                    name='token_values')
+    in_variables = sorted_keys.in_variables()
+    self.token_keys = in_variables.keys
+    self.token_values = in_variables.values
 
   @property
   def lookup_variables(self) -> List[tf.Variable]:

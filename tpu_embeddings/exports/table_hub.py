@@ -283,8 +283,9 @@ def _write_variables(rows: TableRows, num_oov_buckets: int,
              OOV_VARIABLE: tf.zeros([num_oov_buckets, table.shape[1]],
                                     tf.float32)}
   if token_keys is not None:
-    tensors[TOKEN_KEYS_VARIABLE] = tf.constant(token_keys.keys)
-    tensors[TOKEN_VALUES_VARIABLE] = tf.constant(token_keys.values)
+    in_variables = token_keys.in_variables()
+    tensors[TOKEN_KEYS_VARIABLE] = in_variables.keys.value()
+    tensors[TOKEN_VALUES_VARIABLE] = in_variables.values.value()
   tf.raw_ops.SaveV2(prefix=prefix, tensor_names=list(tensors),
                     shape_and_slices=[''] * len(tensors),
                     tensors=list(tensors.values()))

@@ -87,7 +87,11 @@ class TableSource:
       with staging.phase('restore'):
         restored = checkpoint_restore.restore_for_serving(
             model_uri, read_vocabulary=False, tables=[table])
-      count, known, self._token_keys = token_file.result()
+      count, known, token_keys = token_file.result()
+    # Held once, in variables both exports save.
+    self._token_keys = (
+        token_keys.in_variables()
+        if token_keys is not None and not token_keys.collide else token_keys)
     if count != rows:
       raise checkpoint_restore.CheckpointError(
           f'model {model_uri}: vocabulary {vocabulary or "(single)"!r} has '
