@@ -186,18 +186,17 @@ def read_pairs(examples_uris: Sequence[str], tokens: Sequence[str],
                           config.subsample, seed, max_pairs, data)
 
 
-def loss_of_rows(rows_of: Callable[[np.ndarray], np.ndarray],
+def loss_of_rows(rows_of: Callable[[np.ndarray], Any],
                  pairs: EvalPairs,
-                 output_rows_of: Optional[Callable[[np.ndarray], np.ndarray]]
+                 output_rows_of: Optional[Callable[[np.ndarray], Any]]
                  = None) -> Optional[float]:
   """`skipgram_loss` reading only the rows the pairs use, a slice of pairs
   at a time.
 
-  `rows_of(ids)` returns table rows `ids` (any shape, repeats allowed),
-  e.g. a gather from the live training variable, so a 10M-row table is
-  never copied; `output_rows_of` the same of the output table (None: tied
-  vectors).
+  `rows_of(ids)` returns table rows `ids` (any shape, repeats allowed; a
+  float32 array or tensor), e.g. a gather from the live training
+  variable, so a 10M-row table is never copied; `output_rows_of` the same
+  of the output table (None: tied vectors).
   """
-  return _loss(lambda ids: np.asarray(rows_of(ids)), pairs.targets,
-               pairs.contexts, pairs.negatives,
-               lambda ids: np.asarray((output_rows_of or rows_of)(ids)))
+  return _loss(rows_of, pairs.targets, pairs.contexts, pairs.negatives,
+               output_rows_of or rows_of)
