@@ -14,7 +14,7 @@ Out-of-vocabulary tokens:
 
 import dataclasses
 import re
-from typing import Dict, Iterator, List, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 VOCABULARY_FILENAME = 'vocabulary.tsv'
 # Plain token list (one per line, row order) written into exports as an asset.
@@ -245,7 +245,8 @@ def checked_blocks(directory_or_file: str, block_bytes: int = _BLOCK_BYTES
 
 def write_tokens_asset(directory_or_file: str, tokens_path: str,
                        lines: Sequence[int] = (),
-                       block_bytes: int = _BLOCK_BYTES
+                       block_bytes: int = _BLOCK_BYTES,
+                       on_block: Optional[Callable[[bytes], None]] = None
                        ) -> Tuple[int, Dict[int, str]]:
   """Streams `vocabulary.tsv` into the one-token-per-line asset at
   `tokens_path`.
@@ -253,7 +254,7 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
   Checks every line as `read` does, but in blocks of whole lines and without
   building Python strings per token (`checked_blocks`), so a
   multi-million-token vocabulary costs a block of memory, not the
-  vocabulary.
+  vocabulary. `on_block`, if given, gets each block's tokens as written.
 
   Returns:
     (number of tokens, {line: token} for the requested 0-based `lines`).
@@ -271,6 +272,8 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
           if count <= w < count + size:
             found[w] = parts[w - count].decode('utf-8')
       out.write(tokens)
+      if on_block is not None:
+        on_block(tokens)
       count += size
   return count, found
 

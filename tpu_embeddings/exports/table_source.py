@@ -41,16 +41,19 @@ def _write_token_file(vocabulary_dir: str, tokens_path: str, rows: int):
   """vocabulary.tsv -> the token asset; `(count, known lines, SortedKeys)`.
 
   Streamed: never a Python string per token (at 10M tokens those would cost
-  about half the table's memory); the sorted fingerprints hold 16 bytes per
-  token (32 while they are sorted).
+  about half the table's memory); each block's tokens are hashed as they
+  are written, and the sorted fingerprints hold 16 bytes per token (32
+  while they are sorted).
   """
+  keys = token_ids.KeysBuilder(rows)
   with staging.phase('vocabulary asset'):
     count, known = vocabulary_file.write_tokens_asset(
-        vocabulary_dir, tokens_path, lines=(0, rows // 2, rows - 1))
+        vocabulary_dir, tokens_path, lines=(0, rows // 2, rows - 1),
+        on_block=keys.add)
   if count != rows:
     return count, known, None
   with staging.phase('token keys'):
-    return count, known, token_ids.sorted_keys(tokens_path)
+    return count, known, keys.sorted()
 
 
 class TableSource:

@@ -128,3 +128,18 @@ def test_building_the_table_does_not_read_the_file(tmp_path):
       f.write('a\nb\nc\n')
     thread.join()
   assert not blocked, 'building the table read the vocabulary file'
+
+
+def test_keys_builder_takes_the_tokens_it_expects():
+  """Blocks as a writer hands them: lines past the expected count are not
+  hashed, and too few are refused."""
+  builder = token_ids.KeysBuilder(3)
+  builder.add(b'a\nb\n')
+  with pytest.raises(ValueError, match='2 tokens hashed, 3 expected'):
+    builder.sorted()
+  builder.add(b'c\nd\n')
+  found = builder.sorted()
+  ids, known = token_ids.find(found.keys, found.values,
+                              tf.constant(['c', 'a', 'b', 'd']))
+  assert ids.numpy().tolist() == [2, 0, 1, 0]
+  assert known.numpy().tolist() == [True, True, True, False]
