@@ -56,20 +56,9 @@ def keys(tokens: tf.Tensor) -> tf.Tensor:
   return tf.strings.to_hash_bucket_fast(tokens, FINGERPRINT_BUCKETS)
 
 
-def keys_and_values(vocabulary: tf.Tensor,
-                    size: int) -> Tuple[tf.Tensor, tf.Tensor]:
-  """Table contents for a [size] vocabulary whose token i is row i."""
-  # `size` is a Python int: a range over tf.size(vocabulary) would make graph
-  # shape inference read the vocabulary file to learn the range's length.
-  ids = tf.range(size, dtype=tf.int64)
-  values = tf.bitwise.bitwise_or(ids, tf.bitwise.left_shift(
-      tf.strings.to_hash_bucket(vocabulary, CHECK_BUCKETS),
-      tf.constant(ID_BITS, tf.int64)))
-  return keys(vocabulary), values
-
-
 def decode(found: tf.Tensor, tokens: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-  """`(ids, known)` from the values a lookup of `keys(tokens)` returned.
+  """`(ids, known)` from the values a lookup of `keys(tokens)` returned:
+  each packs a row id (low `ID_BITS`) and its token's check hash.
 
   The lookup's default value must be `MISSING`. OOV tokens get id 0.
   """
@@ -83,8 +72,8 @@ def decode(found: tf.Tensor, tokens: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
 @dataclasses.dataclass(frozen=True)
 class SortedKeys:
   """A vocabulary's lookup arrays: `keys` (int64 [size]) its tokens'
-  fingerprints in ascending order, `values` (int64 [size]) what
-  `keys_and_values` gives each, in the same order; numpy arrays, or
+  fingerprints in ascending order, `values` (int64 [size]) each one's row
+  id and check hash (`decode`), in the same order; numpy arrays, or
   tf.Variables (`in_variables`). `collide`: two tokens share a fingerprint
   (the same token twice does), so their rows cannot be told apart by it."""
   keys: Any

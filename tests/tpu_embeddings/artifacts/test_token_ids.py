@@ -12,34 +12,28 @@ from tpu_embeddings.artifacts import token_ids
 TOKENS = ['the', 'cat', 'é', 'sat']
 
 
-def _table(vocabulary):
-  keys, values = token_ids.keys_and_values(tf.constant(vocabulary),
-                                           len(vocabulary))
-  return tf.lookup.StaticHashTable(
-      tf.lookup.KeyValueTensorInitializer(keys, values),
-      default_value=tf.constant(token_ids.MISSING, tf.int64))
+def _sorted(tokens):
+  builder = token_ids.KeysBuilder(len(tokens))
+  builder.add(''.join(f'{t}\n' for t in tokens).encode('utf-8'))
+  return builder.sorted()
 
 
 def test_known_tokens_find_their_row_and_others_are_oov():
-  table = _table(TOKENS)
+  found = _sorted(TOKENS)
   queries = tf.constant(['sat', 'nope', '', 'the', 'é', 'cat'])
-  ids, known = token_ids.decode(table.lookup(token_ids.keys(queries)),
-                                queries)
+  ids, known = token_ids.find(found.keys, found.values, queries)
   assert known.numpy().tolist() == [True, False, False, True, True, True]
   assert ids.numpy().tolist() == [3, 0, 0, 0, 2, 1]
 
 
 def test_a_fingerprint_match_with_another_check_hash_is_oov():
-  """Stands in for a 64-bit collision: a table entry under the query's key
+  """Stands in for a 64-bit collision: an entry under the query's key
   whose check hash belongs to a different token."""
-  keys = token_ids.keys(tf.constant(['cat']))
-  _, values = token_ids.keys_and_values(tf.constant(['dog']), 1)
-  table = tf.lookup.StaticHashTable(
-      tf.lookup.KeyValueTensorInitializer(keys, values),
-      default_value=tf.constant(token_ids.MISSING, tf.int64))
-  query = tf.constant(['cat'])
-  _, known = token_ids.decode(table.lookup(token_ids.keys(query)), query)
-  assert not known.numpy()[0]
+  dog = _sorted(['dog'])
+  query = tf.constant(['cat', 'dog'])
+  _, known = token_ids.find(token_ids.keys(tf.constant(['cat'])), dog.values,
+                            query)
+  assert known.numpy().tolist() == [False, False]
 
 
 def test_read_lines_checks_the_count(tmp_path):
@@ -84,20 +78,14 @@ def test_sorted_keys_find_every_token_across_blocks(tmp_path, monkeypatch):
   assert known.numpy().tolist() == [True] * len(tokens) + [False] * 3
 
 
-def test_find_with_a_fingerprint_match_of_another_token_is_oov():
-  """Stands in for a 64-bit collision in the sorted arrays."""
-  _, values = token_ids.keys_and_values(tf.constant(['dog']), 1)
-  keys = token_ids.keys(tf.constant(['cat']))
-  query = tf.constant(['cat', 'dog'])
-  _, known = token_ids.find(keys, values, query)
-  assert known.numpy().tolist() == [False, False]
-
-
 def test_values_pack_id_and_check_hash():
-  keys, values = token_ids.keys_and_values(tf.constant(TOKENS), len(TOKENS))
-  ids = values.numpy() & ((1 << token_ids.ID_BITS) - 1)
-  np.testing.assert_array_equal(ids, np.arange(len(TOKENS)))
-  assert (keys.numpy() >= 0).all()
+  found = _sorted(TOKENS)
+  ids = found.values & ((1 << token_ids.ID_BITS) - 1)
+  assert sorted(ids.tolist()) == list(range(len(TOKENS)))
+  order = np.argsort(ids)
+  np.testing.assert_array_equal(
+      found.keys[order], token_ids.keys(tf.constant(TOKENS)).numpy())
+  assert (found.keys >= 0).all()
 
 
 def test_building_the_table_does_not_read_the_file(tmp_path):
@@ -113,10 +101,9 @@ def test_building_the_table_does_not_read_the_file(tmp_path):
       lines = token_ids.read_lines(tf.constant(fifo), 3)
       tf.compat.v1.lookup.StaticHashTable(
           tf.compat.v1.lookup.KeyValueTensorInitializer(
-              *token_ids.keys_and_values(lines, 3)),
-          default_value=tf.constant(token_ids.MISSING, tf.int64))
-    tf.function(lambda path: token_ids.keys_and_values(
-        token_ids.read_lines(path, 3), 3)).get_concrete_function(
+              lines, tf.range(3, dtype=tf.int64)), default_value=-1)
+    tf.function(lambda path: token_ids.keys(
+        token_ids.read_lines(path, 3))).get_concrete_function(
             tf.constant(fifo))
 
   thread = threading.Thread(target=build, daemon=True)
