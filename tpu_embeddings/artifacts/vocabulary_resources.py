@@ -126,12 +126,14 @@ def line_ends(tokens_path: str) -> np.ndarray:
   """Where each line of a one-token-per-line file ends: the byte offset of
   its newline (int32, or int64 for files of 2 GiB and more), read in
   blocks."""
+  dtype = (np.int32 if tf.io.gfile.stat(tokens_path).length < 2**31 else
+           np.int64)
   ends, offset = [], 0
   for block in vocabulary_file.line_blocks(tokens_path):
-    ends.append(np.flatnonzero(np.frombuffer(block, np.uint8) == 10) + offset)
+    ends.append((np.flatnonzero(np.frombuffer(block, np.uint8) == 10) +
+                 offset).astype(dtype))
     offset += len(block)
-  dtype = np.int32 if offset < 2**31 else np.int64
-  return (np.concatenate(ends) if ends else np.zeros([0])).astype(dtype)
+  return np.concatenate(ends) if ends else np.zeros([0], dtype)
 
 
 class TokenStrings(tf.Module):
