@@ -243,13 +243,20 @@ def checked_blocks(directory_or_file: str, block_bytes: int = _BLOCK_BYTES
     raise VocabularyError(f'vocabulary: {path} is empty')
 
 
+def lines_in_block(block: bytes, first: int, size: int,
+                   wanted: Sequence[int]) -> Dict[int, str]:
+  """{line: text} of the 0-based `wanted` lines in `size` lines from `first`."""
+  inside = [w for w in wanted if first <= w < first + size]
+  parts = block.split(b'\n') if inside else []
+  return {w: parts[w - first].decode('utf-8', 'replace') for w in inside}
+
+
 def write_tokens_asset(directory_or_file: str, tokens_path: str,
                        lines: Sequence[int] = (),
                        block_bytes: int = _BLOCK_BYTES,
                        on_block: Optional[Callable[[bytes], None]] = None
                        ) -> Tuple[int, Dict[int, str]]:
-  """Streams `vocabulary.tsv` into the one-token-per-line asset at
-  `tokens_path`.
+  """Streams `vocabulary.tsv` into the one-token-per-line asset `tokens_path`.
 
   Checks every line as `read` does, but in blocks of whole lines and without
   building Python strings per token (`checked_blocks`), so a
@@ -260,17 +267,11 @@ def write_tokens_asset(directory_or_file: str, tokens_path: str,
     (number of tokens, {line: token} for the requested 0-based `lines`).
   """
   import tensorflow as tf
-  wanted = set(lines)
-  found = {}
-  count = 0
+  found, count = {}, 0
   with tf.io.gfile.GFile(tokens_path, 'wb') as out:
     for tokens, _ in checked_blocks(directory_or_file, block_bytes):
       size = tokens.count(b'\n')
-      if any(count <= w < count + size for w in wanted):
-        parts = tokens.split(b'\n')
-        for w in wanted:
-          if count <= w < count + size:
-            found[w] = parts[w - count].decode('utf-8')
+      found.update(lines_in_block(tokens, count, size, lines))
       out.write(tokens)
       if on_block is not None:
         on_block(tokens)

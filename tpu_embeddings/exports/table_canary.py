@@ -85,14 +85,10 @@ def lines_at(path: str, lines: Sequence[int]) -> Dict[int, str]:
   """{line: its text} of a text file's 0-based `lines` that it has, read in
   blocks."""
   from tpu_embeddings.artifacts import vocabulary_file
-  wanted, found, count = set(lines), {}, 0
+  found, count = {}, 0
   for block in vocabulary_file.line_blocks(path):
     size = block.count(b'\n')
-    inside = [w for w in wanted if count <= w < count + size]
-    if inside:
-      parts = block.split(b'\n')
-      for w in inside:
-        found[w] = parts[w - count].decode('utf-8', errors='replace')
+    found.update(vocabulary_file.lines_in_block(block, count, size, lines))
     count += size
   return found
 
