@@ -2,7 +2,8 @@
 end at a tiny size (tests/support/benchmark_runs.py). The trainer's
 benchmarks and the whole-pipeline quality benchmarks are in files of their
 own beside this one, so the suite's two workers can take them side by side;
-table_scale and time_to_quality have smoke tests of their own.
+table_scale has a smoke test of its own, and export_large_table runs as a
+part of targets' (tests/benchmarks/test_targets.py).
 """
 
 import pytest
@@ -20,10 +21,6 @@ CASES = {
         ['--sizes', '0.05', '--vocab', '500'],
         ['floor: Counter pass', 'ExampleGen', 'Vocabulary',
          'ExampleGen+Vocabulary']),
-    'export_large_table': (
-        ['--rows', '2000', '--dim', '8', '--rounds', '1'],
-        ['(a) TF2 tf.saved_model.save', '(b) TF Hub recipe',
-         'ours, both + load checks']),
     'validator_restore_memory': (
         ['--rows', '1000', '--dim', '8'], ['with_slots', 'validator']),
     'lookup_throughput': (

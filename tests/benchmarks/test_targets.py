@@ -1,6 +1,8 @@
 """benchmarks/targets.py end to end at a tiny size: every part runs and its
 targets come out in the last table, each with a figure, a goal and a
-verdict (never the figures themselves: at this size they mean nothing)."""
+verdict (never the figures themselves: at this size they mean nothing).
+The large export's part is export_large_table's smoke test too: its own
+table must come out whole."""
 
 import os
 import re
@@ -9,6 +11,7 @@ import sys
 
 import pytest
 
+from tests.support import benchmark_runs
 from tests.support import paths
 from tests.support import tiny_inputs
 
@@ -27,6 +30,10 @@ def test_every_part_prints_its_targets(tmp_path):
       cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=paths.REPO),
       capture_output=True, text=True, timeout=900, check=False)
   assert done.returncode == 0, done.stderr[-3000:]
+  for label in ('(a) TF2 tf.saved_model.save', '(b) TF Hub recipe',
+                'ours, both + load checks'):
+    assert re.search(rf'{re.escape(label)}[^\n]*\s{benchmark_runs.NUMBER}',
+                     done.stdout), (label, done.stdout[-3000:])
   table = done.stdout.split('\n== targets: ')[-1]
   assert re.match(r'\d{4}-\d\d-\d\d \d\d:\d\d UTC, commit \w+', table), table
   verdict = r'[^\n]* (yes|NO|-)\n'

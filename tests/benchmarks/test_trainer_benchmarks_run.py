@@ -1,5 +1,6 @@
 """The trainer's benchmark scripts, each run end to end at a tiny size
-(tests/support/benchmark_runs.py)."""
+(tests/support/benchmark_runs.py): the time to quality on generated
+interactions among them."""
 
 import pytest
 
@@ -14,6 +15,11 @@ CASES = {
         ['--runs', '1', '--steps', '2'], ['checkpoint save', 'total']),
     'trainer_scale': (
         ['--sizes', '0.01', '--rounds', '1'], ['0.01M']),
+    'time_to_quality': (
+        ['--sizes', '1', '--sequences', '150', '--items', '200', '--epochs',
+         '1', '--gensim-epochs', '1', '--queries', '20', '--rounds', '1'],
+        ['baseline: gensim Word2Vec sg', 'pipeline trainer',
+         'data steps (ExampleGen + Vocabulary']),
     'trainer_throughput': (
         ['--presets', 'defaults', '--rounds', '1', '--steps', '5',
          '--live-steps', '10', '--tokens', '20000'],
