@@ -38,6 +38,13 @@ class Table:
 
 def hit_rate(table: Table, heldout: Sequence[Tuple[List[str], str]],
              k: int = 10, batch: int = 512) -> float:
+  """Share of `heldout` (query items, next item) whose next item is among
+  the k items nearest the query, the query items left out.
+
+  The target's rank is counted, not the k nearest found: a hit is fewer
+  than k items scoring strictly above it (a tie goes to the target). A
+  comparison per item instead of a partial sort per query, so a table of
+  tens of thousands of items scores 100k+ queries in seconds."""
   hits = 0
   for start in range(0, len(heldout), batch):
     chunk = heldout[start:start + batch]
@@ -51,8 +58,12 @@ def hit_rate(table: Table, heldout: Sequence[Tuple[List[str], str]],
       targets.append(table.ids[target])
     if not queries:
       continue
-    top = table.top_k(np.stack(queries), exclude, k)
-    hits += int((top == np.asarray(targets)[:, None]).any(axis=1).sum())
+    scores = np.stack(queries) @ table.unit.T
+    for row, ids in enumerate(exclude):
+      scores[row, ids] = -np.inf
+    target_scores = scores[np.arange(len(targets)), targets]
+    above = (scores > target_scores[:, None]).sum(axis=1)
+    hits += int(((above < k) & np.isfinite(target_scores)).sum())
   return hits / max(1, len(heldout))
 
 

@@ -49,3 +49,22 @@ def test_hit_rate_counts_missing_tokens_as_misses():
   # so use k=3: every other token is found.
   heldout = [(['a'], 'b'), (['a'], 'zzz'), (['zzz'], 'b')]
   assert quality.hit_rate(table, heldout, k=3) == 1 / 3
+
+
+def test_hit_rate_is_the_share_of_targets_in_the_full_ranking_top_k():
+  rng = np.random.default_rng(3)
+  tokens = [f'i{i}' for i in range(300)]
+  table = quality.Table(tokens, rng.normal(size=(300, 16)))
+  heldout = []
+  for _ in range(700):
+    picked = rng.choice(300, size=4, replace=False)
+    heldout.append(([tokens[i] for i in picked[:3]], tokens[picked[3]]))
+  for k in (1, 10, 50):
+    hits = 0
+    for context, target in heldout:
+      ids = [table.ids[t] for t in context]
+      scores = table.unit @ table.unit[ids].mean(axis=0)
+      ranked = [i for i in np.argsort(-scores, kind='stable')
+                if i not in ids]
+      hits += table.ids[target] in ranked[:k]
+    assert quality.hit_rate(table, heldout, k=k, batch=64) == hits / 700
