@@ -9,12 +9,12 @@ stack (TensorFlow 2.15, tensorflow-hub 0.15), from the same pushed version.
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from pipelines import demo_data
+from tests.support import cli_runs
 from tests.support import consumer_venv
 from tests.support import hub_clients
 from tests.support import paths
@@ -23,6 +23,7 @@ from tests.support.tiny_pipeline import FAST
 from tests.support.tiny_pipeline import TINY
 
 _SUPPORT = os.path.join(paths.REPO, 'tests', 'support')
+_WAYS = ','.join(serving_clients.WAYS)
 
 # The consumer API, as a service or notebook uses the installed package.
 _CONSUMER_SCRIPT = '''
@@ -44,11 +45,8 @@ def pushed(tmp_path_factory):
   base = tmp_path_factory.mktemp('pushed')
   data, home = str(base / 'data'), str(base / 'home')
   demo_data.generate(data, spans=1, seed=3, shape=TINY)
-  done = subprocess.run(
-      [sys.executable, '-m', 'pipelines', 'run', '--data', data, '--home',
-       home] + FAST, cwd=paths.REPO, capture_output=True, text=True,
-      timeout=900)
-  assert done.returncode == 0, done.stderr[-3000:]
+  code, out = cli_runs.run('run', '--data', data, '--home', home, *FAST)
+  assert code == 0, out[-3000:]
   root = os.path.join(home, 'pushed')
   return {'root': root, 'serving': os.path.join(root, 'serving', '1'),
           'hub': os.path.join(root, 'hub', '1'),
@@ -85,10 +83,8 @@ def _answers(python, script, args, out, cwd):
 def pinned(pushed, tmp_path_factory):
   """Each client's answers on the pinned stack, in this process."""
   base = tmp_path_factory.mktemp('pinned')
-  answers = {}
-  for way in serving_clients.WAYS:
-    serving_clients.main([way, pushed['serving'], str(base / f'{way}.npz')])
-    answers[way] = dict(np.load(str(base / f'{way}.npz'), allow_pickle=True))
+  serving_clients.main([_WAYS, pushed['serving'], str(base)])
+  answers = serving_clients.answers(str(base))
   hub_clients.main([pushed['serving'], pushed['hub'], str(base / 'hub.npz')])
   answers['hub'] = dict(np.load(str(base / 'hub.npz'), allow_pickle=True))
   return answers
@@ -122,14 +118,19 @@ def test_consumer_api_of_the_installed_package(consumer, pushed):
   assert [t for t, _ in got['neighbors']] == [t for t, _ in rows]
 
 
+@pytest.fixture(scope='module')
+def newest_serving(consumer, pushed, tmp_path_factory):
+  """Each serving client's answers on the newest stack, in one process."""
+  out = tmp_path_factory.mktemp('newest')
+  _run([consumer['python'], os.path.join(_SUPPORT, 'serving_clients.py'),
+        _WAYS, pushed['serving'], str(out)], consumer['cwd'])
+  return serving_clients.answers(str(out))
+
+
 @pytest.mark.parametrize('way', serving_clients.WAYS)
-def test_serving_signatures_answer_as_on_the_pinned_stack(consumer, pushed,
-                                                          pinned, way,
-                                                          tmp_path):
-  got = _answers(consumer['python'], 'serving_clients.py',
-                 (way, pushed['serving']), str(tmp_path / 'newest.npz'),
-                 consumer['cwd'])
-  _assert_same(got, pinned[way])
+def test_serving_signatures_answer_as_on_the_pinned_stack(newest_serving,
+                                                          pinned, way):
+  _assert_same(newest_serving[way], pinned[way])
 
 
 @pytest.mark.parametrize('signature', sorted(serving_clients.INPUTS))

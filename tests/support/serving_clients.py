@@ -1,15 +1,18 @@
 """Loads a serving export the way one of its clients does, in this process.
 
-    python -m tests.support.serving_clients {saved_model,session} \
-        EXPORT_DIR OUT.npz
+    python -m tests.support.serving_clients WAY[,WAY] EXPORT_DIR OUT_DIR
+
+WAY is `saved_model` or `session`; both in one process, one after the other,
+cost one interpreter and one TensorFlow import instead of two.
 
 `saved_model` is `tf.saved_model.load` and its signatures; `session` is
 `tf.compat.v1.saved_model.load` in a `tf.compat.v1.Session` (TF Serving's and
 `saved_model_cli run`'s path: the init op once, then one `Session.run` per
 request). Each signature is called with `INPUTS` twice, and the second answers
-are written to OUT.npz as `<signature>/<output>`.
+are written to OUT_DIR/<way>.npz as `<signature>/<output>`.
 """
 
+import os
 import sys
 
 import numpy as np
@@ -59,11 +62,18 @@ def _answer_in_a_session(export_dir: str):
 
 
 def main(argv) -> int:
-  way, export_dir, out = argv
+  ways, export_dir, out_dir = argv
   answer = {'saved_model': _answer_with_saved_model,
-            'session': _answer_in_a_session}[way]
-  np.savez(out, **answer(export_dir))
+            'session': _answer_in_a_session}
+  for way in ways.split(','):
+    np.savez(os.path.join(out_dir, f'{way}.npz'), **answer[way](export_dir))
   return 0
+
+
+def answers(out_dir: str, ways=WAYS):
+  """{way: {"<signature>/<output>": answer}} that `main` wrote."""
+  return {way: dict(np.load(os.path.join(out_dir, f'{way}.npz'),
+                            allow_pickle=True)) for way in ways}
 
 
 if __name__ == '__main__':
