@@ -70,12 +70,18 @@ lint: $(STAMP)
 # Two workers, a test module each at a time: most tests wait on subprocesses
 # and files as much as they compute. Modules go out in the order
 # tests/conftest.py sorts them (long ones first), not by their test counts.
+# Bytecode is written while the tests run (TESTS_ENV): with
+# PYTHONDONTWRITEBYTECODE set, pytest would rewrite every test module's
+# asserts on each run, and each of the ~130 Python processes the tests start
+# would compile what it imports of the project, the tests' helpers and, in
+# the newest TensorFlow's environment, TensorFlow.
+TESTS_ENV := PYTHONDONTWRITEBYTECODE=
 test: lint
-	@$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); rc=$$?; \
+	@$(TESTS_ENV) $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; exit $$rc
 
 unit: lint
-	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow" $(PYTEST_ARGS)
+	$(TESTS_ENV) $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for b in benchmarks/[a-z]*.py; do m=$$(basename $$b .py); echo "== $$m"; \
