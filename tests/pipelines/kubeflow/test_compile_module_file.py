@@ -53,9 +53,11 @@ def test_compile_packages_the_module_file_as_the_trainer_loads_it(
       'module', 'wrote', 'requests', 'run-time'], printed.out
   wheels = glob.glob(str(root / '_wheels' / '*.whl'))
   assert len(wheels) == 1, wheels
-  # No folder of the wheel's build is left in the temporary folder (the
-  # files autograph writes there go when the process exits).
-  left = [p for p in temporary.iterdir() if p.is_dir()]
+  # No folder of the wheel's build is left in the temporary folder. The
+  # files autograph writes there go when the process exits; where bytecode
+  # is written, TensorFlow's import of them leaves __pycache__ too.
+  left = [p for p in temporary.iterdir()
+          if p.is_dir() and p.name != '__pycache__']
   assert not left, left
   module_path = _trainer_module_path(str(out))
   assert module_path == f'two_tower_model@{wheels[0]}'
