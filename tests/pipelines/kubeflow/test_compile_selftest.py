@@ -9,6 +9,7 @@ import kfp.components
 import pytest
 from google.protobuf import json_format
 
+from pipelines.cli import main as cli
 from pipelines.kubeflow import selftest_pipeline
 from pipelines.kubeflow.flags import TpuRequest
 from pipelines.kubeflow.resources import TaskResources
@@ -85,42 +86,47 @@ def test_the_compiled_command_runs_the_module_files_selftest(tmp_path):
   assert lines[-1].startswith('AGREE')
 
 
-def _compile_command(cwd, *argv):
-  return subprocess.run(
-      [sys.executable, '-m', 'pipelines', 'compile', '--selftest', '--image',
-       IMAGE, '--pipeline-root', 'gs://b/tfx', *argv], cwd=cwd,
-      capture_output=True, text=True, timeout=120,
-      env={**os.environ, 'PYTHONPATH': paths.REPO})
+def _compile_command(cwd, monkeypatch, capsys, *argv):
+  """(exit code, stdout, stderr) of `python -m pipelines compile --selftest
+  <argv>` in `cwd`, run here."""
+  monkeypatch.chdir(cwd)
+  code = cli.main(['compile', '--selftest', '--image', IMAGE,
+                   '--pipeline-root', 'gs://b/tfx', *argv])
+  printed = capsys.readouterr()
+  return code, printed.out, printed.err
 
 
-def test_the_command_never_overwrites_the_pipeline_package(tmp_path):
+def test_the_command_never_overwrites_the_pipeline_package(tmp_path,
+                                                           monkeypatch,
+                                                           capsys):
   (tmp_path / 'kubeflow').mkdir()
-  done = _compile_command(tmp_path, '--tpu-accelerator', 'tpu-v4-podslice',
-                          '--tpu-topology', '2x2x1', '--selftest-steps', '3')
-  assert done.returncode == 0, done.stderr
+  code, out, err = _compile_command(
+      tmp_path, monkeypatch, capsys, '--tpu-accelerator', 'tpu-v4-podslice',
+      '--tpu-topology', '2x2x1', '--selftest-steps', '3')
+  assert code == 0, err
   assert os.listdir(tmp_path / 'kubeflow') == ['selftest.yaml']
-  assert done.stdout.startswith('wrote kubeflow/selftest.yaml: one task, '
-                                '`selftest --steps 3` on 4 google.com/tpu')
+  assert out.startswith('wrote kubeflow/selftest.yaml: one task, '
+                        '`selftest --steps 3` on 4 google.com/tpu')
   (tmp_path / 'settings.json').write_text('{"trainer": {"batch_size": 64}}')
-  refused = _compile_command(tmp_path, '--config', 'settings.json')
-  assert refused.returncode == 2
-  assert 'error: --config with --selftest: give the settings as --set' in (
-      refused.stderr)
+  code, _, err = _compile_command(tmp_path, monkeypatch, capsys, '--config',
+                                  'settings.json')
+  assert code == 2
+  assert 'error: --config with --selftest: give the settings as --set' in err
 
 
-def test_a_local_pipeline_root_is_named_on_stderr(tmp_path):
+def test_a_local_pipeline_root_is_named_on_stderr(tmp_path, monkeypatch,
+                                                   capsys):
   """The self-test package has one root, the pipeline root: a local one is
   warned about once; the package is still written."""
   (tmp_path / 'kubeflow').mkdir()
-  done = subprocess.run(
-      [sys.executable, '-m', 'pipelines', 'compile', '--selftest', '--image',
-       IMAGE, '--pipeline-root', str(tmp_path / 'tfx')], cwd=tmp_path,
-      capture_output=True, text=True, timeout=120,
-      env={**os.environ, 'PYTHONPATH': paths.REPO})
-  assert done.returncode == 0, done.stderr
+  monkeypatch.chdir(tmp_path)
+  code = cli.main(['compile', '--selftest', '--image', IMAGE,
+                   '--pipeline-root', str(tmp_path / 'tfx')])
+  err = capsys.readouterr().err
+  assert code == 0, err
   assert os.listdir(tmp_path / 'kubeflow') == ['selftest.yaml']
-  warned = [line for line in done.stderr.splitlines()
+  warned = [line for line in err.splitlines()
             if line.startswith('warning: ')]
   assert warned == [f'warning: --pipeline-root {tmp_path / "tfx"} is a local '
                     "path: the pods cannot see this machine's disk; give a "
-                    'root they can reach, e.g. gs://bucket/path'], done.stderr
+                    'root they can reach, e.g. gs://bucket/path'], err
