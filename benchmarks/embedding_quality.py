@@ -27,13 +27,17 @@ class Table:
     self.unit = vectors / np.maximum(norms, 1e-12)
     self.ids = {t: i for i, t in enumerate(self.tokens)}
 
-  def top_k(self, queries: np.ndarray, exclude: List[List[int]],
-            k: int) -> np.ndarray:
+  def scores(self, queries: np.ndarray,
+             exclude: List[List[int]]) -> np.ndarray:
+    """[queries, rows] cosines, -inf at each query's `exclude` rows."""
     scores = queries @ self.unit.T
     for row, ids in enumerate(exclude):
       scores[row, ids] = -np.inf
-    top = np.argpartition(-scores, k, axis=1)[:, :k]
-    return top
+    return scores
+
+  def top_k(self, queries: np.ndarray, exclude: List[List[int]],
+            k: int) -> np.ndarray:
+    return np.argpartition(-self.scores(queries, exclude), k, axis=1)[:, :k]
 
 
 def hit_rate(table: Table, heldout: Sequence[Tuple[List[str], str]],
@@ -58,9 +62,7 @@ def hit_rate(table: Table, heldout: Sequence[Tuple[List[str], str]],
       targets.append(table.ids[target])
     if not queries:
       continue
-    scores = np.stack(queries) @ table.unit.T
-    for row, ids in enumerate(exclude):
-      scores[row, ids] = -np.inf
+    scores = table.scores(np.stack(queries), exclude)
     target_scores = scores[np.arange(len(targets)), targets]
     above = (scores > target_scores[:, None]).sum(axis=1)
     hits += int(((above < k) & np.isfinite(target_scores)).sum())
