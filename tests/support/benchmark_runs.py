@@ -27,7 +27,12 @@ def check_table(name: str, args: Sequence[str], rows: Sequence[str],
       cwd=cwd, env=env, capture_output=True, text=True,
       timeout=900, check=False)
   assert done.returncode == 0, done.stderr[-3000:]
+  check_rows(name, done.stdout, rows)
+
+
+def check_rows(name: str, stdout: str, rows: Sequence[str]):
+  """`stdout` prints each of `rows` followed by a number on its line."""
   for label in rows:
     pattern = rf'{re.escape(label)}[^\n]*\s{NUMBER}'
-    assert re.search(pattern, done.stdout), (
-        f'{name}: no row {label!r} with a number in\n{done.stdout[-3000:]}')
+    assert re.search(pattern, stdout), (
+        f'{name}: no row {label!r} with a number in\n{stdout[-3000:]}')
