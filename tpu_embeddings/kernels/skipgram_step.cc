@@ -72,12 +72,11 @@ Status CheckIds(const char* name, const Tensor& ids, int64_t rows) {
   return OkStatus();
 }
 
-// Steps of fewer than this many pairs x dims run on the calling thread:
-// waking the worker threads for their parts costs more than the parts. On 2
-// cores the item config's steps (512 pairs x 64) took about a fifth less time
-// so, 2048 x 64 a twentieth less; the text defaults' 2048 x 128 took a tenth
-// more, so they are split.
-constexpr int64_t kSerialWork = int64_t{1} << 18;
+// A call's steps take one thread per this many pairs x dims of a step, up
+// to the intra-op threads and the row shards: the item config's steps (512
+// pairs x 64) two, the text defaults' (2048 x 128) eight where the cores
+// are there.
+constexpr int64_t kWorkPerThread = int64_t{1} << 14;
 
 class SkipGramStepOp : public OpKernel {
  public:
@@ -181,32 +180,48 @@ class SkipGramStepOp : public OpKernel {
     args.loss_scale = ctx->input(variables + 4).scalar<float>()();
     args.negative_weight = ctx->input(variables + 5).scalar<float>()();
 
-    auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
-    const bool serial = batch * args.dim < kSerialWork;
-    auto parallel = [workers, serial](int64_t n, const auto& fn) {
-      if (serial) {
-        for (int64_t i = 0; i < n; ++i) fn(i);
-        return;
-      }
-      workers->ParallelFor(n, /*cost_per_unit=*/int64_t{1} << 30,
-                           [&fn](int64_t begin, int64_t end) {
-                             for (int64_t i = begin; i < end; ++i) fn(i);
-                           });
-    };
     Tensor* output = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, learning_rate.shape(),
                                              &output));
     const float* rates = learning_rate.flat<float>().data();
     float* losses = output->flat<float>().data();
     const int64_t negative_ids = negative_rows * args.num_negatives;
-    std::unique_ptr<tpu_embeddings::StepScratch> scratch = TakeScratch();
-    for (int64_t step = 0; step < steps; ++step) {
-      args.target = target.flat<int32>().data() + step * batch;
-      args.context = context.flat<int32>().data() + step * batch;
-      args.negatives = negatives.flat<int32>().data() + step * negative_ids;
-      args.learning_rate = rates[step];
-      losses[step] = tpu_embeddings::RunStep(args, scratch.get(), parallel);
+    const int32* targets = target.flat<int32>().data();
+    const int32* contexts = context.flat<int32>().data();
+    const int32* negative_sets = negatives.flat<int32>().data();
+    // Pure, so every thread of the call builds the same step.
+    auto args_of = [=](int64_t step) {
+      tpu_embeddings::StepArgs s = args;
+      s.target = targets + step * batch;
+      s.context = contexts + step * batch;
+      s.negatives = negative_sets + step * negative_ids;
+      s.learning_rate = rates[step];
+      return s;
+    };
+    if (batch == 0) {
+      std::fill_n(losses, steps, 0.0f);
+      return;
     }
+    std::unique_ptr<tpu_embeddings::StepScratch> scratch = TakeScratch();
+    tpu_embeddings::StepScratch* shared_scratch = scratch.get();
+    // Helpers on the intra-op threads join the calling thread's work when
+    // they start; the calling thread never waits for one to start, and
+    // returns once every step is done: by then a helper that started has no
+    // item left, and one that starts later finds every phase finished (the
+    // Lockstep it holds outlives the call).
+    auto lockstep = std::make_shared<tpu_embeddings::Lockstep>();
+    auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
+    const int64_t threads = std::min<int64_t>(
+        {int64_t{workers->NumThreads()}, int64_t{tpu_embeddings::kRowShards},
+         std::max<int64_t>(1, batch * args.dim / kWorkPerThread)});
+    for (int64_t h = 1; h < threads; ++h) {
+      workers->Schedule([=] {
+        tpu_embeddings::RunSteps(args, steps, args_of, shared_scratch,
+                                 losses, lockstep.get());
+      });
+    }
+    tpu_embeddings::RunSteps(args, steps, args_of, shared_scratch, losses,
+                             lockstep.get());
     ReturnScratch(std::move(scratch));
   }
 

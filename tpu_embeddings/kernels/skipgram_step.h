@@ -22,8 +22,9 @@
 // then each of a fixed number of row shards sums the terms of its rows in
 // the order of the pairs, in one map, and applies the rule to each row. No
 // row's gradient is merged across maps, and the tables are read only before
-// they are written. Blocks and shards run in parallel; results do not depend
-// on the number of threads.
+// they are written. A call's blocks and shards, step after step, go to
+// whichever threads take them (lockstep.h); results do not depend on the
+// number of threads.
 //
 // A group's K negative rows are hot for all its pairs, so shared negatives
 // are dense products: the distinct target rows of a chunk of the group
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "Eigen/Core"
+#include "lockstep.h"
 
 #ifdef __AVX__
 #include <immintrin.h>
@@ -635,22 +637,44 @@ inline void ApplyShard(const StepArgs& s, int shard, int64_t blocks,
   }
 }
 
-// Runs one step and returns its loss. `parallel(n, fn)` calls fn(i) for i in
-// [0, n), on any threads, and returns when all calls have.
-template <typename Parallel>
-float RunStep(const StepArgs& s, StepScratch* scratch, Parallel parallel) {
-  if (s.batch == 0) return 0.0f;
-  const int64_t blocks = std::max<int64_t>(
+// The pair blocks of a step of `s`.
+inline int64_t PairBlocks(const StepArgs& s) {
+  return std::max<int64_t>(
       1, std::min<int64_t>({int64_t{kPairBlocks}, s.batch / kPairsPerBlock,
                             s.negative_rows}));
-  parallel(blocks,
-           [&](int64_t b) { SumBlock(s, b, blocks, &scratch->blocks[b]); });
-  parallel(kRowShards, [&](int64_t shard) {
-    ApplyShard(s, static_cast<int>(shard), blocks, scratch);
-  });
-  double loss = 0.0;
-  for (int64_t b = 0; b < blocks; ++b) loss += scratch->blocks[b].loss;
-  return static_cast<float>(loss * s.loss_scale);
+}
+
+// Runs `steps` steps in order, each on the tables the one before it wrote:
+// step i is `args_of(i)`, which differs from `call` (batch > 0) in its ids
+// and learning rate only; losses[i] is its loss. Every thread that calls it
+// with the same arguments and `lockstep` shares the work: a step's pair
+// blocks are one phase, its row shards the next. Which thread runs a block
+// or a shard changes no result. A thread reads `args_of`'s inputs and
+// `losses` only while it runs an item, never once every phase has finished.
+template <typename ArgsOf>
+void RunSteps(const StepArgs& call, int64_t steps, const ArgsOf& args_of,
+              StepScratch* scratch, float* losses, Lockstep* lockstep) {
+  const int64_t blocks = PairBlocks(call);
+  const float loss_scale = call.loss_scale;
+  lockstep->Work(
+      2 * steps,
+      [blocks](int64_t phase) {
+        return phase % 2 == 0 ? blocks : int64_t{kRowShards};
+      },
+      [&](int64_t phase, int64_t item) {
+        const StepArgs s = args_of(phase / 2);
+        if (phase % 2 == 0) {
+          SumBlock(s, item, blocks, &scratch->blocks[item]);
+        } else {
+          ApplyShard(s, static_cast<int>(item), blocks, scratch);
+        }
+      },
+      [&](int64_t phase) {
+        if (phase % 2 != 0) return;
+        double loss = 0.0;
+        for (int64_t b = 0; b < blocks; ++b) loss += scratch->blocks[b].loss;
+        losses[phase / 2] = static_cast<float>(loss * loss_scale);
+      });
 }
 
 }  // namespace tpu_embeddings

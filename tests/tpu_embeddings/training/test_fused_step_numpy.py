@@ -1,8 +1,9 @@
 """The fused SkipGramStep op against a numpy float64 step, with shared
 negatives (negatives [N, S], each B/N consecutive pairs sharing a row, their
 term weighted K/S): the same loss and every parameter and optimizer slot
-within 1e-6, whether the op runs a step on the calling thread or splits it
-over the intra-op threads, and the same results at any thread count.
+within 1e-6, whether the op runs a step on the calling thread alone or
+shares it with the intra-op threads, and the same results at any thread
+count, one step or a stack of them per call.
 """
 
 import subprocess
@@ -105,8 +106,9 @@ def test_shared_negatives_equal_the_numpy_step(ops, optimizer, params,
 
 
 def test_a_step_split_over_the_threads_equals_the_numpy_step(ops):
-  """4096 pairs x 64 dims: over the op's serial limit (the other cases are
-  under it), so its blocks and row shards run on the worker threads."""
+  """4096 pairs x 64 dims: work for every intra-op thread (the 64-pair cases
+  run on the calling thread alone), so its blocks and row shards spread over
+  them."""
   rng = np.random.default_rng(11)
   dim, size, lr, weight = 64, 4096, 0.5, 5 / 8
   tables = [tf.Variable(rng.uniform(-0.5, 0.5, (V, dim)).astype(np.float32))
@@ -135,17 +137,20 @@ import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[2]))
 ops = tf.load_op_library(sys.argv[1])
 rng = np.random.default_rng(3)
-# 8192 pairs x 40 dims: over the op's serial limit, so it splits each step.
+# Two steps of 8192 pairs x 40 dims, one call each, then a stack of six
+# steps of 1024 pairs x 40 in one call: each step is shared by the threads.
 tables = [tf.Variable(rng.uniform(-0.5, 0.5, (40, 40)).astype(np.float32))
           for _ in range(2)]
 slots = [tf.Variable(tf.fill([40, 40], 0.1)) for _ in range(2)]
-for _ in range(2):
+for shape, rates in (((8192,), 0.5), ((8192,), 0.5),
+                     ((6, 1024), np.linspace(0.5, 0.1, 6, dtype=np.float32))):
   ops.skip_gram_step(
       tables=[v.handle for v in tables], slots=[v.handle for v in slots],
-      target=rng.integers(0, 40, 8192).astype(np.int32),
-      context=rng.integers(0, 40, 8192).astype(np.int32),
-      negatives=rng.integers(0, 40, (32, 8)).astype(np.int32),
-      learning_rate=0.5, loss_scale=1 / 8192, negative_weight=0.625,
+      target=rng.integers(0, 40, shape).astype(np.int32),
+      context=rng.integers(0, 40, shape).astype(np.int32),
+      negatives=rng.integers(0, 40, shape[:-1] + (shape[-1] // 256, 8)
+                             ).astype(np.int32),
+      learning_rate=rates, loss_scale=1 / shape[-1], negative_weight=0.625,
       optimizer='adagrad')
 np.savez(sys.argv[3], *[v.numpy() for v in tables + slots])
 """
