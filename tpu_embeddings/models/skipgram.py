@@ -260,14 +260,28 @@ def negatives_per_pair(config: SkipGramConfig) -> int:
   return 0 if config.shared_negatives else config.negatives
 
 
+# Shared negatives are drawn for up to this many pairs' batches at once: one
+# call of a dataset's map costs tens of microseconds, more than a draw for a
+# small batch (the item config's 512 pairs: 8 x 16 ids).
+DRAW_PAIRS = 1 << 17
+DRAW_MOST_BATCHES = 64
+
+
+def draw_batches(pipeline_batch_size: int) -> int:
+  """Batches whose shared negatives one draw makes."""
+  return max(1, min(DRAW_MOST_BATCHES, DRAW_PAIRS // pipeline_batch_size))
+
+
 def with_shared_negatives(batches: tf.data.Dataset, accept: tf.Tensor,
                           alias: tf.Tensor, config: SkipGramConfig,
                           context: Optional[tf.distribute.InputContext] = None
                           ) -> tf.data.Dataset:
-  """`batches` with each batch's shared negatives ([groups, S], drawn from
-  the batch's index, so a resumed run that skips batches draws the same),
-  or `batches` as they are when each pair has its own. With an input
-  pipeline's `context`, its batches hold its share of the groups."""
+  """`batches` with each batch's shared negatives ([groups, S]), or
+  `batches` as they are when each pair has its own. The negatives of
+  `draw_batches` consecutive batches are drawn at once, from the index of
+  the first of them: batch i's are the same whether a run started at 0 or
+  skipped to i (resumes skip batches after this). With an input pipeline's
+  `context`, its batches hold its share of the groups."""
   if not config.shared_negatives:
     return batches
   context = context or input_pipelines.single()
@@ -279,14 +293,18 @@ def with_shared_negatives(batches: tf.data.Dataset, accept: tf.Tensor,
         'input pipelines; choose batch_size and negative_group so that the '
         'groups are a multiple of them')
   shape = [groups // context.num_input_pipelines, config.shared_negatives]
+  at_once = draw_batches(
+      input_pipelines.pipeline_batch_size(config.batch_size, context))
 
-  def shared(index, batch):
+  def shared(index, stack):
     seed = tf.random.experimental.stateless_fold_in(
         tf.constant([config.seed, 1], tf.int64),
-        input_pipelines.global_index(index, context))
-    return {**batch,
-            NEGATIVES_FEATURE: sample_negatives(accept, alias, shape, seed)}
+        input_pipelines.global_index(index * at_once, context))
+    count = tf.shape(tf.nest.flatten(stack)[0])[:1]
+    negatives = sample_negatives(accept, alias, tf.concat([count, shape], 0),
+                                 seed)
+    return {**stack,
+            NEGATIVES_FEATURE: tf.ensure_shape(negatives, [None] + shape)}
 
-  return batches.enumerate().map(
-      tf.autograph.experimental.do_not_convert(shared),
-      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  return batches.batch(at_once).enumerate().map(
+      tf.autograph.experimental.do_not_convert(shared)).unbatch()

@@ -105,6 +105,15 @@ def test_shared_negatives_are_drawn_per_batch_and_survive_a_resume(
                                             epochs=2, skip=5)))
   drawn = resumed['negatives'].numpy()
   assert len({row.tobytes() for batch in drawn for row in batch}) > 1
+  # Drawn for many batches at once, but each batch its own.
+  assert len(drawn) > 2
+  assert len({batch.tobytes() for batch in drawn}) == len(drawn)
+
+
+def test_a_draw_of_shared_negatives_covers_a_bounded_number_of_pairs():
+  assert skipgram.draw_batches(512) == skipgram.DRAW_MOST_BATCHES
+  assert skipgram.draw_batches(skipgram.DRAW_PAIRS // 4) == 4
+  assert skipgram.draw_batches(1 << 22) == 1
 
 
 def test_an_id_outside_the_vocabulary_is_refused(ops_built):
