@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.models import skipgram_negatives
 
 
 def logits(counts: Sequence[int], negatives: int,
@@ -29,7 +30,7 @@ def logits(counts: Sequence[int], negatives: int,
   counts = np.asarray(counts, dtype=np.float64)
   kept = counts * skipgram.keep_probabilities(counts, subsample)
   p_context = kept / max(kept.sum(), 1e-300)
-  p_negative = skipgram.negative_sampling_probabilities(counts)
+  p_negative = skipgram_negatives.negative_sampling_probabilities(counts)
   with np.errstate(divide='ignore'):
     return np.log(p_context) - np.log(negatives * p_negative)
 

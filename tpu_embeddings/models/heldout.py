@@ -20,6 +20,7 @@ from tpu_embeddings.artifacts import compact_vocabulary
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.core.splits import EVAL_SPLIT
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.models import skipgram_negatives
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_loss import loss as batch_loss
 
@@ -47,7 +48,7 @@ class EvalPairs:
 def negative_probabilities(counts: Sequence[int]) -> np.ndarray:
   """The trainer's negative distribution: unigram^0.75 over vocabulary rows."""
   p = np.power(np.maximum(np.asarray(counts, dtype=np.float64), 0.0),
-               skipgram.NEGATIVE_SAMPLING_POWER)
+               skipgram_negatives.NEGATIVE_SAMPLING_POWER)
   if not p.sum() > 0:
     raise ValueError('vocabulary counts are all zero; negatives cannot be '
                      'sampled')

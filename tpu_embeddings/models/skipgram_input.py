@@ -31,6 +31,7 @@ from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.core import input_pipelines
 from tpu_embeddings.kernels import library
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.models import skipgram_negatives
 from tpu_embeddings.models.skipgram_config import SkipGramConfig
 from tpu_embeddings.models.skipgram_features import CONTEXT_FEATURE
 from tpu_embeddings.models.skipgram_features import NEGATIVES_FEATURE
@@ -179,7 +180,7 @@ class SkipGramBatches:
     order = tf.random.experimental.stateless_shuffle(tf.range(pairs),
                                                      seed=order_seed)
     accept, alias = self._accept, self._alias
-    shape = tf.stack([pairs, skipgram.negatives_per_pair(c)])
+    shape = tf.stack([pairs, skipgram_negatives.negatives_per_pair(c)])
     slot = tf.random.stateless_uniform(
         shape, seed=slot_seed, minval=0,
         maxval=tf.shape(accept, out_type=tf.int32)[0], dtype=tf.int32)
@@ -198,10 +199,10 @@ class SkipGramBatches:
         tf.random.experimental.stateless_split(chunk_seed, 2))
     target, context = skipgram.skipgram_pairs(ids, self._keep, c.window,
                                               pair_seed)
-    negatives = skipgram.sample_negatives(
+    negatives = skipgram_negatives.sample_negatives(
         self._accept, self._alias,
-        tf.stack([tf.shape(target)[0], skipgram.negatives_per_pair(c)]),
-        negative_seed)
+        tf.stack([tf.shape(target)[0],
+                  skipgram_negatives.negatives_per_pair(c)]), negative_seed)
     return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
             NEGATIVES_FEATURE: negatives}
 
@@ -263,7 +264,7 @@ class SkipGramBatches:
     ds = self.chunks(ds, context).map(_plain(self._chunk_pairs),
                                      num_parallel_calls=tf.data.AUTOTUNE,
                                      deterministic=True)
-    ds = skipgram.with_shared_negatives(
+    ds = skipgram_negatives.with_shared_negatives(
         ds.rebatch(input_pipelines.pipeline_batch_size(c.batch_size, context),
                    drop_remainder=True), self._accept, self._alias, c,
         context)

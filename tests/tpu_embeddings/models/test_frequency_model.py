@@ -7,6 +7,7 @@ import pytest
 
 from tpu_embeddings.models import frequency_model
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.models import skipgram_negatives
 
 COUNTS = [5000, 1200, 600, 300, 80, 20, 5]
 K = 5
@@ -19,7 +20,7 @@ def _pairs(rng, n, subsample):
   kept = counts * skipgram.keep_probabilities(counts, subsample)
   contexts = rng.choice(len(COUNTS), size=n, p=kept / kept.sum())
   negatives = rng.choice(len(COUNTS), size=(n, K),
-                         p=skipgram.negative_sampling_probabilities(counts))
+                         p=skipgram_negatives.negative_sampling_probabilities(counts))
   return contexts, negatives
 
 

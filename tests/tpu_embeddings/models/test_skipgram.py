@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.models import skipgram_negatives
 
 
 def test_pairs_respect_window_and_drop_oov():
@@ -46,19 +47,20 @@ def test_keep_probabilities_follow_word2vec():
 
 def test_negatives_follow_unigram_to_the_three_quarters():
   counts = np.asarray([500, 200, 100, 50, 20, 10, 5, 1])
-  p = skipgram.negative_sampling_probabilities(counts)
+  p = skipgram_negatives.negative_sampling_probabilities(counts)
   np.testing.assert_allclose(p, counts**0.75 / np.sum(counts**0.75))
-  accept, alias = skipgram.alias_table(p)
-  draws = skipgram.sample_negatives(tf.constant(accept), tf.constant(alias),
-                                    [200_000], tf.constant([5, 6])).numpy()
+  accept, alias = skipgram_negatives.alias_table(p)
+  draws = skipgram_negatives.sample_negatives(
+      tf.constant(accept), tf.constant(alias), [200_000],
+      tf.constant([5, 6])).numpy()
   freq = np.bincount(draws, minlength=len(p)) / draws.size
   np.testing.assert_allclose(freq, p, atol=0.004)
 
 
 def test_the_alias_table_holds_each_probability_exactly():
   rng = np.random.default_rng(3)
-  cases = [skipgram.negative_sampling_probabilities(rng.zipf(1.3, size=n))
-           for n in (1, 2, 7, 5000)]
+  cases = [skipgram_negatives.negative_sampling_probabilities(
+      rng.zipf(1.3, size=n)) for n in (1, 2, 7, 5000)]
   # One row holding most of the mass gives to every other row; rows just
   # above the mean run out on the first small row and pass it on.
   cases += [np.asarray([0.9] + [0.1 / 999] * 999),
@@ -68,7 +70,7 @@ def test_the_alias_table_holds_each_probability_exactly():
             np.asarray([1.5, 1.5, 0.5, 0.5]) / 4]
   for p in cases:
     n = len(p)
-    accept, alias = skipgram.alias_table(p)
+    accept, alias = skipgram_negatives.alias_table(p)
     assert accept.dtype == np.float32 and alias.dtype == np.int32
     # Slot i gives i with probability accept[i], alias[i] otherwise.
     mass = accept.astype(np.float64) + np.bincount(

@@ -8,6 +8,7 @@ from tests.support import artifact_fixtures as fx
 from tpu_embeddings.artifacts import examples_io
 from tpu_embeddings.kernels import library
 from tpu_embeddings.models import skipgram
+from tpu_embeddings.models import skipgram_negatives
 from tpu_embeddings.models.skipgram_input import SkipGramBatches
 
 VOCABULARY = [f'w{i}' for i in range(60)]
@@ -111,9 +112,10 @@ def test_shared_negatives_are_drawn_per_batch_and_survive_a_resume(
 
 
 def test_a_draw_of_shared_negatives_covers_a_bounded_number_of_pairs():
-  assert skipgram.draw_batches(512) == skipgram.DRAW_MOST_BATCHES
-  assert skipgram.draw_batches(skipgram.DRAW_PAIRS // 4) == 4
-  assert skipgram.draw_batches(1 << 22) == 1
+  draw_batches = skipgram_negatives.draw_batches
+  assert draw_batches(512) == skipgram_negatives.DRAW_MOST_BATCHES
+  assert draw_batches(skipgram_negatives.DRAW_PAIRS // 4) == 4
+  assert draw_batches(1 << 22) == 1
 
 
 def test_an_id_outside_the_vocabulary_is_refused(ops_built):

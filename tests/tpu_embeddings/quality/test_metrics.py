@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from tpu_embeddings.models import heldout
-from tpu_embeddings.models import skipgram
+from tpu_embeddings.models import skipgram_negatives
 from tpu_embeddings.quality import metrics
 
 
@@ -182,7 +182,7 @@ def test_negatives_follow_the_trainer_distribution():
   p = heldout.eval_pairs([['a', 'b', 'c', 'd'] * 50], ['a', 'b', 'c', 'd'],
                          counts, 1, 20, 0.0)
   share = np.mean(p.negatives == 0)
-  weights = np.power(counts, skipgram.NEGATIVE_SAMPLING_POWER)
+  weights = np.power(counts, skipgram_negatives.NEGATIVE_SAMPLING_POWER)
   assert share == pytest.approx(weights[0] / weights.sum(), abs=0.05)
 
 
