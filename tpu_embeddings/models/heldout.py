@@ -45,16 +45,6 @@ class EvalPairs:
   oov_tokens: int        # tokens dropped as out-of-vocabulary
 
 
-def negative_probabilities(counts: Sequence[int]) -> np.ndarray:
-  """The trainer's negative distribution: unigram^0.75 over vocabulary rows."""
-  p = np.power(np.maximum(np.asarray(counts, dtype=np.float64), 0.0),
-               skipgram_negatives.NEGATIVE_SAMPLING_POWER)
-  if not p.sum() > 0:
-    raise ValueError('vocabulary counts are all zero; negatives cannot be '
-                     'sampled')
-  return p / p.sum()
-
-
 def _pairs_of_tokens(tokens: tf.RaggedTensor, vocabulary: Sequence[str],
                      counts: Sequence[int], window: int, num_negatives: int,
                      subsample: float, seed: int, max_pairs: int,
@@ -86,8 +76,9 @@ def _pairs_of_tokens(tokens: tf.RaggedTensor, vocabulary: Sequence[str],
   if max_pairs and targets.size > max_pairs:
     kept = np.sort(rng.choice(targets.size, max_pairs, replace=False))
     targets, contexts = targets[kept], contexts[kept]
+  p = skipgram_negatives.negative_sampling_probabilities(counts)
   negatives = rng.choice(len(vocabulary), size=(targets.size, num_negatives),
-                         p=negative_probabilities(counts)).astype(np.int32)
+                         p=p).astype(np.int32)
   return EvalPairs(targets, contexts, negatives, sequences, oov)
 
 
