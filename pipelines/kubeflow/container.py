@@ -38,8 +38,13 @@ def run(entry: Callable[[List[str]], int], argv: List[str]) -> int:
   stop_signals.install()
   try:
     return entry(argv)
-  except KeyboardInterrupt as e:
+  except (KeyboardInterrupt, Exception) as e:
+    # A stop landing inside C code can surface as another error (TensorFlow
+    # reports one amid a tensor's creation as a TypeError about its eager
+    # context): once a stop signal arrived, the task stopped.
     signum = stop_signals.signal_of(e)
+    if signum is None:
+      raise
     print(f'stopped by {stop_signals.name(signum)} in {_executor(argv)}; '
           'a rerun of the pipeline continues (finished tasks are cached, the '
           'trainer resumes from its newest checkpoint)', file=sys.stderr,

@@ -17,6 +17,7 @@ import time
 import pytest
 import yaml
 
+from pipelines import stop_signals
 from pipelines.kubeflow import compile as kubeflow_compile
 from pipelines.kubeflow import container
 from pipelines.kubeflow import spec_edits
@@ -49,6 +50,46 @@ def test_every_task_stops_cleanly_on_sigterm(spec):
     command = _task(spec, task)[1]['command']
     assert command == list(spec_edits.EXAMPLE_GEN_COMMAND if task ==
                            'FileBasedExampleGen' else container.COMMAND)
+
+
+def _stop_then(error):
+  """An entry in which a SIGTERM lands inside C code that reports it as
+  `error`, the stop itself lost."""
+  def entry(argv):
+    del argv
+    try:
+      stop_signals._raise_stopped(signal.SIGTERM, None)
+    except stop_signals.Stopped:
+      pass
+    raise error
+  return entry
+
+
+@pytest.fixture
+def stop_handlers(monkeypatch):
+  monkeypatch.setattr(stop_signals, '_RECEIVED', [])
+  handlers = {s: signal.getsignal(s) for s in stop_signals.HANDLED}
+  hook = sys.unraisablehook
+  yield
+  sys.unraisablehook = hook
+  for s, handler in handlers.items():
+    signal.signal(s, handler)
+
+
+def test_a_stop_reported_as_another_error_still_exits_143(stop_handlers,
+                                                          capsys):
+  code = container.run(_stop_then(TypeError(
+      'Expected `context` argument in EagerTensor constructor to have a '
+      '`_handle` attribute but it did not.')), [])
+  assert code == 143
+  assert capsys.readouterr().err.startswith('stopped by SIGTERM in ')
+
+
+def test_an_error_without_a_stop_is_raised(stop_handlers):
+  def entry(argv):
+    raise ValueError('bad input')
+  with pytest.raises(ValueError, match='bad input'):
+    container.run(entry, [])
 
 
 def _trainer_input(spec, root, config):
