@@ -105,11 +105,14 @@ def with_shared_negatives(batches: tf.data.Dataset, accept: tf.Tensor,
                           context: Optional[tf.distribute.InputContext] = None
                           ) -> tf.data.Dataset:
   """`batches` with each batch's shared negatives ([groups, S]), or
-  `batches` as they are when each pair has its own. The negatives of
-  `draw_batches` consecutive batches are drawn at once, from the index of
-  the first of them: batch i's are the same whether a run started at 0 or
-  skipped to i (resumes skip batches after this). With an input pipeline's
-  `context`, its batches hold its share of the groups."""
+  `batches` as they are when each pair has its own.
+
+  The negatives come from a stream of their own, zipped to the batches:
+  `draw_batches` batches' worth at a time, from the index of the first of
+  them, so batch i's are the same whether a run started at 0 or skipped to
+  i (resumes skip batches after this), and no batch waits for the pairs of
+  the batches after it. With an input pipeline's `context`, its batches
+  hold its share of the groups."""
   if not config.shared_negatives:
     return batches
   context = context or input_pipelines.single()
@@ -124,15 +127,14 @@ def with_shared_negatives(batches: tf.data.Dataset, accept: tf.Tensor,
   at_once = draw_batches(
       input_pipelines.pipeline_batch_size(config.batch_size, context))
 
-  def shared(index, stack):
+  def drawn(index):
     seed = tf.random.experimental.stateless_fold_in(
         tf.constant([config.seed, 1], tf.int64),
         input_pipelines.global_index(index * at_once, context))
-    count = tf.shape(tf.nest.flatten(stack)[0])[:1]
-    negatives = sample_negatives(accept, alias, tf.concat([count, shape], 0),
-                                 seed)
-    return {**stack,
-            NEGATIVES_FEATURE: tf.ensure_shape(negatives, [None] + shape)}
+    return sample_negatives(accept, alias, [at_once] + shape, seed)
 
-  return batches.batch(at_once).enumerate().map(
-      tf.autograph.experimental.do_not_convert(shared)).unbatch()
+  negatives = tf.data.Dataset.counter().map(
+      tf.autograph.experimental.do_not_convert(drawn)).unbatch()
+  return tf.data.Dataset.zip(batches, negatives).map(
+      tf.autograph.experimental.do_not_convert(
+          lambda batch, drawn: {**batch, NEGATIVES_FEATURE: drawn}))

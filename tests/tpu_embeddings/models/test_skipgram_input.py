@@ -111,6 +111,26 @@ def test_shared_negatives_are_drawn_per_batch_and_survive_a_resume(
   assert len({batch.tobytes() for batch in drawn}) == len(drawn)
 
 
+def test_a_batch_never_waits_for_the_pairs_of_the_batches_after_it():
+  # A short run on a small corpus would otherwise make a whole draw's worth
+  # of batches (up to 64) before its first step.
+  accept, alias = skipgram_negatives.alias_table(
+      skipgram_negatives.negative_sampling_probabilities(COUNTS))
+
+  def batch(index):
+    made = tf.debugging.Assert(index < 3, ['batch', index, 'was made'])
+    with tf.control_dependencies([made]):
+      return {'target': tf.fill([SHARED.batch_size], tf.cast(index, tf.int32))}
+
+  batches = skipgram_negatives.with_shared_negatives(
+      tf.data.Dataset.range(10).map(batch), tf.constant(accept),
+      tf.constant(alias), SHARED)
+  taken = list(batches.take(3))
+  assert [int(b['target'][0]) for b in taken] == [0, 1, 2]
+  assert {b['negatives'].shape for b in taken} == {(
+      SHARED.negative_groups, SHARED.shared_negatives)}
+
+
 def test_a_draw_of_shared_negatives_covers_a_bounded_number_of_pairs():
   draw_batches = skipgram_negatives.draw_batches
   assert draw_batches(512) == skipgram_negatives.DRAW_MOST_BATCHES
