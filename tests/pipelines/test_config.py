@@ -103,7 +103,8 @@ def test_the_item_sequences_config_changes_only_what_the_readme_names():
   assert config == PipelineConfig().replace(**{
       'trainer.window': 50, 'trainer.shared_negatives': 16,
       'trainer.batch_size': 512, 'trainer.epochs': 3,
-      'trainer.corpus_scaling': False, 'table.optimizer': 'sgd',
+      'trainer.corpus_scaling': False, 'trainer.log_every': 1000,
+      'table.optimizer': 'sgd',
       'table.learning_rate': 51.2, 'table.dim': 64})
 
 
