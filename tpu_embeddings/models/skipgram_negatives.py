@@ -137,4 +137,4 @@ def with_shared_negatives(batches: tf.data.Dataset, accept: tf.Tensor,
       tf.autograph.experimental.do_not_convert(drawn)).unbatch()
   return tf.data.Dataset.zip(batches, negatives).map(
       tf.autograph.experimental.do_not_convert(
-          lambda batch, drawn: {**batch, NEGATIVES_FEATURE: drawn}))
+          lambda batch, ids: {**batch, NEGATIVES_FEATURE: ids}))
