@@ -148,8 +148,9 @@ class SkipGramData:
     """The negatives' alias table, (accept [V] float32, alias [V] int32)."""
     return self._accept, self._alias
 
-  def _pairs(self, index, ids):
-    """Pairs and negatives of chunk `index` (a ragged batch of id sequences)."""
+  def pairs(self, index, ids):
+    """Pairs and negatives of chunk `index` (a ragged batch of id sequences),
+    by TensorFlow's ops (SkipGramBatches' ops give the same)."""
     c = self.config
     chunk_seed = tf.random.experimental.stateless_fold_in(
         tf.constant([c.seed, 0], tf.int64), index)
@@ -179,7 +180,7 @@ class SkipGramData:
     ds = ds.map(self._table.lookup, num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=True)
     ds = ds.ragged_batch(c.sequences_per_chunk).enumerate()
-    ds = ds.map(self._pairs, num_parallel_calls=tf.data.AUTOTUNE,
+    ds = ds.map(self.pairs, num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=True)
     ds = skipgram_negatives.with_shared_negatives(
         ds.rebatch(c.batch_size, drop_remainder=True), self._accept,

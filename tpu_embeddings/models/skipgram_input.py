@@ -74,6 +74,7 @@ class SkipGramBatches:
     self.vocabulary_size = data.vocabulary_size
     self._ids, self._keep = data.ids, data.keep
     self._accept, self._alias = data.negative_sampler
+    self._tf_pairs = data.pairs  # without the ops
     self._ops = library.load() if use_ops else None
 
   @property
@@ -187,22 +188,6 @@ class SkipGramBatches:
     coin = tf.random.stateless_uniform(shape, seed=coin_seed)
     target, context, negatives = self._ops.skip_gram_shuffle(
         target, context, order, slot, coin, accept, alias)
-    return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
-            NEGATIVES_FEATURE: negatives}
-
-  def _tf_pairs(self, index, ids) -> Dict[str, tf.Tensor]:
-    """`pairs` by skipgram.py's own functions (SkipGramData's chunk work)."""
-    c = self.config
-    chunk_seed = tf.random.experimental.stateless_fold_in(
-        tf.constant([c.seed, 0], tf.int64), index)
-    pair_seed, negative_seed = tf.unstack(
-        tf.random.experimental.stateless_split(chunk_seed, 2))
-    target, context = skipgram.skipgram_pairs(ids, self._keep, c.window,
-                                              pair_seed)
-    negatives = skipgram_negatives.sample_negatives(
-        self._accept, self._alias,
-        tf.stack([tf.shape(target)[0],
-                  skipgram_negatives.negatives_per_pair(c)]), negative_seed)
     return {TARGET_FEATURE: target, CONTEXT_FEATURE: context,
             NEGATIVES_FEATURE: negatives}
 
