@@ -12,7 +12,9 @@ gensim `Word2Vec(sg=1)` with the comparable settings (dim 64, window 50,
 min_count 1, sample 1e-3, 5 epochs, its 5 negatives) runs `--seeds` times
 (seed 0, 1, ...) with 2 workers and with 3, on the pipeline's train split
 (read back from its Examples), and with 2 workers on every written sequence
-(train and eval split: what the split costs the pipeline).
+(train and eval split: what the split costs the pipeline). The sides take
+turns: each seed's pipeline run, then gensim's runs of that seed, so that a
+slow stretch of a shared machine falls on both sides of a seed.
 
 Figures (each a median over seeds, ± the binomial standard error on the
 items judged):
@@ -60,19 +62,19 @@ GENSIM = {'vector_size': DIM, 'window': 50, 'min_count': 1, 'sample': 1e-3,
 WORKERS = (2, 3)
 
 
-def gensim_runs(train_file, seeds, workers):
-  """gensim on `train_file`'s sequences once per seed; (median training
-  seconds, tables)."""
+def gensim_run(sentences, seed, workers):
+  """gensim on `sentences` (lists of items) once; (training seconds, table).
+  """
   from gensim.models import Word2Vec
-  with open(train_file, encoding='utf-8') as f:
-    sentences = [line.split() for line in f]
-  seconds, tables = [], []
-  for seed in range(seeds):
-    start = time.perf_counter()
-    model = Word2Vec(sentences, workers=workers, seed=seed, **GENSIM)
-    seconds.append(time.perf_counter() - start)
-    tables.append(quality.Table(model.wv.index_to_key, model.wv.vectors))
-  return statistics.median(seconds), tables
+  start = time.perf_counter()
+  model = Word2Vec(sentences, workers=workers, seed=seed, **GENSIM)
+  return (time.perf_counter() - start,
+          quality.Table(model.wv.index_to_key, model.wv.vectors))
+
+
+def _read_sentences(path):
+  with open(path, encoding='utf-8') as f:
+    return [line.split() for line in f]
 
 
 def _settings(args, seed, epochs=None):
@@ -142,31 +144,44 @@ def passes_to_quality(name, sessions, work, args, judged, target, base):
 
 
 def run_events(name, sequences, work, args):
-  """One events file's `sequences`: the pipeline per seed, gensim per seed
-  and workers; prints the table (and time to quality with `--epochs`)."""
+  """One events file's `sequences`: per seed, the pipeline and then gensim
+  with each number of workers, so that both sides of a seed run in the same
+  minutes of a machine whose speed drifts; prints the table (and time to
+  quality with `--epochs`)."""
   sessions = session_events.write(sequences,
                                   os.path.join(work, f'data-{name}'))
-  runs, homes = [], []
+  runs = []
+  gensim = {(kind, workers): ([], [])
+            for kind, workers in [('train', w) for w in WORKERS] +
+            [('all', WORKERS[0])]}
+  train_sentences = all_sentences = judged = None
   for seed in range(args.seeds):
-    homes.append(os.path.join(work, f'home-{name}-seed-{seed}'))
-    runs.append(real_corpora.run_pipeline(sessions.data_root, homes[-1],
+    home = os.path.join(work, f'home-{name}-seed-{seed}')
+    runs.append(real_corpora.run_pipeline(sessions.data_root, home,
                                           _settings(args, seed)))
-  judged = {'last': sessions.heldout,
-            'next': time_to_quality.next_items(homes[0], sessions)}
-  train_file = time_to_quality.train_split_file(
-      homes[0], os.path.join(work, f'train-{name}.txt'))
+    if judged is None:
+      judged = {'last': sessions.heldout,
+                'next': time_to_quality.next_items(home, sessions)}
+      train_sentences = _read_sentences(time_to_quality.train_split_file(
+          home, os.path.join(work, f'train-{name}.txt')))
+      all_sentences = _read_sentences(sessions.corpus_file)
+    for (kind, workers), (seconds, tables) in gensim.items():
+      took, table = gensim_run(
+          train_sentences if kind == 'train' else all_sentences, seed,
+          workers)
+      seconds.append(took)
+      tables.append(table)
   summaries = [s for s, _ in runs]
   rows = [_row(f'pipeline, train split ({args.seeds} seeds)',
                [t for _, t in runs],
                statistics.median(map(_trainer_seconds, summaries)), judged,
                summaries)]
-  for workers in WORKERS:
-    seconds, tables = gensim_runs(train_file, args.seeds, workers)
-    rows.append(_row(f'gensim {workers} workers, train split', tables,
-                     seconds, judged))
-  seconds, tables = gensim_runs(sessions.corpus_file, args.seeds, WORKERS[0])
-  rows.append(_row(f'gensim {WORKERS[0]} workers, all sequences', tables,
-                   seconds, {'last': sessions.heldout}))
+  for (kind, workers), (seconds, tables) in gensim.items():
+    rows.append(_row(
+        f'gensim {workers} workers, ' +
+        ('train split' if kind == 'train' else 'all sequences'), tables,
+        statistics.median(seconds),
+        judged if kind == 'train' else {'last': sessions.heldout}))
   print(f'\n== {name}: {len(sessions.heldout):,} sessions '
         f'({sessions.skipped:,} of one event left out), '
         f'{sessions.events:,} events written, {sessions.items:,} items; '
