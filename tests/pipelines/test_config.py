@@ -101,7 +101,7 @@ def test_the_item_sequences_config_changes_only_what_the_readme_names():
                                         '--config', path])
   config = arguments.config_from_args(args)
   assert config == PipelineConfig().replace(**{
-      'trainer.window': 50, 'trainer.shared_negatives': 16,
+      'trainer.window': 50, 'trainer.shared_negatives': 4,
       'trainer.batch_size': 512, 'trainer.epochs': 3,
       'trainer.corpus_scaling': False, 'trainer.log_every': 1000,
       'table.optimizer': 'sgd',
