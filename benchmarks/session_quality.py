@@ -151,9 +151,11 @@ def run_events(name, sequences, work, args):
   sessions = session_events.write(sequences,
                                   os.path.join(work, f'data-{name}'))
   runs = []
-  gensim = {(kind, workers): ([], [])
-            for kind, workers in [('train', w) for w in WORKERS] +
-            [('all', WORKERS[0])]}
+  # gensim's rows: {label: (on the train split, not every sequence;
+  # workers)}, and each one's ([seconds], [tables]) over the seeds.
+  sides = {f'gensim {w} workers, train split': (True, w) for w in WORKERS}
+  sides[f'gensim {WORKERS[0]} workers, all sequences'] = (False, WORKERS[0])
+  gensim = {label: ([], []) for label in sides}
   train_sentences = all_sentences = judged = None
   for seed in range(args.seeds):
     home = os.path.join(work, f'home-{name}-seed-{seed}')
@@ -165,23 +167,20 @@ def run_events(name, sequences, work, args):
       train_sentences = _read_sentences(time_to_quality.train_split_file(
           home, os.path.join(work, f'train-{name}.txt')))
       all_sentences = _read_sentences(sessions.corpus_file)
-    for (kind, workers), (seconds, tables) in gensim.items():
+    for label, (on_train, workers) in sides.items():
       took, table = gensim_run(
-          train_sentences if kind == 'train' else all_sentences, seed,
-          workers)
-      seconds.append(took)
-      tables.append(table)
+          train_sentences if on_train else all_sentences, seed, workers)
+      gensim[label][0].append(took)
+      gensim[label][1].append(table)
   summaries = [s for s, _ in runs]
   rows = [_row(f'pipeline, train split ({args.seeds} seeds)',
                [t for _, t in runs],
                statistics.median(map(_trainer_seconds, summaries)), judged,
                summaries)]
-  for (kind, workers), (seconds, tables) in gensim.items():
-    rows.append(_row(
-        f'gensim {workers} workers, ' +
-        ('train split' if kind == 'train' else 'all sequences'), tables,
-        statistics.median(seconds),
-        judged if kind == 'train' else {'last': sessions.heldout}))
+  for label, (seconds, tables) in gensim.items():
+    rows.append(_row(label, tables, statistics.median(seconds),
+                     judged if sides[label][0] else
+                     {'last': sessions.heldout}))
   print(f'\n== {name}: {len(sessions.heldout):,} sessions '
         f'({sessions.skipped:,} of one event left out), '
         f'{sessions.events:,} events written, {sessions.items:,} items; '
