@@ -15,6 +15,7 @@ from pipelines.cli import home_settings
 from pipelines.local import home as home_lib
 from pipelines.local import retrain as retrain_lib
 from pipelines.local import store_guard
+from tpu_embeddings.core import import_gc
 
 # Process start (this module is imported by the CLI before any TensorFlow).
 STARTED = time.monotonic()
@@ -111,6 +112,14 @@ def _add_pipeline_arguments(p, home_help: str):
   arguments.add_config_arguments(p)
 
 
+def _runner():
+  """`pipelines.local.runner`, imported (TensorFlow, TFX, Beam: most of a
+  run's start-up) with the garbage collector paused (`import_gc`)."""
+  with import_gc.paused():
+    from pipelines.local import runner
+  return runner
+
+
 def run_run(args) -> int:
   from pipelines import config as config_lib
   resolved = home_settings.resolve(args, 'run')
@@ -119,10 +128,10 @@ def run_run(args) -> int:
   if args.neighbors < 0:
     raise ValueError(f'--neighbors must be >= 0, got {args.neighbors}')
   arguments.check_input_files(args.data, config.example_gen)
+  local_runner = _runner()
   arguments.check_model(config, resolved.module_file)
   print(f'running pipeline {config_lib.PIPELINE_NAME} on {args.data} '
         f'(home {os.path.abspath(args.home)})', flush=True)
-  from pipelines.local import runner as local_runner
   summary = local_runner.run(args.data, args.home, config,
                              beam_pipeline_args=args.beam_arg or None,
                              verbose=args.verbose,
@@ -208,6 +217,8 @@ def run_retrain(args) -> int:
       print(f'retrain: {decision.reason}', flush=True)
       if not decision.run:
         return 0
+      # TFX is imported only when there is something to run.
+      local_runner = _runner()
       arguments.check_model(config, resolved.module_file)
       base = decision.warm_start_uri
       warm, warning = retrain_lib.choose_warm_start(
@@ -217,8 +228,6 @@ def run_retrain(args) -> int:
         print(f'warning: {warning}', flush=True)
       if not warm:
         config = retrain_lib.cold_start(config)
-      # TFX is imported only when there is something to run.
-      from pipelines.local import runner as local_runner
       summary = local_runner.run(args.data, args.home, config,
                                  warm_start_uri=warm,
                                  beam_pipeline_args=args.beam_arg or None,

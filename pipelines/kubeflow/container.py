@@ -14,10 +14,12 @@ stay for the rerun, and the task prints one line (the signal, the executor)
 and exits 143 (SIGINT: 130).
 """
 
+import importlib
 import sys
 from typing import Callable, List, Optional
 
 from pipelines import stop_signals
+from tpu_embeddings.core import import_gc
 
 COMMAND = ('python', '-m', 'pipelines.kubeflow.container')
 
@@ -54,13 +56,23 @@ def run(entry: Callable[[List[str]], int], argv: List[str]) -> int:
 
 def run_executor(argv: List[str]) -> int:
   """TFX's V2 executor entrypoint, as its own `python -m` runs it."""
-  from absl.flags import argparse_flags
-  from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
+  with import_gc.paused():
+    from absl.flags import argparse_flags
+    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
   parser = argparse_flags.ArgumentParser(prog='python -m ' + COMMAND[-1])
   parser.add_argument('--executor_class_path', required=True)
   parser.add_argument('--json_serialized_invocation_args', required=True)
   parser.add_argument('--json_serialized_inputs_spec_args', default=None)
-  kubeflow_v2_run_executor.main(parser.parse_known_args(argv))
+  args = parser.parse_known_args(argv)
+  # The executor's module (TensorFlow and the rest), imported the same way
+  # before TFX's entrypoint imports it by name; a path that does not import
+  # is left for TFX to report.
+  with import_gc.paused():
+    try:
+      importlib.import_module(args[0].executor_class_path.rsplit('.', 1)[0])
+    except ImportError:
+      pass
+  kubeflow_v2_run_executor.main(args)
   return 0
 
 

@@ -17,9 +17,9 @@ import time
 from typing import List, Optional
 
 from tpu_embeddings.core import huge_pages
+from tpu_embeddings.core import import_gc
 from tpu_embeddings.core import tf_allocator
 from tpu_embeddings.exports import limits
-from tpu_embeddings.exports import load_check
 from tpu_embeddings.exports import load_errors
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -73,6 +73,7 @@ class FreshProcess:
   def submit(self, kind: str, export_dir: str, canary):
     """Queues the check of one export against `canary` (either format of
     `load_check.FORMATS`); returns at once."""
+    from tpu_embeddings.exports import load_check  # imported where used
     load_check.check_kind(kind)
     canary_path = os.path.join(self._tmp.name,
                                f'canary{len(self._pending)}.npz')
@@ -143,6 +144,10 @@ class FreshProcess:
 
 def _serve() -> int:
   """The child side of FreshProcess: one JSON request per stdin line."""
+  # TensorFlow, imported here rather than at the top: this side imports it
+  # with the collector paused, and the exporter's side had it already.
+  with import_gc.paused():
+    from tpu_embeddings.exports import load_check
   # Answers get the real stdout; anything else printed goes to stderr.
   answers = os.fdopen(os.dup(1), 'w')
   os.dup2(2, 1)
