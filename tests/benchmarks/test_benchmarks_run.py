@@ -1,9 +1,10 @@
-"""Benchmark scripts of the data steps, exports and lookups, each run end to
-end at a tiny size (tests/support/benchmark_runs.py). The trainer's
-benchmarks and the whole-pipeline quality benchmarks are in files of their
-own beside this one, so the suite's two workers can take them side by side;
-table_scale has a smoke test of its own, and export_large_table runs as a
-part of targets' (tests/benchmarks/test_targets.py).
+"""Benchmark scripts of the data steps, exports, lookups and start-up
+imports, each run end to end at a tiny size (tests/support/
+benchmark_runs.py). The trainer's benchmarks and the whole-pipeline quality
+benchmarks are in files of their own beside this one, so the suite's two
+workers can take them side by side; table_scale has a smoke test of its
+own, and export_large_table runs as a part of targets' (tests/benchmarks/
+test_targets.py).
 """
 
 import pytest
@@ -23,6 +24,9 @@ CASES = {
          'ExampleGen+Vocabulary']),
     'validator_restore_memory': (
         ['--rows', '1000', '--dim', '8'], ['with_slots', 'validator']),
+    'start_up_imports': (
+        ['--rounds', '1', '--modules', 'tpu_embeddings.core.text'],
+        ['collector on', 'collector paused', 'paused / on']),
     'lookup_throughput': (
         ['--rows', '1000', '--dim', '8', '--calls-per-round', '5',
          '--rounds', '1', '--tokens-per-call', '16'],
