@@ -367,7 +367,9 @@ def main(argv=None):
   if args.child:
     if args.child[0] in _TASKS:
       # What a Kubeflow pod's container imports before the executor runs.
-      pass
+      from pipelines.kubeflow import container
+      container.import_entrypoint(
+          f'components.{args.child[0]}.executor.Executor')
     _CHILDREN[args.child[0]](*args.child[1:])
     return
   # Built in a child: this process stays without TensorFlow (write_inputs).

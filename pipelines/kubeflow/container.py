@@ -54,25 +54,28 @@ def run(entry: Callable[[List[str]], int], argv: List[str]) -> int:
     return stop_signals.exit_code(signum)
 
 
+def import_entrypoint(executor_class_path: str):
+  """TFX's V2 executor entrypoint module, imported as a task starts: with
+  the executor's module (TensorFlow and the rest) and the collector paused
+  (`import_gc`). A path that does not import is left for TFX to report."""
+  with import_gc.paused():
+    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
+    try:
+      importlib.import_module(executor_class_path.rsplit('.', 1)[0])
+    except ImportError:
+      pass
+  return kubeflow_v2_run_executor
+
+
 def run_executor(argv: List[str]) -> int:
   """TFX's V2 executor entrypoint, as its own `python -m` runs it."""
-  with import_gc.paused():
-    from absl.flags import argparse_flags
-    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
+  from absl.flags import argparse_flags
   parser = argparse_flags.ArgumentParser(prog='python -m ' + COMMAND[-1])
   parser.add_argument('--executor_class_path', required=True)
   parser.add_argument('--json_serialized_invocation_args', required=True)
   parser.add_argument('--json_serialized_inputs_spec_args', default=None)
   args = parser.parse_known_args(argv)
-  # The executor's module (TensorFlow and the rest), imported the same way
-  # before TFX's entrypoint imports it by name; a path that does not import
-  # is left for TFX to report.
-  with import_gc.paused():
-    try:
-      importlib.import_module(args[0].executor_class_path.rsplit('.', 1)[0])
-    except ImportError:
-      pass
-  kubeflow_v2_run_executor.main(args)
+  import_entrypoint(args[0].executor_class_path).main(args)
   return 0
 
 
