@@ -14,6 +14,7 @@ from pipelines.kubeflow import cron
 from pipelines.kubeflow import flags as kubeflow_flags
 from pipelines.kubeflow import resources as kubeflow_resources
 from pipelines.kubeflow import tpu_hosts
+from tpu_embeddings.core import import_gc
 
 
 def register(sub):
@@ -102,13 +103,17 @@ def run_compile(args) -> int:
   task_resources = kubeflow_resources.with_overrides(
       kubeflow_resources.estimate(config, tpu is not None), args.cpu,
       args.memory)
-  arguments.check_model(config, resolved.module_file)
   if args.selftest:
+    arguments.check_model(config, resolved.module_file)
     code = selftest_command.run_compile_selftest(args, tpu, task_resources,
                                                  DEFAULT_OUTPUT)
     _warn_local_roots({'--pipeline-root': root})
     return code
-  from pipelines.kubeflow import compile as kubeflow_compile
+  # TFX, kfp and TensorFlow (which the model check needs too), imported
+  # with the garbage collector paused (`import_gc`).
+  with import_gc.paused():
+    from pipelines.kubeflow import compile as kubeflow_compile
+  arguments.check_model(config, resolved.module_file)
   compiled = kubeflow_compile.compile_pipeline(
       args.output, image=args.image, pipeline_root=args.pipeline_root,
       data_root=data_root, push_root=push_root, config=config, tpu=tpu,

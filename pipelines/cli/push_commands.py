@@ -11,6 +11,7 @@ from pipelines.cli import arguments
 from pipelines.cli import pushed_command
 from tpu_embeddings.artifacts import serving_contract
 from tpu_embeddings.artifacts.export_kinds import SERVING
+from tpu_embeddings.core import import_gc
 from tpu_embeddings.push_root import consumer
 from tpu_embeddings.push_root import declared
 
@@ -97,8 +98,16 @@ def _warn_unknown(rows, unknown, checked):
             'case-sensitive', file=sys.stderr)
 
 
+def _import_tensorflow():
+  """The consumer API's TensorFlow, imported first here with the garbage
+  collector paused (`import_gc`): most of a lookup command's time."""
+  with import_gc.paused():
+    import tensorflow  # noqa: F401
+
+
 def run_embed(args) -> int:
   root = arguments.root_from_args(args)
+  _import_tensorflow()
   version, model = consumer.load_serving(root, args.version)
   rows = _embed_rows(args, declared.signature(model, args.signature))
   _, vectors = consumer.embed(root, rows, version=version, loaded=model,
@@ -134,6 +143,7 @@ def _register_neighbors(sub):
 
 def run_neighbors(args) -> int:
   root = arguments.root_from_args(args)
+  _import_tensorflow()
   version, rows = consumer.neighbors(root, args.token, k=args.k,
                                      version=args.version)
   if args.json:

@@ -16,6 +16,7 @@ import argparse
 import tempfile
 
 from pipelines.cli import arguments
+from tpu_embeddings.core import import_gc
 from tpu_embeddings.training.selftest import options
 
 EXIT_DIFFER = 1
@@ -68,8 +69,12 @@ def _load(args):
   config = arguments.config_from_args(argparse.Namespace(
       module_file=args.module_file, config=args.config, set=args.set,
       tpu=None))
-  from pipelines import model_settings
-  from tpu_embeddings.models import module_files
+  # TensorFlow (the self-test's and the module's), imported with the garbage
+  # collector paused (`import_gc`).
+  with import_gc.paused():
+    from pipelines import model_settings
+    from tpu_embeddings.models import module_files
+    from tpu_embeddings.training.selftest import runner  # noqa: F401
   if args.module_file:
     config = model_settings.for_module(config, args.module_file)
     return model_settings.load(args.module_file), config.trainer
