@@ -72,5 +72,6 @@ def main(argv=None):
           f'{medians["paused"][0] / medians["on"][0]:>7.2f} '
           f'{medians["paused"][1] / medians["on"][1]:>7.2f}', flush=True)
 
+
 if __name__ == '__main__':
   main()
