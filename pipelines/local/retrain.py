@@ -7,12 +7,12 @@ others say so and exit.
 """
 
 import dataclasses
-import fcntl
 import glob
 import os
 import re
-from typing import List, Optional, Sequence, TextIO, Tuple
+from typing import List, Optional, Sequence, Tuple
 
+from pipelines.local import home_lock
 from tpu_embeddings.push_root import home_paths
 from tpu_embeddings.push_root import layout as push_layout
 
@@ -208,33 +208,16 @@ class LockHeld(Exception):
   pass
 
 
-class RetrainLock:
-  """Exclusive, non-blocking lock on `<home>/.retrain.lock`."""
+class RetrainLock(home_lock.PidLock):
+  """Exclusive, non-blocking lock on `<home>/.retrain.lock`: LockHeld when
+  another retrain holds it."""
 
   def __init__(self, home: str):
     os.makedirs(home, exist_ok=True)
-    self.path = os.path.join(home, LOCK_FILENAME)
-    self._f: Optional[TextIO] = None
+    path = os.path.join(home, LOCK_FILENAME)
 
-  def __enter__(self):
-    f = open(self.path, 'a+')
-    try:
-      fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-      f.seek(0)
-      holder = f.read().strip() or 'unknown'
-      f.close()
+    def refuse(holder: str):
       raise LockHeld(f'another retrain is running (pid {holder}, lock '
-                     f'{self.path}); not starting a second one') from None
-    f.seek(0)
-    f.truncate()
-    f.write(str(os.getpid()))
-    f.flush()
-    self._f = f
-    return self
+                     f'{path}); not starting a second one') from None
 
-  def __exit__(self, *exc):
-    if self._f:
-      self._f.truncate(0)
-      fcntl.flock(self._f, fcntl.LOCK_UN)
-      self._f.close()
+    super().__init__(path, refuse)

@@ -78,6 +78,17 @@ def test_lock_is_exclusive_and_released(tmp_path):
     pass
 
 
+def test_a_lock_file_that_refuses_writes_still_locks(tmp_path):
+  # /dev/full refuses every write, as a full disk refuses the holder's pid.
+  (tmp_path / retrain.LOCK_FILENAME).symlink_to('/dev/full')
+  with retrain.RetrainLock(str(tmp_path)):
+    with pytest.raises(retrain.LockHeld, match='pid unknown'):
+      with retrain.RetrainLock(str(tmp_path)):
+        pass
+  with retrain.RetrainLock(str(tmp_path)):
+    pass
+
+
 def _decision(base):
   return retrain.Decision(True, 'span 2 is newer', 2, 1, 1, base)
 
