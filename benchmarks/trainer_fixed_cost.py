@@ -19,7 +19,7 @@ the other timed functions it calls):
   hparams                   RunLogs.start, less the loss it computes
   held-out loss (start)     the first RunLogs.evaluate
   build + restore           training_loop._restore_latest
-  first call (traces)       the first CompiledSteps or CompiledStacks call
+  first call (traces)       the first CompiledSteps call (stacked or not)
                             (--steps / 2 steps)
   later calls               the other calls (the steps' own cost)
   checkpoint save           CheckpointManager.save
@@ -93,7 +93,6 @@ def instrument(seconds=SECONDS):
 
   from tpu_embeddings.artifacts import vocabulary_file
   from tpu_embeddings.training import model_inputs
-  from tpu_embeddings.training import stacked_steps
   from tpu_embeddings.training import tensorboard_logs
   from tpu_embeddings.training import training_loop
   logs = tensorboard_logs.RunLogs
@@ -112,9 +111,9 @@ def instrument(seconds=SECONDS):
   logs.finish = _timed(seconds, 'projector, flush', logs.finish)
   training_loop._restore_latest = _timed(
       seconds, 'build + restore', training_loop._restore_latest)
-  for compiled in (training_loop.CompiledSteps, stacked_steps.CompiledStacks):
-    compiled.__call__ = _timed(seconds, 'later calls', compiled.__call__,
-                               first_part='first call (traces)')
+  compiled = training_loop.CompiledSteps
+  compiled.__call__ = _timed(seconds, 'later calls', compiled.__call__,
+                             first_part='first call (traces)')
   tf.train.CheckpointManager.save = _timed(seconds, 'checkpoint save',
                                            tf.train.CheckpointManager.save)
 

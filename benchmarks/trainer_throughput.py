@@ -31,8 +31,8 @@ step, --live-steps steps per round in the training loop's compiled runner
     pass, reading the ids it kept in memory, as the trainer's passes after
     its first do);
   new, stacks: the first pass again, STACK batches per call of the op in
-    the trainer's runner of stacks (stacked_steps.CompiledStacks), as the
-    trainer runs the fused op;
+    the trainer's runner of stacks (training_loop.CompiledSteps, stacked),
+    as the trainer runs the fused op;
   shared: the same with shared negatives (--shared S negatives per group of
     --group pairs, weighted K/S; 0: no such row);
   gensim Word2Vec (sg=1, the same window, dim, negatives and sample, 2
@@ -99,9 +99,8 @@ def trainer_parts(corpus, window, dim):
 def fused_on(adapter, negative_weight: float = 1.0, stacks: bool = False):
   """The SkipGramStep op on `adapter`'s variables, in the training loop's
   compiled runner (training_loop.CompiledSteps), or with `stacks` in the
-  trainer's runner of stacks of batches (stacked_steps.CompiledStacks)."""
+  trainer's runner of stacks of batches (the same, stacked)."""
   from tpu_embeddings.training import fused_step
-  from tpu_embeddings.training import stacked_steps
   from tpu_embeddings.training import training_loop
   from tpu_embeddings.training.learning_rate import LinearDecay
   optimizer = adapter._rules['tokens'].optimizer
@@ -110,9 +109,9 @@ def fused_on(adapter, negative_weight: float = 1.0, stacks: bool = False):
   if step is None:
     raise SystemExit('the SkipGramStep op is unavailable (see the log)')
   if stacks:
-    return stacked_steps.CompiledStacks(step.stacked,
-                                        adapter.learning_rate_scale,
-                                        LinearDecay(0))
+    return training_loop.CompiledSteps(step.stacked,
+                                       adapter.learning_rate_scale,
+                                       LinearDecay(0), stacked=True)
   return training_loop.CompiledSteps(
       step, adapter.learning_rate_scale, LinearDecay(0), user_code=False)
 

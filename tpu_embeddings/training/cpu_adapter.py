@@ -43,7 +43,6 @@ from tpu_embeddings.spec.embedding_spec import EmbeddingSpec
 from tpu_embeddings.training import dense_model
 from tpu_embeddings.training import embedding_optimizers
 from tpu_embeddings.training import fused_step
-from tpu_embeddings.training import stacked_steps
 from tpu_embeddings.training import training_loop
 from tpu_embeddings.training.learning_rate import LinearDecay
 
@@ -104,8 +103,9 @@ class CpuAdapter:
         user_code=module.declared('AUTOGRAPH', True))
     # train_stacked(iterator of stacks, steps, first_step): the same for
     # iterator(input_fn, stack > 1), where the fused op takes stacks.
-    self.train_stacked = stacked_steps.CompiledStacks(
-        self._fused_stack, self.learning_rate_scale, decay or LinearDecay(0))
+    self.train_stacked = training_loop.CompiledSteps(
+        self._fused_stack, self.learning_rate_scale, decay or LinearDecay(0),
+        stacked=True)
 
   def build(self, element_spec=None):
     """Creates the tables and slots, and the dense model and its slots on a

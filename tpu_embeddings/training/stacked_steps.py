@@ -13,7 +13,6 @@ resumes at the same steps either way.
 
 import math
 
-import numpy as np
 import tensorflow as tf
 
 from tpu_embeddings.training.config import LoopConfig
@@ -74,23 +73,3 @@ def iterator_and_train(adapter, input_fn, config: LoopConfig,
   stack = steps_per_call(config, start_step, adapter.most_steps_per_call)
   iterator = adapter.iterator(input_fn, stack)
   return iterator, adapter.train_stacked if stack > 1 else adapter.train
-
-
-class CompiledStacks:
-  """An adapter's `train_stacked`: `run_stacks` of a stacked step in one
-  tf.function, each step's learning-rate scale from `decay`."""
-
-  def __init__(self, stacked_fn, learning_rate_scale: tf.Variable, decay):
-    self._stacked_fn = stacked_fn
-    self._scale = learning_rate_scale
-    self._decay = decay
-    self._run = tf.function(self._run_stacks, autograph=False)
-
-  def _run_stacks(self, iterator, steps, first_step):
-    return run_stacks(iterator, steps, self._stacked_fn, first_step,
-                      self._decay, self._scale.assign)
-
-  def __call__(self, iterator, steps: int, first_step: int = 0) -> np.ndarray:
-    """As CompiledSteps, on an iterator of stacks of batches."""
-    return self._run(iterator, tf.constant(steps, tf.int64),
-                     tf.constant(first_step, tf.int64)).numpy()

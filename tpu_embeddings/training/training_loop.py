@@ -75,21 +75,31 @@ class CompiledSteps:
   """An adapter's `train`: `run_steps` of its `step_fn` in one tf.function,
   each step's learning-rate scale set from `decay` at its global step.
 
+  `stacked`: `step_fn(stack, scales) -> losses` takes the batches of
+  several steps at once, and the iterator gives stacks of batches
+  (`stacked_steps.run_stacks`): an adapter's `train_stacked`.
   `user_code`: the step runs a module's own functions, converted by
-  autograph; built-in steps are plain graph code and skip the conversion.
+  autograph; built-in steps (every stacked one) are plain graph code and
+  skip the conversion.
   """
 
   def __init__(self, step_fn, learning_rate_scale: tf.Variable, decay,
-               user_code: bool = True):
-    self._step_fn = autograph_converted(step_fn) if user_code else step_fn
+               user_code: bool = True, stacked: bool = False):
+    self._step_fn = (autograph_converted(step_fn)
+                     if user_code and not stacked else step_fn)
     self._scale = learning_rate_scale
     self._decay = decay
+    self._stacked = stacked
     self._run = tf.function(self._run_steps, autograph=False)
 
   def _set_learning_rate(self, step):
     self._scale.assign(self._decay(step))
 
   def _run_steps(self, iterator, steps, first_step):
+    if self._stacked:
+      return stacked_steps.run_stacks(iterator, steps, self._step_fn,
+                                      first_step, self._decay,
+                                      self._scale.assign)
     return run_steps(iterator, steps, self._step_fn, first_step,
                      self._set_learning_rate)
 

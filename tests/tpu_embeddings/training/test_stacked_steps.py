@@ -20,6 +20,7 @@ from tpu_embeddings.models.skipgram_features import skipgram_spec
 from tpu_embeddings.training import cpu_adapter
 from tpu_embeddings.training import fused_step
 from tpu_embeddings.training import stacked_steps
+from tpu_embeddings.training import training_loop
 from tpu_embeddings.training.config import LoopConfig
 from tpu_embeddings.training.learning_rate import LinearDecay
 
@@ -116,9 +117,9 @@ def test_stacks_run_in_order_at_each_steps_scale_until_the_data_ends():
   stacks = tf.data.Dataset.range(1, 9).map(
       lambda x: tf.cast(x, tf.float32)).batch(4)
   scale = tf.Variable(1.0)
-  train = stacked_steps.CompiledStacks(
+  train = training_loop.CompiledSteps(
       lambda batches, scales: batches + scales, scale,
-      lambda step: tf.cast(step, tf.float32) / 100.0)
+      lambda step: tf.cast(step, tf.float32) / 100.0, stacked=True)
   iterator = iter(stacks)
   np.testing.assert_allclose(train(iterator, 8, first_step=20),
                              np.arange(1, 9) + np.arange(20, 28) / 100.0)
