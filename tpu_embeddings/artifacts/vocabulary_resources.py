@@ -32,6 +32,14 @@ def _shared_name(kind: str) -> str:
   return f'{kind}_{uuid.uuid4().hex}'
 
 
+def _file_of(asset: tf.saved_model.Asset) -> str:
+  """The asset's file, to name in an error (known only eagerly, as every
+  export here builds its module)."""
+  if tf.executing_eagerly():
+    return asset.asset_path.numpy().decode('utf-8', 'replace')
+  return 'the vocabulary asset'
+
+
 class TokenIds(tf.Module):
   """Token -> row id (`tpu_embeddings.artifacts.token_ids`).
 
@@ -48,15 +56,17 @@ class TokenIds(tf.Module):
     super().__init__(name=None)
     if vocabulary_size > token_ids.MAX_TOKENS:
       raise ValueError(
-          f'serving export: {vocabulary_size} tokens; at most '
-          f'{token_ids.MAX_TOKENS} fit the token id table')
+          f'serving export: vocabulary {_file_of(vocabulary_asset)} has '
+          f'{vocabulary_size} tokens; at most {token_ids.MAX_TOKENS} fit the '
+          'token id table')
     if sorted_keys is None:
       self.by_string = StringTokenIds(vocabulary_asset, vocabulary_size)
       return
     if tuple(sorted_keys.keys.shape) != (vocabulary_size,):
       raise ValueError(
-          f'serving export: {sorted_keys.keys.shape[0]} token keys for '
-          f'{vocabulary_size} tokens')
+          f'serving export: vocabulary {_file_of(vocabulary_asset)}: '
+          f'{sorted_keys.keys.shape[0]} token keys for {vocabulary_size} '
+          'tokens')
     self.by_string = None
     in_variables = sorted_keys.in_variables()
     self.token_keys = in_variables.keys
@@ -150,7 +160,8 @@ class TokenStrings(tf.Module):
     """`ends`: `line_ends` of the asset's file."""
     super().__init__(name=None)
     if not ends.size:
-      raise ValueError('serving export: the vocabulary has no tokens')
+      raise ValueError(f'serving export: vocabulary '
+                       f'{_file_of(vocabulary_asset)} has no tokens')
     self.line_ends = tf.Variable(ends, trainable=False,
                                  name='token_line_ends')
     self.asset_bytes = AssetBytes(vocabulary_asset, int(ends[-1]) + 1)

@@ -77,3 +77,20 @@ def test_an_asset_of_another_length_fails_the_load(asset, tmp_path):
   with pytest.raises(tf.errors.InvalidArgumentError,
                      match='is not the 63 bytes the export was made with'):
     tf.saved_model.load(saved)
+
+
+def test_errors_name_the_vocabulary_file(asset, tmp_path):
+  with pytest.raises(ValueError, match=rf'vocabulary {asset} has '
+                     rf'{token_ids.MAX_TOKENS + 1} tokens; at most'):
+    vocabulary_resources.TokenIds(tf.saved_model.Asset(asset),
+                                  token_ids.MAX_TOKENS + 1, None)
+  with pytest.raises(ValueError, match=rf'vocabulary {asset}: 6 token keys '
+                     'for 5 tokens'):
+    vocabulary_resources.TokenIds(tf.saved_model.Asset(asset), 5,
+                                  token_ids.lookup_keys(asset))
+  empty = tmp_path / 'empty.txt'
+  empty.write_text('')
+  with pytest.raises(ValueError, match=rf'vocabulary {empty} has no tokens'):
+    vocabulary_resources.TokenStrings(
+        tf.saved_model.Asset(str(empty)),
+        vocabulary_resources.line_ends(str(empty)))
