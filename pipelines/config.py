@@ -7,6 +7,7 @@ or just `field`, which sets that field in every section that has one (only
 """
 
 import dataclasses
+import difflib
 import json
 import os
 from typing import Any, Dict, List, Mapping, Tuple
@@ -120,5 +121,24 @@ def _locate(name: str) -> List[Tuple[str, str]]:
     if owners:
       return owners
   known = sorted(f'{s}.{f}' for s, c in sections.items() for f in c.names())
-  raise ValueError(f'pipeline config: unknown field {name!r}; fields are '
-                   f'{", ".join(known)}')
+  raise ValueError(f'pipeline config: unknown field {name!r}; '
+                   f'{_closest(name, known)}fields are {", ".join(known)}')
+
+
+def _closest(name: str, known: List[str]) -> str:
+  """'did you mean ...? ' naming the known setting a wrong `name` is
+  closest to: its field in another section (`trainer.dim`: `table.dim`),
+  else the closest spelling of the whole name or of its field alone; ''
+  when none is close."""
+  section, _, field = name.rpartition('.')
+  owners = [k for k in known if k.rpartition('.')[2] == field]
+  if section and owners:
+    found = owners
+  else:
+    found = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+  if not found:
+    fields = {k.rpartition('.')[2]: k for k in known}
+    found = [fields[f] for f in difflib.get_close_matches(
+        field, list(fields), n=1, cutoff=0.8)]
+  return (f'did you mean {" or ".join(map(repr, found))}? ' if found
+          else '')

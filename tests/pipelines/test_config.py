@@ -40,6 +40,25 @@ def test_unknown_field_is_named():
     PipelineConfig.from_json(json.dumps({'steps': 3}))
 
 
+@pytest.mark.parametrize('name,meant', [
+    ('trainer.windw', "'trainer.window'"),    # a misspelt field
+    ('windw', "'trainer.window'"),            # the same without a section
+    ('trainer.dim', "'table.dim'"),           # a field of another section
+    ('epochz', "'trainer.epochs'"),
+])
+def test_an_unknown_field_names_the_one_meant(name, meant):
+  with pytest.raises(ValueError, match=f"unknown field '{name}'; did you "
+                     f'mean {meant}\\? fields are '):
+    PipelineConfig.from_dict({name: 1})
+
+
+def test_a_field_like_none_suggests_none():
+  with pytest.raises(ValueError) as raised:
+    PipelineConfig.from_dict({'xyz': 1})
+  assert 'did you mean' not in str(raised.value)
+  assert 'fields are example_gen.' in str(raised.value)
+
+
 def test_each_component_gets_its_section_of_the_config():
   from pipelines import pipeline
   from tpu_embeddings.core import settings
