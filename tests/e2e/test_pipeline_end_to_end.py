@@ -107,6 +107,19 @@ def test_lineage_names_the_spans(home):
   assert _cli('lineage', '--home', home.home, '--version', '9')[0] == 2
 
 
+def test_lineage_reads_the_home_without_tensorflow_or_tfx(home):
+  """Its trainer steps read each Model's metadata.json: a local file."""
+  probe = ('import sys; from pipelines.cli import main as cli; '
+           'rc = cli.main(["lineage", "--home", sys.argv[1]]); '
+           'print(rc, sorted(m for m in ("tensorflow", "tfx") '
+           'if m in sys.modules))')
+  done = subprocess.run([sys.executable, '-c', probe, home.home],
+                        cwd=paths.REPO, capture_output=True, text=True,
+                        timeout=120)
+  assert done.stdout.strip().splitlines()[-1] == '0 []', (
+      done.stdout[-2000:], done.stderr[-2000:])
+
+
 def _cli_err(capsys, *argv):
   """(exit code, stdout, stderr) of the CLI run in this process."""
   code = main(list(argv))

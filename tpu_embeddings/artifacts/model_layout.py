@@ -26,6 +26,8 @@ import json
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from tpu_embeddings.core import file_system
+
 CHECKPOINT_DIR = 'checkpoint'
 METADATA_FILENAME = 'metadata.json'
 # Key of metadata.json holding the trainer's settings (asdict(TrainerConfig)).
@@ -62,8 +64,7 @@ def slot_key(table: str, slot: str) -> str:
   return f'{EMBEDDING_KEY}/{table}.S{slot}/.ATTRIBUTES/VARIABLE_VALUE'
 
 
-def join(*parts: str) -> str:
-  return '/'.join([parts[0].rstrip('/')] + [p.strip('/') for p in parts[1:]])
+join = file_system.join
 
 
 def checkpoint_dir(model_uri: str) -> str:
@@ -100,15 +101,15 @@ def saved_checkpoints(model_uri: str) -> List[Tuple[int, str]]:
 
 
 def write_metadata(model_uri: str, metadata: Dict[str, Any]):
-  import tensorflow as tf
-  with tf.io.gfile.GFile(join(model_uri, METADATA_FILENAME), 'w') as f:
+  with file_system.open_file(join(model_uri, METADATA_FILENAME), 'w') as f:
     f.write(json.dumps(metadata, indent=2, sort_keys=True) + '\n')
 
 
 def read_metadata(model_uri: str) -> Optional[Dict[str, Any]]:
-  import tensorflow as tf
+  """The Model's metadata.json, or None; a local one is read without
+  TensorFlow (`lineage` and the other commands that only read a home)."""
   path = join(model_uri, METADATA_FILENAME)
-  if not tf.io.gfile.exists(path):
+  if not file_system.exists(path):
     return None
-  with tf.io.gfile.GFile(path) as f:
+  with file_system.open_file(path) as f:
     return json.load(f)
